@@ -1,0 +1,10 @@
+//===- NNSDialect.h - nns dialect -------------------------------*- C++ -*-===//
+
+#ifndef NNSC_DIALECT_NNS_NNSDIALECT_H
+#define NNSC_DIALECT_NNS_NNSDIALECT_H
+
+#include "mlir/IR/Dialect.h"
+
+#include "nnsc/Dialect/NNS/NNSOpsDialect.h.inc"
+
+#endif // NNSC_DIALECT_NNS_NNSDIALECT_H

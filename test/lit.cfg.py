@@ -1,0 +1,36 @@
+# -*- Python -*-
+# lit configuration for nnsc: FileCheck tests of the compiler and tools.
+
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "NNSC"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".nns", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.nnsc_obj_root, "test")
+config.excludes = ["Unit", "Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.nnsc_tools_dir, append_path=True)
+
+config.substitutions.append(("%nnsc_src_root", config.nnsc_src_root))
+config.substitutions.append(("%nnsc_obj_root", config.nnsc_obj_root))
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(
+    ("%default_model",
+     os.path.join(config.nnsc_src_root, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")))
+
+# `nvcc`: the CUDA toolkit compiled the .cu kernels (every machine with /usr/local/cuda).
+# `cuda-gpu`: a GPU is present to run them (never on the development and CI machines).
+if config.nnsc_cuda_enabled:
+    config.available_features.add("nvcc")
+if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidia0"):
+    config.available_features.add("cuda-gpu")
+
+llvm_config.add_tool_substitutions(
+    ["nns-opt", "nnsc", "nns-run"], [config.nnsc_tools_dir])

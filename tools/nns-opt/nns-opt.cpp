@@ -1,0 +1,21 @@
+//===- nns-opt.cpp - nns dialect optimizer driver ---------------*- C++ -*-===//
+//
+// mlir-opt with the nns dialect registered, for lit tests of the dialect and its passes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+#include "nnsc/Dialect/NNS/NNSDialect.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  registry.insert<nnsc::nns::NNSDialect, mlir::arith::ArithDialect, mlir::func::FuncDialect,
+                  mlir::tensor::TensorDialect>();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "nns dialect optimizer driver\n", registry));
+}
