@@ -1,0 +1,197 @@
+//===- Architecture.cpp - module tree and hook sites ------------*- C++ -*-===//
+//
+// The module tree mirrors transformers' LlamaForCausalLM / Qwen2ForCausalLM /
+// Qwen3ForCausalLM / MistralForCausalLM, and sites are added in the order their hooks fire in
+// those classes' forward methods. `model.rotary_emb` is left out: its output is a (cos, sin)
+// tuple, not an activation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "nnsc/Schema/Architecture.h"
+
+#include <cassert>
+
+namespace nnsc::schema {
+
+static std::string classPrefix(ArchKind arch) {
+  switch (arch) {
+  case ArchKind::Llama: return "Llama";
+  case ArchKind::Qwen2: return "Qwen2";
+  case ArchKind::Qwen3: return "Qwen3";
+  case ArchKind::Mistral: return "Mistral";
+  }
+  return "";
+}
+
+int Architecture::addModule(const std::string &name, const std::string &type, int parent,
+                            int layer, bool callable) {
+  Module m;
+  m.name = name;
+  m.path = parent < 0 ? name : modules_[parent].path + "." + name;
+  m.type = type;
+  m.parent = parent;
+  m.layer = layer;
+  m.inputSite = -1;
+  m.outputSite = -1;
+  m.callable = callable;
+  int index = int(modules_.size());
+  if (parent >= 0)
+    modules_[parent].children.push_back(index);
+  moduleIndex_[m.path] = index;
+  modules_.push_back(std::move(m));
+  return index;
+}
+
+int Architecture::addSite(int module, SiteKind kind, std::vector<int64_t> shape,
+                          ElementType type, bool writable) {
+  Site s;
+  s.kind = kind;
+  s.module = module;
+  s.layer = module >= 0 ? modules_[module].layer : -1;
+  s.shape = std::move(shape);
+  s.elementType = type;
+  s.order = int(sites_.size());
+  s.writable = writable;
+  switch (kind) {
+  case SiteKind::Input:
+    s.path = modules_[module].path + ".input";
+    s.phase = Phase::Forward;
+    modules_[module].inputSite = s.order;
+    break;
+  case SiteKind::Output:
+    s.path = modules_[module].path + ".output";
+    s.phase = Phase::Forward;
+    modules_[module].outputSite = s.order;
+    break;
+  case SiteKind::Logits:
+    s.path = "logits";
+    s.phase = Phase::Logits;
+    break;
+  case SiteKind::Samples:
+    s.path = "samples";
+    s.phase = Phase::Samples;
+    break;
+  case SiteKind::Result:
+    s.path = "result";
+    s.phase = Phase::Result;
+    break;
+  }
+  siteIndex_[s.path] = s.order;
+  sites_.push_back(std::move(s));
+  return sites_.back().order;
+}
+
+void Architecture::addLeafSites(int module, const std::vector<int64_t> &inShape,
+                                const std::vector<int64_t> &outShape) {
+  addSite(module, SiteKind::Input, inShape, ElementType::F32);
+  addSite(module, SiteKind::Output, outShape, ElementType::F32);
+}
+
+void Architecture::buildDecoderLayer(int layers, int index) {
+  const ModelConfig &c = config_;
+  const std::string prefix = classPrefix(c.arch);
+  const std::vector<int64_t> hidden = {kTokens, c.hidden};
+  const std::vector<int64_t> inter = {kTokens, c.intermediate};
+  const std::vector<int64_t> qShape = {kTokens, c.heads * c.headDim};
+  const std::vector<int64_t> kvShape = {kTokens, c.kvHeads * c.headDim};
+
+  int layer = addModule(std::to_string(index), prefix + "DecoderLayer", layers, index, false);
+  addSite(layer, SiteKind::Input, hidden, ElementType::F32);
+
+  int inNorm = addModule("input_layernorm", prefix + "RMSNorm", layer, index, true);
+  addLeafSites(inNorm, hidden, hidden);
+
+  int attn = addModule("self_attn", prefix + "Attention", layer, index, false);
+  addSite(attn, SiteKind::Input, hidden, ElementType::F32);
+  int q = addModule("q_proj", "Linear", attn, index, true);
+  addLeafSites(q, hidden, qShape);
+  if (c.qkNorm) {
+    // Qwen3 normalizes each head: the projection is viewed as [T, heads, head_dim] first.
+    int qNorm = addModule("q_norm", prefix + "RMSNorm", attn, index, true);
+    addLeafSites(qNorm, {kTokens, c.heads, c.headDim}, {kTokens, c.heads, c.headDim});
+  }
+  int k = addModule("k_proj", "Linear", attn, index, true);
+  addLeafSites(k, hidden, kvShape);
+  if (c.qkNorm) {
+    int kNorm = addModule("k_norm", prefix + "RMSNorm", attn, index, true);
+    addLeafSites(kNorm, {kTokens, c.kvHeads, c.headDim}, {kTokens, c.kvHeads, c.headDim});
+  }
+  int v = addModule("v_proj", "Linear", attn, index, true);
+  addLeafSites(v, hidden, kvShape);
+  int o = addModule("o_proj", "Linear", attn, index, true);
+  addLeafSites(o, qShape, hidden);
+  addSite(attn, SiteKind::Output, hidden, ElementType::F32);
+
+  int postNorm = addModule("post_attention_layernorm", prefix + "RMSNorm", layer, index, true);
+  addLeafSites(postNorm, hidden, hidden);
+
+  int mlp = addModule("mlp", prefix + "MLP", layer, index, true);
+  addSite(mlp, SiteKind::Input, hidden, ElementType::F32);
+  int gate = addModule("gate_proj", "Linear", mlp, index, true);
+  addLeafSites(gate, hidden, inter);
+  int act = addModule("act_fn", "SiLUActivation", mlp, index, true);
+  addLeafSites(act, inter, inter);
+  int up = addModule("up_proj", "Linear", mlp, index, true);
+  addLeafSites(up, hidden, inter);
+  int down = addModule("down_proj", "Linear", mlp, index, true);
+  addLeafSites(down, inter, hidden);
+  addSite(mlp, SiteKind::Output, hidden, ElementType::F32);
+
+  addSite(layer, SiteKind::Output, hidden, ElementType::F32);
+}
+
+Architecture::Architecture(const ModelConfig &config) : config_(config) {
+  const ModelConfig &c = config_;
+  const std::string prefix = classPrefix(c.arch);
+  const std::vector<int64_t> hidden = {kTokens, c.hidden};
+
+  int model = addModule("model", prefix + "Model", -1, -1, false);
+  int embed = addModule("embed_tokens", "Embedding", model, -1, true);
+  addSite(embed, SiteKind::Input, {kTokens}, ElementType::I64, /*writable=*/false);
+  addSite(embed, SiteKind::Output, hidden, ElementType::F32);
+
+  int layers = addModule("layers", "ModuleList", model, -1, false);
+  for (int i = 0; i < c.layers; ++i)
+    buildDecoderLayer(layers, i);
+
+  int norm = addModule("norm", prefix + "RMSNorm", model, -1, true);
+  addLeafSites(norm, hidden, hidden);
+
+  int lmHead = addModule("lm_head", "Linear", -1, -1, true);
+  addLeafSites(lmHead, hidden, {kTokens, c.vocab});
+
+  addSite(-1, SiteKind::Logits, {c.vocab}, ElementType::F32);
+  addSite(-1, SiteKind::Samples, {}, ElementType::I64);
+  addSite(-1, SiteKind::Result, {kTokens}, ElementType::I64, /*writable=*/false);
+}
+
+int Architecture::findModule(std::string_view path) const {
+  auto it = moduleIndex_.find(path);
+  return it == moduleIndex_.end() ? -1 : it->second;
+}
+
+int Architecture::findSite(std::string_view path) const {
+  auto it = siteIndex_.find(path);
+  return it == siteIndex_.end() ? -1 : it->second;
+}
+
+std::optional<std::string_view> Architecture::expandAlias(std::string_view name) {
+  if (name == "layers")
+    return "model.layers";
+  if (name == "embed")
+    return "model.embed_tokens";
+  if (name == "norm")
+    return "model.norm";
+  if (name == "lm_head")
+    return "lm_head";
+  return std::nullopt;
+}
+
+std::map<std::string, int64_t> Architecture::dimensionNames() const {
+  return {{"hidden", config_.hidden},     {"vocab", config_.vocab},
+          {"heads", config_.heads},       {"kv_heads", config_.kvHeads},
+          {"head_dim", config_.headDim},  {"intermediate", config_.intermediate},
+          {"layers", config_.layers}};
+}
+
+} // namespace nnsc::schema

@@ -1,0 +1,237 @@
+//===- ModelConfig.cpp - model hyperparameters ------------------*- C++ -*-===//
+
+#include "nnsc/Schema/ModelConfig.h"
+
+#include "nnsc/Support/GGUFFile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace nnsc::schema {
+
+const char *archKindName(ArchKind kind) {
+  switch (kind) {
+  case ArchKind::Llama: return "llama";
+  case ArchKind::Qwen2: return "qwen2";
+  case ArchKind::Qwen3: return "qwen3";
+  case ArchKind::Mistral: return "mistral";
+  }
+  return "unknown";
+}
+
+static std::optional<ArchKind> parseArchKind(const std::string &name) {
+  if (name == "llama")
+    return ArchKind::Llama;
+  if (name == "qwen2")
+    return ArchKind::Qwen2;
+  if (name == "qwen3")
+    return ArchKind::Qwen3;
+  if (name == "mistral")
+    return ArchKind::Mistral;
+  return std::nullopt;
+}
+
+static const char *kSupported = "supported: llama, qwen2, qwen3, mistral";
+
+bool ModelConfig::validate(std::string &error) const {
+  auto bad = [&](const std::string &what) {
+    error = what;
+    return false;
+  };
+  if (hidden <= 0 || intermediate <= 0 || layers <= 0 || heads <= 0 || kvHeads <= 0 ||
+      headDim <= 0 || vocab <= 0)
+    return bad("model config has a non-positive dimension (hidden " + std::to_string(hidden) +
+               ", intermediate " + std::to_string(intermediate) + ", layers " +
+               std::to_string(layers) + ", heads " + std::to_string(heads) + ", kv_heads " +
+               std::to_string(kvHeads) + ", head_dim " + std::to_string(headDim) + ", vocab " +
+               std::to_string(vocab) + ")");
+  if (heads % kvHeads != 0)
+    return bad("heads (" + std::to_string(heads) + ") is not a multiple of kv_heads (" +
+               std::to_string(kvHeads) + ")");
+  if (headDim % 2 != 0)
+    return bad("head_dim " + std::to_string(headDim) + " is odd; RoPE needs an even head_dim");
+  return true;
+}
+
+std::optional<ModelConfig> ModelConfig::fromGGUF(const gguf::GGUFFile &file, std::string &error) {
+  auto fail = [&](const std::string &what) -> std::optional<ModelConfig> {
+    error = "'" + file.path() + "': " + what;
+    return std::nullopt;
+  };
+  std::optional<std::string> archName = file.getString("general.architecture");
+  if (!archName)
+    return fail("missing 'general.architecture'");
+  std::optional<ArchKind> arch = parseArchKind(*archName);
+  if (!arch)
+    return fail("unsupported architecture '" + *archName + "' (" + kSupported + ")");
+
+  ModelConfig config;
+  config.arch = *arch;
+  const std::string p = *archName + ".";
+  auto needInt = [&](const std::string &key, int64_t &out) {
+    std::optional<int64_t> v = file.getInt(p + key);
+    if (!v) {
+      error = "'" + file.path() + "': missing integer '" + p + key + "'";
+      return false;
+    }
+    out = *v;
+    return true;
+  };
+  if (!needInt("embedding_length", config.hidden) ||
+      !needInt("feed_forward_length", config.intermediate) ||
+      !needInt("block_count", config.layers) || !needInt("attention.head_count", config.heads))
+    return std::nullopt;
+  config.kvHeads = file.getInt(p + "attention.head_count_kv").value_or(config.heads);
+  config.headDim = file.getInt(p + "attention.key_length").value_or(config.hidden / config.heads);
+  config.maxPositions = file.getInt(p + "context_length").value_or(0);
+  config.rmsNormEps = file.getFloat(p + "attention.layer_norm_rms_epsilon").value_or(1e-5);
+  config.ropeTheta = file.getFloat(p + "rope.freq_base").value_or(10000.0);
+  if (std::optional<std::string> type = file.getString(p + "rope.scaling.type")) {
+    if (*type == "linear") {
+      config.ropeScaling.type = RopeScaling::Type::Linear;
+      config.ropeScaling.factor = file.getFloat(p + "rope.scaling.factor").value_or(1.0);
+    } else if (*type != "none") {
+      return fail("unsupported RoPE scaling '" + *type + "'");
+    }
+  }
+  if (const auto *tokens = file.getStringArray("tokenizer.ggml.tokens"))
+    config.vocab = int64_t(tokens->size());
+  config.vocab = file.getInt(p + "vocab_size").value_or(config.vocab);
+  if (const gguf::TensorInfo *embed = file.findTensor("token_embd.weight"))
+    if (embed->dims.size() == 2)
+      config.vocab = embed->dims[1];
+  config.tiedEmbeddings = file.findTensor("output.weight") == nullptr;
+  config.qkvBias = file.findTensor("blk.0.attn_q.bias") != nullptr;
+  config.qkNorm = file.findTensor("blk.0.attn_q_norm.weight") != nullptr;
+  if (!config.validate(error))
+    return fail(error);
+  return config;
+}
+
+std::optional<ModelConfig> ModelConfig::fromHFConfigJson(const std::string &text,
+                                                        std::string &error) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    error = "config.json is not a JSON object";
+    return std::nullopt;
+  }
+  auto str = [&](const char *key) -> std::string {
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto integer = [&](const char *key, int64_t fallback) -> int64_t {
+    auto it = j.find(key);
+    return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
+  };
+  auto number = [&](const nlohmann::json &obj, const char *key, double fallback) -> double {
+    auto it = obj.find(key);
+    return it != obj.end() && it->is_number() ? it->get<double>() : fallback;
+  };
+  auto boolean = [&](const char *key, bool fallback) -> bool {
+    auto it = j.find(key);
+    return it != j.end() && it->is_boolean() ? it->get<bool>() : fallback;
+  };
+
+  std::string modelType = str("model_type");
+  std::optional<ArchKind> arch = parseArchKind(modelType);
+  if (!arch) {
+    error = modelType.empty() ? std::string("config.json has no 'model_type'")
+                              : "unsupported architecture '" + modelType + "' (" + kSupported + ")";
+    return std::nullopt;
+  }
+  ModelConfig config;
+  config.arch = *arch;
+  config.hidden = integer("hidden_size", 0);
+  config.intermediate = integer("intermediate_size", 0);
+  config.layers = integer("num_hidden_layers", 0);
+  config.heads = integer("num_attention_heads", 0);
+  config.kvHeads = integer("num_key_value_heads", config.heads);
+  config.headDim = integer("head_dim", config.heads ? config.hidden / config.heads : 0);
+  config.vocab = integer("vocab_size", 0);
+  config.maxPositions = integer("max_position_embeddings", 0);
+  config.rmsNormEps = number(j, "rms_norm_eps", 1e-6);
+  config.tiedEmbeddings = boolean("tie_word_embeddings", false);
+  config.qkvBias = config.arch == ArchKind::Qwen2 || boolean("attention_bias", false);
+  config.qkNorm = config.arch == ArchKind::Qwen3;
+
+  // transformers >= 5 nests RoPE settings in rope_parameters; older configs use rope_theta and
+  // rope_scaling at the top level.
+  const nlohmann::json empty = nlohmann::json::object();
+  const nlohmann::json *rope = &empty;
+  for (const char *key : {"rope_parameters", "rope_scaling"}) {
+    auto it = j.find(key);
+    if (it != j.end() && it->is_object()) {
+      rope = &*it;
+      break;
+    }
+  }
+  config.ropeTheta = number(*rope, "rope_theta", number(j, "rope_theta", 10000.0));
+  std::string ropeType;
+  for (const char *key : {"rope_type", "type"}) {
+    auto it = rope->find(key);
+    if (it != rope->end() && it->is_string()) {
+      ropeType = it->get<std::string>();
+      break;
+    }
+  }
+  if (ropeType == "linear") {
+    config.ropeScaling.type = RopeScaling::Type::Linear;
+    config.ropeScaling.factor = number(*rope, "factor", 1.0);
+  } else if (ropeType == "llama3") {
+    config.ropeScaling.type = RopeScaling::Type::Llama3;
+    config.ropeScaling.factor = number(*rope, "factor", 8.0);
+    config.ropeScaling.lowFreqFactor = number(*rope, "low_freq_factor", 1.0);
+    config.ropeScaling.highFreqFactor = number(*rope, "high_freq_factor", 4.0);
+    config.ropeScaling.originalMaxPositions =
+        int64_t(number(*rope, "original_max_position_embeddings", 8192));
+  } else if (!ropeType.empty() && ropeType != "default") {
+    error = "unsupported RoPE scaling '" + ropeType + "' (supported: default, linear, llama3)";
+    return std::nullopt;
+  }
+  if (!config.validate(error))
+    return std::nullopt;
+  return config;
+}
+
+std::optional<ModelConfig> ModelConfig::fromPath(const std::string &path, std::string &error) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    fs::path configPath = fs::path(path) / "config.json";
+    std::ifstream in(configPath);
+    if (!in) {
+      error = "'" + path + "' is a directory without a config.json";
+      return std::nullopt;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    std::optional<ModelConfig> config = fromHFConfigJson(text.str(), error);
+    if (!config)
+      error = "'" + configPath.string() + "': " + error;
+    return config;
+  }
+  std::unique_ptr<gguf::GGUFFile> file = gguf::GGUFFile::open(path, error);
+  if (!file)
+    return std::nullopt;
+  return fromGGUF(*file, error);
+}
+
+uint64_t ModelConfig::schemaHash() const {
+  // FNV-1a over the fields that determine site names and shapes.
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](int64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= uint64_t(v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  for (int64_t v : {int64_t(arch), hidden, intermediate, layers, heads, kvHeads, headDim, vocab,
+                    int64_t(qkNorm), int64_t(qkvBias), int64_t(tiedEmbeddings)})
+    mix(v);
+  return h;
+}
+
+} // namespace nnsc::schema
