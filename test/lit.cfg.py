@@ -20,7 +20,8 @@ llvm_config.with_environment("PATH", config.nnsc_tools_dir, append_path=True)
 
 config.substitutions.append(("%nnsc_src_root", config.nnsc_src_root))
 config.substitutions.append(("%nnsc_obj_root", config.nnsc_obj_root))
-config.substitutions.append(("%python", config.python_executable))
+# The project venv python (torch, transformers, nnsight): lit defines its own %python.
+config.substitutions.append(("%ref_python", config.python_executable))
 config.substitutions.append(
     ("%default_model",
      os.path.join(config.nnsc_src_root, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")))
