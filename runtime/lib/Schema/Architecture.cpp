@@ -27,18 +27,18 @@ int Architecture::addModule(const std::string &name, const std::string &type, in
                             int layer, bool callable) {
   Module m;
   m.name = name;
-  m.path = parent < 0 ? name : modules_[parent].path + "." + name;
+  m.path = parent < 0 ? name : moduleList[parent].path + "." + name;
   m.type = type;
   m.parent = parent;
   m.layer = layer;
   m.inputSite = -1;
   m.outputSite = -1;
   m.callable = callable;
-  int index = int(modules_.size());
+  int index = int(moduleList.size());
   if (parent >= 0)
-    modules_[parent].children.push_back(index);
-  moduleIndex_[m.path] = index;
-  modules_.push_back(std::move(m));
+    moduleList[parent].children.push_back(index);
+  moduleByPath[m.path] = index;
+  moduleList.push_back(std::move(m));
   return index;
 }
 
@@ -47,21 +47,21 @@ int Architecture::addSite(int module, SiteKind kind, std::vector<int64_t> shape,
   Site s;
   s.kind = kind;
   s.module = module;
-  s.layer = module >= 0 ? modules_[module].layer : -1;
+  s.layer = module >= 0 ? moduleList[module].layer : -1;
   s.shape = std::move(shape);
   s.elementType = type;
-  s.order = int(sites_.size());
+  s.order = int(siteList.size());
   s.writable = writable;
   switch (kind) {
   case SiteKind::Input:
-    s.path = modules_[module].path + ".input";
+    s.path = moduleList[module].path + ".input";
     s.phase = Phase::Forward;
-    modules_[module].inputSite = s.order;
+    moduleList[module].inputSite = s.order;
     break;
   case SiteKind::Output:
-    s.path = modules_[module].path + ".output";
+    s.path = moduleList[module].path + ".output";
     s.phase = Phase::Forward;
-    modules_[module].outputSite = s.order;
+    moduleList[module].outputSite = s.order;
     break;
   case SiteKind::Logits:
     s.path = "logits";
@@ -76,9 +76,9 @@ int Architecture::addSite(int module, SiteKind kind, std::vector<int64_t> shape,
     s.phase = Phase::Result;
     break;
   }
-  siteIndex_[s.path] = s.order;
-  sites_.push_back(std::move(s));
-  return sites_.back().order;
+  siteByPath[s.path] = s.order;
+  siteList.push_back(std::move(s));
+  return siteList.back().order;
 }
 
 void Architecture::addLeafSites(int module, const std::vector<int64_t> &inShape,
@@ -88,7 +88,7 @@ void Architecture::addLeafSites(int module, const std::vector<int64_t> &inShape,
 }
 
 void Architecture::buildDecoderLayer(int layers, int index) {
-  const ModelConfig &c = config_;
+  const ModelConfig &c = modelConfig;
   const std::string prefix = classPrefix(c.arch);
   const std::vector<int64_t> hidden = {kTokens, c.hidden};
   const std::vector<int64_t> inter = {kTokens, c.intermediate};
@@ -140,8 +140,8 @@ void Architecture::buildDecoderLayer(int layers, int index) {
   addSite(layer, SiteKind::Output, hidden, ElementType::F32);
 }
 
-Architecture::Architecture(const ModelConfig &config) : config_(config) {
-  const ModelConfig &c = config_;
+Architecture::Architecture(const ModelConfig &config) : modelConfig(config) {
+  const ModelConfig &c = modelConfig;
   const std::string prefix = classPrefix(c.arch);
   const std::vector<int64_t> hidden = {kTokens, c.hidden};
 
@@ -166,13 +166,13 @@ Architecture::Architecture(const ModelConfig &config) : config_(config) {
 }
 
 int Architecture::findModule(std::string_view path) const {
-  auto it = moduleIndex_.find(path);
-  return it == moduleIndex_.end() ? -1 : it->second;
+  auto it = moduleByPath.find(path);
+  return it == moduleByPath.end() ? -1 : it->second;
 }
 
 int Architecture::findSite(std::string_view path) const {
-  auto it = siteIndex_.find(path);
-  return it == siteIndex_.end() ? -1 : it->second;
+  auto it = siteByPath.find(path);
+  return it == siteByPath.end() ? -1 : it->second;
 }
 
 std::optional<std::string_view> Architecture::expandAlias(std::string_view name) {
@@ -188,10 +188,10 @@ std::optional<std::string_view> Architecture::expandAlias(std::string_view name)
 }
 
 std::map<std::string, int64_t> Architecture::dimensionNames() const {
-  return {{"hidden", config_.hidden},     {"vocab", config_.vocab},
-          {"heads", config_.heads},       {"kv_heads", config_.kvHeads},
-          {"head_dim", config_.headDim},  {"intermediate", config_.intermediate},
-          {"layers", config_.layers}};
+  return {{"hidden", modelConfig.hidden},     {"vocab", modelConfig.vocab},
+          {"heads", modelConfig.heads},       {"kv_heads", modelConfig.kvHeads},
+          {"head_dim", modelConfig.headDim},  {"intermediate", modelConfig.intermediate},
+          {"layers", modelConfig.layers}};
 }
 
 } // namespace nnsc::schema

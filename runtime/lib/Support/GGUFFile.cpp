@@ -246,17 +246,17 @@ std::unique_ptr<GGUFFile> GGUFFile::open(const std::string &path, std::string &e
     return fail(std::string("cannot map: ") + std::strerror(errno));
 
   std::unique_ptr<GGUFFile> file(new GGUFFile());
-  file->path_ = path;
-  file->mapping_ = mapping;
-  file->mappingSize_ = fileSize;
+  file->filePath = path;
+  file->mapping = mapping;
+  file->mappingSize = fileSize;
   const auto *bytes = static_cast<const uint8_t *>(mapping);
   Cursor c(bytes, fileSize);
 
   if (c.read<uint32_t>() != kMagic)
     return fail("not a GGUF file (bad magic)");
-  file->version_ = c.read<uint32_t>();
-  if (file->version_ != 2 && file->version_ != 3)
-    return fail("unsupported GGUF version " + std::to_string(file->version_) +
+  file->formatVersion = c.read<uint32_t>();
+  if (file->formatVersion != 2 && file->formatVersion != 3)
+    return fail("unsupported GGUF version " + std::to_string(file->formatVersion) +
                 " (supported: 2, 3)");
   uint64_t tensorCount = c.read<uint64_t>();
   uint64_t kvCount = c.read<uint64_t>();
@@ -275,7 +275,7 @@ std::unique_ptr<GGUFFile> GGUFFile::open(const std::string &path, std::string &e
       c.fail("metadata '" + key + "'");
       break;
     }
-    file->metadata_[key] = std::move(*value);
+    file->entries[key] = std::move(*value);
   }
   if (!c.ok())
     return fail("corrupt metadata: " + c.message());
@@ -309,10 +309,10 @@ std::unique_ptr<GGUFFile> GGUFFile::open(const std::string &path, std::string &e
       return fail("tensor '" + info.name + "' has a shape that does not fit type " +
                   tensorTypeName(info.type));
     info.size = uint64_t(n / layout->elementsPerBlock) * uint64_t(layout->bytesPerBlock);
-    if (file->tensorIndex_.count(info.name))
+    if (file->tensorByName.count(info.name))
       return fail("duplicate tensor '" + info.name + "'");
-    file->tensorIndex_[info.name] = file->tensors_.size();
-    file->tensors_.push_back(std::move(info));
+    file->tensorByName[info.name] = file->tensorInfos.size();
+    file->tensorInfos.push_back(std::move(info));
   }
   if (!c.ok())
     return fail("corrupt tensor directory: " + c.message());
@@ -324,7 +324,7 @@ std::unique_ptr<GGUFFile> GGUFFile::open(const std::string &path, std::string &e
   if (dataOffset > fileSize)
     return fail("truncated before the tensor data");
   size_t dataSize = fileSize - dataOffset;
-  for (const TensorInfo &info : file->tensors_) {
+  for (const TensorInfo &info : file->tensorInfos) {
     if (info.offset % uint64_t(alignment) != 0)
       return fail("tensor '" + info.name + "' data is not aligned to " +
                   std::to_string(alignment));
@@ -333,18 +333,18 @@ std::unique_ptr<GGUFFile> GGUFFile::open(const std::string &path, std::string &e
                   std::to_string(dataOffset + info.offset + info.size) + " of a " +
                   std::to_string(fileSize) + "-byte file");
   }
-  file->dataStart_ = bytes + dataOffset;
+  file->dataStart = bytes + dataOffset;
   return file;
 }
 
 GGUFFile::~GGUFFile() {
-  if (mapping_)
-    ::munmap(mapping_, mappingSize_);
+  if (mapping)
+    ::munmap(mapping, mappingSize);
 }
 
 const Value *GGUFFile::find(std::string_view key) const {
-  auto it = metadata_.find(key);
-  return it == metadata_.end() ? nullptr : &it->second;
+  auto it = entries.find(key);
+  return it == entries.end() ? nullptr : &it->second;
 }
 
 std::optional<int64_t> GGUFFile::getInt(std::string_view key) const {
@@ -392,8 +392,8 @@ const std::vector<double> *GGUFFile::getFloatArray(std::string_view key) const {
 }
 
 const TensorInfo *GGUFFile::findTensor(std::string_view name) const {
-  auto it = tensorIndex_.find(name);
-  return it == tensorIndex_.end() ? nullptr : &tensors_[it->second];
+  auto it = tensorByName.find(name);
+  return it == tensorByName.end() ? nullptr : &tensorInfos[it->second];
 }
 
 } // namespace nnsc::gguf

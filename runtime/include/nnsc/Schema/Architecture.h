@@ -77,9 +77,9 @@ class Architecture {
 public:
   explicit Architecture(const ModelConfig &config);
 
-  const ModelConfig &config() const { return config_; }
-  const std::vector<Module> &modules() const { return modules_; }
-  const std::vector<Site> &sites() const { return sites_; }
+  const ModelConfig &config() const { return modelConfig; }
+  const std::vector<Module> &modules() const { return moduleList; }
+  const std::vector<Site> &sites() const { return siteList; }
 
   /// Looks up a canonical module path ("model.layers.3.mlp"); -1 if absent.
   int findModule(std::string_view path) const;
@@ -99,11 +99,11 @@ private:
               bool writable = true);
   void buildDecoderLayer(int layers, int index);
 
-  ModelConfig config_;
-  std::vector<Module> modules_;
-  std::vector<Site> sites_;
-  std::map<std::string, int, std::less<>> moduleIndex_;
-  std::map<std::string, int, std::less<>> siteIndex_;
+  ModelConfig modelConfig;
+  std::vector<Module> moduleList;
+  std::vector<Site> siteList;
+  std::map<std::string, int, std::less<>> moduleByPath;
+  std::map<std::string, int, std::less<>> siteByPath;
 };
 
 } // namespace nnsc::schema

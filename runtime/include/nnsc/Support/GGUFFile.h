@@ -83,8 +83,8 @@ public:
   GGUFFile(const GGUFFile &) = delete;
   GGUFFile &operator=(const GGUFFile &) = delete;
 
-  const std::string &path() const { return path_; }
-  uint32_t version() const { return version_; }
+  const std::string &path() const { return filePath; }
+  uint32_t version() const { return formatVersion; }
 
   const Value *find(std::string_view key) const;
   std::optional<int64_t> getInt(std::string_view key) const;
@@ -93,24 +93,24 @@ public:
   const std::vector<std::string> *getStringArray(std::string_view key) const;
   const std::vector<int64_t> *getIntArray(std::string_view key) const;
   const std::vector<double> *getFloatArray(std::string_view key) const;
-  const std::map<std::string, Value, std::less<>> &metadata() const { return metadata_; }
+  const std::map<std::string, Value, std::less<>> &metadata() const { return entries; }
 
-  const std::vector<TensorInfo> &tensors() const { return tensors_; }
+  const std::vector<TensorInfo> &tensors() const { return tensorInfos; }
   const TensorInfo *findTensor(std::string_view name) const;
   /// The tensor's bytes inside the mapped file (valid while this object lives).
-  const uint8_t *tensorData(const TensorInfo &info) const { return dataStart_ + info.offset; }
+  const uint8_t *tensorData(const TensorInfo &info) const { return dataStart + info.offset; }
 
 private:
   GGUFFile() = default;
 
-  std::string path_;
-  uint32_t version_ = 0;
-  std::map<std::string, Value, std::less<>> metadata_;
-  std::vector<TensorInfo> tensors_;
-  std::map<std::string, size_t, std::less<>> tensorIndex_;
-  void *mapping_ = nullptr;
-  size_t mappingSize_ = 0;
-  const uint8_t *dataStart_ = nullptr;
+  std::string filePath;
+  uint32_t formatVersion = 0;
+  std::map<std::string, Value, std::less<>> entries;
+  std::vector<TensorInfo> tensorInfos;
+  std::map<std::string, size_t, std::less<>> tensorByName;
+  void *mapping = nullptr;
+  size_t mappingSize = 0;
+  const uint8_t *dataStart = nullptr;
 };
 
 } // namespace nnsc::gguf
