@@ -1,0 +1,42 @@
+//===- SamplingParams.h - Per-request sampling parameters -------*- C++ -*-===//
+//
+// What a request asks of the sampler and when its generation stops. Plain data with no torch
+// dependency, so the scheduler can read the stop conditions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_ENGINE_SAMPLINGPARAMS_H
+#define NNSC_RUNTIME_ENGINE_SAMPLINGPARAMS_H
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace nnsc {
+
+/// Sampling and stopping parameters of one request (vLLM's meaning for every field).
+struct SamplingParams {
+  /// Softmax temperature; 0 selects greedy decoding (argmax, ties to the lowest id).
+  float temperature = 1.0f;
+  /// Keep only the K most likely tokens; 0 keeps all.
+  int64_t topK = 0;
+  /// Keep the smallest set of most likely tokens whose probability reaches P; 1 keeps all.
+  float topP = 1.0f;
+  /// With a seed, the request's draws depend only on the seed and the step, never on the other
+  /// requests in the batch; without one, the sampler's own generator is used.
+  std::optional<uint64_t> seed;
+  /// Generation stops after this many completion tokens.
+  int64_t maxTokens = 16;
+  /// Do not stop at the model's end-of-sequence token.
+  bool ignoreEos = false;
+  /// Generation also stops after any of these tokens (the stop token is kept in the output).
+  std::vector<int32_t> stopTokenIds;
+
+  /// Throws std::invalid_argument naming the first impossible field, e.g.
+  /// "sampling params: 'top_p' must be in (0, 1], got 1.5".
+  void validate() const;
+};
+
+} // namespace nnsc
+
+#endif // NNSC_RUNTIME_ENGINE_SAMPLINGPARAMS_H

@@ -1,0 +1,104 @@
+//===- Scheduler.h - Continuous batching with chunked prefill ---*- C++ -*-===//
+//
+// nano-vllm's scheduler: a step is either a prefill batch (new prompts, and chunks of prompts
+// too long for one step's token budget) or a decode batch (one token for every running
+// sequence). Prefill has priority. When a decode step runs out of KV blocks, the most
+// recently admitted sequence is preempted by recompute: its blocks are freed and it goes back
+// to the front of the waiting queue (its cached prefix usually survives in the prefix cache).
+// Works on Sequence bookkeeping only; never touches tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_ENGINE_SCHEDULER_H
+#define NNSC_RUNTIME_ENGINE_SCHEDULER_H
+
+#include "nnsc/Runtime/Engine/BlockManager.h"
+#include "nnsc/Runtime/Engine/Sequence.h"
+
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <unordered_set>
+#include <vector>
+
+namespace nnsc {
+
+/// Limits of the scheduler and the size of the KV cache it manages.
+struct SchedulerConfig {
+  /// Most sequences running (holding KV blocks) at once.
+  int64_t maxNumSeqs = 256;
+  /// Most tokens computed in one step (the sum of the chunks of a prefill batch).
+  int64_t maxNumBatchedTokens = 8192;
+  /// Context length: prompts longer than this are rejected, generation stops at it.
+  int64_t maxModelLen = 2048;
+  /// KV cache size in blocks and tokens per block.
+  int64_t numBlocks = 1024;
+  int64_t blockSize = 16;
+  bool enablePrefixCaching = true;
+  /// Tokens that end generation unless a request sets ignoreEos.
+  std::vector<int32_t> eosTokenIds;
+};
+
+/// The sequences of one step. For each, the step computes positions
+/// [numCachedTokens, numCachedTokens + numScheduledTokens).
+struct ScheduledBatch {
+  std::vector<Sequence *> seqs;
+  /// Prefill batches have chunks of any length; decode batches one token per sequence.
+  bool isPrefill = false;
+
+  bool empty() const { return seqs.empty(); }
+  /// Total tokens computed this step (rows of the flat [tokens, hidden] batch).
+  int64_t numTokens() const;
+  /// Sequences whose chunk ends at their last token and so need a sampled token, in batch
+  /// order; the last chunk row of each is the one whose logits are sampled.
+  std::vector<Sequence *> samplingSeqs() const;
+};
+
+/// Waiting and running queues over a BlockManager.
+class Scheduler {
+public:
+  /// Throws std::invalid_argument for impossible limits, including a KV cache too small to
+  /// hold a single sequence of maxModelLen tokens.
+  explicit Scheduler(SchedulerConfig config);
+
+  /// Queues `seq` (which must stay alive until it finishes). Throws std::invalid_argument if
+  /// its sampling params are impossible, its prompt is longer than maxModelLen, or it
+  /// was added before.
+  void add(Sequence *seq);
+  /// True when no sequence is waiting or running.
+  bool isFinished() const { return waiting.empty() && running.empty(); }
+  /// Picks the next step's batch; empty only when isFinished().
+  ScheduledBatch schedule();
+  /// Records a step's results: advances numCachedTokens, registers newly computed blocks in
+  /// the prefix cache, appends `sampled` (one token per batch.samplingSeqs(), in order) and
+  /// finishes sequences that hit a stop token, max_tokens or maxModelLen (their blocks are
+  /// freed). Returns the sequences that finished. Throws std::invalid_argument if `sampled`
+  /// has the wrong length.
+  std::vector<Sequence *> postprocess(const ScheduledBatch &batch,
+                                      std::span<const int32_t> sampled);
+
+  const SchedulerConfig &config() const { return cfg; }
+  const BlockManager &blockManager() const { return blocks; }
+  int64_t numWaiting() const { return static_cast<int64_t>(waiting.size()); }
+  int64_t numRunning() const { return static_cast<int64_t>(running.size()); }
+  /// How many preemptions happened so far (for statistics and tests).
+  int64_t numPreemptions() const { return preemptions; }
+
+private:
+  ScheduledBatch schedulePrefill();
+  ScheduledBatch scheduleDecode();
+  void preempt(Sequence *seq);
+  bool isStopToken(const Sequence &seq, int32_t token) const;
+
+  SchedulerConfig cfg;
+  BlockManager blocks;
+  std::deque<Sequence *> waiting;
+  std::deque<Sequence *> running;
+  /// Every sequence added and not finished, to refuse adding one twice.
+  std::unordered_set<const Sequence *> active;
+  int64_t preemptions = 0;
+};
+
+} // namespace nnsc
+
+#endif // NNSC_RUNTIME_ENGINE_SCHEDULER_H

@@ -1,0 +1,104 @@
+//===- Sequence.h - One request's tokens and KV bookkeeping -----*- C++ -*-===//
+//
+// A request as the scheduler sees it: its tokens (prompt then completion), its sampling
+// parameters, and the state the Scheduler and BlockManager keep for it (status, block table,
+// how many of its tokens already have K/V in the paged cache). No tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_ENGINE_SEQUENCE_H
+#define NNSC_RUNTIME_ENGINE_SEQUENCE_H
+
+#include "nnsc/Runtime/Engine/SamplingParams.h"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace nnsc {
+
+/// Where a sequence is in its life: queued, admitted (has KV blocks), or done.
+enum class SequenceStatus { Waiting, Running, Finished };
+
+/// Why a finished sequence stopped.
+enum class FinishReason {
+  /// Not finished.
+  None,
+  /// It produced the end-of-sequence token or one of its stop tokens.
+  Stop,
+  /// It reached max_tokens or the model's context length.
+  Length,
+};
+
+/// One request. Token positions are 0-based over prompt and completion together; the K/V of
+/// positions [0, numCachedTokens) are in the paged cache, in the blocks of `blockTable` (logical
+/// block i holds positions [i * blockSize, (i + 1) * blockSize)).
+class Sequence {
+public:
+  /// Throws std::invalid_argument for an empty prompt or a negative token id. Sequences with
+  /// different `cacheSalt` never share prefix-cache blocks.
+  Sequence(int64_t id, std::vector<int32_t> promptTokenIds, SamplingParams sampling = {},
+           uint64_t cacheSalt = 0);
+
+  int64_t id() const { return seqId; }
+  int64_t numTokens() const { return static_cast<int64_t>(tokens.size()); }
+  int64_t numPromptTokens() const { return numPrompt; }
+  int64_t numCompletionTokens() const { return numTokens() - numPrompt; }
+  /// Prompt then completion.
+  std::span<const int32_t> tokenIds() const { return tokens; }
+  std::span<const int32_t> promptTokenIds() const {
+    return std::span<const int32_t>(tokens).first(numPrompt);
+  }
+  std::span<const int32_t> completionTokenIds() const {
+    return std::span<const int32_t>(tokens).subspan(numPrompt);
+  }
+  int32_t lastToken() const { return tokens.back(); }
+  const SamplingParams &samplingParams() const { return params; }
+  uint64_t cacheSalt() const { return salt; }
+  bool isFinished() const { return status == SequenceStatus::Finished; }
+
+  /// Number of logical blocks needed to hold every current token.
+  int64_t numBlocks(int64_t blockSize) const {
+    return (numTokens() + blockSize - 1) / blockSize;
+  }
+  /// Tokens of logical block `index` (the last one may be partial).
+  std::span<const int32_t> blockTokens(int64_t index, int64_t blockSize) const;
+  /// Tokens whose K/V is not in the cache yet.
+  int64_t numUncomputedTokens() const { return numTokens() - numCachedTokens; }
+  /// True when the chunk scheduled for this step ends at the last token, so the step's
+  /// forward pass must produce logits (and a sampled token) for this sequence.
+  bool samplesThisStep() const {
+    return numScheduledTokens > 0 && numCachedTokens + numScheduledTokens == numTokens();
+  }
+
+  /// Appends a generated token (called by Scheduler::postprocess).
+  void appendToken(int32_t token) { tokens.push_back(token); }
+
+  // State owned by the Scheduler and the BlockManager; read by the model runner.
+
+  SequenceStatus status = SequenceStatus::Waiting;
+  FinishReason finishReason = FinishReason::None;
+  /// Physical KV block ids, one per logical block.
+  std::vector<int32_t> blockTable;
+  /// Positions [0, numCachedTokens) have K/V in the cache (prefix hits and earlier steps).
+  int64_t numCachedTokens = 0;
+  /// Positions [numCachedTokens, numCachedTokens + numScheduledTokens) are computed this step.
+  int64_t numScheduledTokens = 0;
+  /// False makes the block manager ignore prefix-cache hits for this sequence, so its whole
+  /// prompt is computed (a request whose intervention reads prompt positions needs that).
+  bool allowPrefixHits = true;
+  /// Chained hashes of the full blocks, filled lazily by the BlockManager; they depend only on
+  /// the tokens and the salt, so they stay valid across preemption.
+  std::vector<uint64_t> blockHashes;
+
+private:
+  int64_t seqId;
+  std::vector<int32_t> tokens;
+  int64_t numPrompt;
+  SamplingParams params;
+  uint64_t salt;
+};
+
+} // namespace nnsc
+
+#endif // NNSC_RUNTIME_ENGINE_SEQUENCE_H

@@ -1,0 +1,192 @@
+//===- Scheduler.cpp - Continuous batching with chunked prefill -*- C++ -*-===//
+
+#include "nnsc/Runtime/Engine/Scheduler.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace nnsc {
+
+namespace {
+
+[[noreturn]] void rejectConfig(const std::string &what) {
+  throw std::invalid_argument("scheduler config: " + what);
+}
+
+const SchedulerConfig &checked(const SchedulerConfig &cfg) {
+  if (cfg.maxNumSeqs < 1)
+    rejectConfig("'max_num_seqs' must be >= 1, got " + std::to_string(cfg.maxNumSeqs));
+  // A decode step schedules one token per running sequence within the same budget.
+  if (cfg.maxNumBatchedTokens < cfg.maxNumSeqs)
+    rejectConfig("'max_num_batched_tokens' (" + std::to_string(cfg.maxNumBatchedTokens) +
+                 ") must be >= 'max_num_seqs' (" + std::to_string(cfg.maxNumSeqs) + ")");
+  if (cfg.maxModelLen < 1)
+    rejectConfig("'max_model_len' must be >= 1, got " + std::to_string(cfg.maxModelLen));
+  return cfg;
+}
+
+} // namespace
+
+int64_t ScheduledBatch::numTokens() const {
+  int64_t total = 0;
+  for (const Sequence *seq : seqs)
+    total += seq->numScheduledTokens;
+  return total;
+}
+
+std::vector<Sequence *> ScheduledBatch::samplingSeqs() const {
+  std::vector<Sequence *> out;
+  for (Sequence *seq : seqs)
+    if (seq->samplesThisStep())
+      out.push_back(seq);
+  return out;
+}
+
+Scheduler::Scheduler(SchedulerConfig config)
+    : cfg(checked(config)), blocks(cfg.numBlocks, cfg.blockSize, cfg.enablePrefixCaching) {
+  // Otherwise a single long sequence could wait forever for blocks that do not exist.
+  int64_t needed = (cfg.maxModelLen + cfg.blockSize - 1) / cfg.blockSize;
+  if (needed > cfg.numBlocks)
+    rejectConfig("a KV cache of " + std::to_string(cfg.numBlocks) + " blocks of " +
+                 std::to_string(cfg.blockSize) + " tokens cannot hold one sequence of " +
+                 "'max_model_len' " + std::to_string(cfg.maxModelLen) + " tokens (needs " +
+                 std::to_string(needed) + " blocks)");
+}
+
+void Scheduler::add(Sequence *seq) {
+  seq->samplingParams().validate();
+  if (seq->numTokens() > cfg.maxModelLen)
+    throw std::invalid_argument("sequence " + std::to_string(seq->id()) + ": prompt of " +
+                                std::to_string(seq->numTokens()) +
+                                " tokens is longer than the context ('max_model_len' " +
+                                std::to_string(cfg.maxModelLen) + ")");
+  if (active.count(seq) || seq->status != SequenceStatus::Waiting)
+    throw std::invalid_argument("sequence " + std::to_string(seq->id()) +
+                                " was already added");
+  active.insert(seq);
+  waiting.push_back(seq);
+}
+
+ScheduledBatch Scheduler::schedule() {
+  ScheduledBatch batch = schedulePrefill();
+  if (!batch.empty())
+    return batch;
+  batch = scheduleDecode();
+  if (!batch.empty())
+    return batch;
+  // The decode step preempted every running sequence; now they can be admitted again.
+  return schedulePrefill();
+}
+
+ScheduledBatch Scheduler::schedulePrefill() {
+  ScheduledBatch batch;
+  batch.isPrefill = true;
+  int64_t budget = cfg.maxNumBatchedTokens;
+  // Prompts chunked in earlier steps continue first. One remaining token is a decode step.
+  for (Sequence *seq : running) {
+    if (budget == 0)
+      break;
+    if (seq->numUncomputedTokens() <= 1)
+      continue;
+    seq->numScheduledTokens = std::min(seq->numUncomputedTokens(), budget);
+    budget -= seq->numScheduledTokens;
+    batch.seqs.push_back(seq);
+  }
+  while (!waiting.empty() && budget > 0 &&
+         static_cast<int64_t>(running.size()) < cfg.maxNumSeqs) {
+    Sequence *seq = waiting.front();
+    if (!blocks.canAllocate(*seq))
+      break;
+    blocks.allocate(*seq);
+    seq->numScheduledTokens = std::min(seq->numUncomputedTokens(), budget);
+    budget -= seq->numScheduledTokens;
+    seq->status = SequenceStatus::Running;
+    waiting.pop_front();
+    running.push_back(seq);
+    batch.seqs.push_back(seq);
+  }
+  return batch;
+}
+
+ScheduledBatch Scheduler::scheduleDecode() {
+  ScheduledBatch batch;
+  while (!running.empty()) {
+    Sequence *seq = running.front();
+    running.pop_front();
+    bool fits = true;
+    while (!blocks.canAppend(*seq)) {
+      if (running.empty()) {
+        preempt(seq);
+        fits = false;
+        break;
+      }
+      preempt(running.back());
+      running.pop_back();
+    }
+    if (!fits)
+      continue;
+    blocks.mayAppend(*seq);
+    seq->numScheduledTokens = 1;
+    batch.seqs.push_back(seq);
+  }
+  running.insert(running.begin(), batch.seqs.begin(), batch.seqs.end());
+  return batch;
+}
+
+void Scheduler::preempt(Sequence *seq) {
+  seq->status = SequenceStatus::Waiting;
+  seq->numScheduledTokens = 0;
+  blocks.deallocate(*seq);
+  waiting.push_front(seq);
+  ++preemptions;
+}
+
+bool Scheduler::isStopToken(const Sequence &seq, int32_t token) const {
+  const SamplingParams &params = seq.samplingParams();
+  auto contains = [token](const std::vector<int32_t> &ids) {
+    return std::find(ids.begin(), ids.end(), token) != ids.end();
+  };
+  return (!params.ignoreEos && contains(cfg.eosTokenIds)) || contains(params.stopTokenIds);
+}
+
+std::vector<Sequence *> Scheduler::postprocess(const ScheduledBatch &batch,
+                                               std::span<const int32_t> sampled) {
+  size_t expected = batch.samplingSeqs().size();
+  if (sampled.size() != expected)
+    throw std::invalid_argument("scheduler: postprocess got " + std::to_string(sampled.size()) +
+                                " sampled tokens for " + std::to_string(expected) +
+                                " sequences that sample this step");
+  for (int32_t token : sampled)
+    if (token < 0)
+      throw std::invalid_argument("scheduler: postprocess got negative token id " +
+                                  std::to_string(token));
+
+  std::vector<Sequence *> finished;
+  size_t next = 0;
+  for (Sequence *seq : batch.seqs) {
+    bool samples = seq->samplesThisStep();
+    seq->numCachedTokens += seq->numScheduledTokens;
+    seq->numScheduledTokens = 0;
+    blocks.cacheComputedBlocks(*seq);
+    if (!samples)
+      continue;
+    int32_t token = sampled[next++];
+    seq->appendToken(token);
+    if (isStopToken(*seq, token))
+      seq->finishReason = FinishReason::Stop;
+    else if (seq->numCompletionTokens() >= seq->samplingParams().maxTokens ||
+             seq->numTokens() >= cfg.maxModelLen)
+      seq->finishReason = FinishReason::Length;
+    if (seq->finishReason == FinishReason::None)
+      continue;
+    seq->status = SequenceStatus::Finished;
+    blocks.deallocate(*seq);
+    running.erase(std::find(running.begin(), running.end(), seq));
+    active.erase(seq);
+    finished.push_back(seq);
+  }
+  return finished;
+}
+
+} // namespace nnsc

@@ -1,0 +1,30 @@
+//===- Sequence.cpp - One request's tokens and KV bookkeeping ---*- C++ -*-===//
+
+#include "nnsc/Runtime/Engine/Sequence.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace nnsc {
+
+Sequence::Sequence(int64_t id, std::vector<int32_t> promptTokenIds, SamplingParams sampling,
+                   uint64_t cacheSalt)
+    : seqId(id), tokens(std::move(promptTokenIds)), numPrompt(numTokens()),
+      params(std::move(sampling)), salt(cacheSalt) {
+  if (tokens.empty())
+    throw std::invalid_argument("sequence " + std::to_string(id) + ": the prompt is empty");
+  auto negative = std::find_if(tokens.begin(), tokens.end(), [](int32_t t) { return t < 0; });
+  if (negative != tokens.end())
+    throw std::invalid_argument("sequence " + std::to_string(id) + ": negative token id " +
+                                std::to_string(*negative) + " at position " +
+                                std::to_string(negative - tokens.begin()));
+}
+
+std::span<const int32_t> Sequence::blockTokens(int64_t index, int64_t blockSize) const {
+  int64_t begin = index * blockSize;
+  int64_t end = std::min(begin + blockSize, numTokens());
+  return std::span<const int32_t>(tokens).subspan(begin, end - begin);
+}
+
+} // namespace nnsc

@@ -1,0 +1,421 @@
+//===- SchedulerTest.cpp - Scheduling, chunking, preemption -----*- C++ -*-===//
+//
+// The scheduler is driven by a stand-in for the model that keeps a token per KV slot: each
+// step writes the scheduled positions through the block table, checks that every position
+// the step attends to reads back the sequence's own token (catching wrong block tables,
+// blocks shared before they were written, or blocks reused while in use), and picks the next
+// token as a function of the whole sequence. Outputs must then equal running each request
+// alone with the same function.
+//
+//===----------------------------------------------------------------------===//
+
+#include "nnsc/Runtime/Engine/Scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <random>
+
+namespace {
+
+using nnsc::FinishReason;
+using nnsc::SamplingParams;
+using nnsc::ScheduledBatch;
+using nnsc::Scheduler;
+using nnsc::SchedulerConfig;
+using nnsc::Sequence;
+using nnsc::SequenceStatus;
+
+constexpr int32_t kEos = 0;
+
+/// Deterministic "model": the next token depends on every token so far.
+int32_t nextToken(std::span<const int32_t> tokens) {
+  uint64_t h = 1469598103934665603ULL;
+  for (int32_t t : tokens)
+    h = (h ^ static_cast<uint64_t>(t)) * 1099511628211ULL;
+  return static_cast<int32_t>(h % 61);
+}
+
+/// The tokens a request generates when it runs alone.
+std::vector<int32_t> generateAlone(const Sequence &seq, const SchedulerConfig &cfg) {
+  std::vector<int32_t> tokens(seq.promptTokenIds().begin(), seq.promptTokenIds().end());
+  const SamplingParams &p = seq.samplingParams();
+  std::vector<int32_t> out;
+  while (true) {
+    int32_t t = nextToken(tokens);
+    tokens.push_back(t);
+    out.push_back(t);
+    bool stop = (!p.ignoreEos && t == kEos) ||
+                std::find(p.stopTokenIds.begin(), p.stopTokenIds.end(), t) !=
+                    p.stopTokenIds.end();
+    if (stop || static_cast<int64_t>(out.size()) >= p.maxTokens ||
+        static_cast<int64_t>(tokens.size()) >= cfg.maxModelLen)
+      return out;
+  }
+}
+
+/// The paged KV cache with one token id per slot in place of K and V.
+class TokenCache {
+public:
+  explicit TokenCache(const SchedulerConfig &cfg)
+      : blockSize(cfg.blockSize), slots(cfg.numBlocks * cfg.blockSize, -1) {}
+
+  /// One forward pass over `batch`; returns the sampled tokens for batch.samplingSeqs().
+  std::vector<int32_t> run(const ScheduledBatch &batch) {
+    for (const Sequence *seq : batch.seqs) {
+      EXPECT_GT(seq->numScheduledTokens, 0);
+      for (int64_t p = seq->numCachedTokens;
+           p < seq->numCachedTokens + seq->numScheduledTokens; ++p)
+        slots[slot(*seq, p)] = seq->tokenIds()[p];
+    }
+    std::vector<int32_t> sampled;
+    for (const Sequence *seq : batch.seqs) {
+      int64_t end = seq->numCachedTokens + seq->numScheduledTokens;
+      for (int64_t p = 0; p < end; ++p)
+        EXPECT_EQ(slots[slot(*seq, p)], seq->tokenIds()[p])
+            << "sequence " << seq->id() << " position " << p;
+      if (seq->samplesThisStep())
+        sampled.push_back(nextToken(seq->tokenIds()));
+    }
+    return sampled;
+  }
+
+private:
+  int64_t slot(const Sequence &seq, int64_t pos) const {
+    return seq.blockTable.at(pos / blockSize) * blockSize + pos % blockSize;
+  }
+
+  int64_t blockSize;
+  std::vector<int32_t> slots;
+};
+
+/// Runs `seqs` to completion; returns the number of steps.
+int64_t runAll(Scheduler &scheduler, std::vector<std::unique_ptr<Sequence>> &seqs) {
+  TokenCache cache(scheduler.config());
+  for (auto &seq : seqs)
+    scheduler.add(seq.get());
+  int64_t steps = 0;
+  while (!scheduler.isFinished()) {
+    ScheduledBatch batch = scheduler.schedule();
+    EXPECT_FALSE(batch.empty());
+    EXPECT_LE(batch.numTokens(), scheduler.config().maxNumBatchedTokens);
+    EXPECT_LE(scheduler.numRunning(), scheduler.config().maxNumSeqs);
+    if (!batch.isPrefill)
+      for (const Sequence *seq : batch.seqs)
+        EXPECT_EQ(seq->numScheduledTokens, 1);
+    scheduler.postprocess(batch, cache.run(batch));
+    if (++steps > 100000) {
+      ADD_FAILURE() << "scheduler did not finish";
+      break;
+    }
+  }
+  return steps;
+}
+
+std::vector<int32_t> randomTokens(std::mt19937 &rng, int64_t n) {
+  std::uniform_int_distribution<int32_t> token(1, 60);
+  std::vector<int32_t> v(n);
+  for (auto &t : v)
+    t = token(rng);
+  return v;
+}
+
+SchedulerConfig smallConfig() {
+  SchedulerConfig cfg;
+  cfg.maxNumSeqs = 8;
+  cfg.maxNumBatchedTokens = 64;
+  cfg.maxModelLen = 256;
+  cfg.numBlocks = 64;
+  cfg.blockSize = 4;
+  cfg.eosTokenIds = {kEos};
+  return cfg;
+}
+
+TEST(Scheduler, TokenBudgetChunksTheLastPrompt) {
+  SchedulerConfig cfg = smallConfig();
+  cfg.maxNumBatchedTokens = 25;
+  Scheduler scheduler(cfg);
+  std::vector<Sequence> seqs;
+  for (int i = 0; i < 3; ++i)
+    seqs.emplace_back(i, std::vector<int32_t>(10, 5 + i), SamplingParams{.maxTokens = 4});
+  for (auto &seq : seqs)
+    scheduler.add(&seq);
+
+  ScheduledBatch first = scheduler.schedule();
+  ASSERT_TRUE(first.isPrefill);
+  ASSERT_EQ(first.seqs.size(), 3u);
+  EXPECT_EQ(first.seqs[0]->numScheduledTokens, 10);
+  EXPECT_EQ(first.seqs[1]->numScheduledTokens, 10);
+  EXPECT_EQ(first.seqs[2]->numScheduledTokens, 5);
+  EXPECT_EQ(first.numTokens(), 25);
+  EXPECT_EQ(first.samplingSeqs().size(), 2u);
+  scheduler.postprocess(first, std::vector<int32_t>{7, 8});
+  EXPECT_EQ(seqs[2].numCachedTokens, 5);
+  EXPECT_EQ(seqs[2].numTokens(), 10);
+
+  ScheduledBatch second = scheduler.schedule();
+  ASSERT_TRUE(second.isPrefill);
+  ASSERT_EQ(second.seqs.size(), 1u);
+  EXPECT_EQ(second.seqs[0], &seqs[2]);
+  EXPECT_EQ(seqs[2].numScheduledTokens, 5);
+  scheduler.postprocess(second, std::vector<int32_t>{9});
+
+  ScheduledBatch third = scheduler.schedule();
+  EXPECT_FALSE(third.isPrefill);
+  EXPECT_EQ(third.seqs.size(), 3u);
+  EXPECT_EQ(third.numTokens(), 3);
+}
+
+TEST(Scheduler, ChunkedPrefillOfALongPrompt) {
+  SchedulerConfig cfg = smallConfig();
+  cfg.maxNumBatchedTokens = 32;
+  cfg.blockSize = 16;
+  Scheduler scheduler(cfg);
+  Sequence seq(0, std::vector<int32_t>(100, 3), SamplingParams{.maxTokens = 2});
+  scheduler.add(&seq);
+  std::vector<int64_t> chunks;
+  while (seq.numCompletionTokens() == 0) {
+    ScheduledBatch batch = scheduler.schedule();
+    EXPECT_TRUE(batch.isPrefill);
+    chunks.push_back(seq.numScheduledTokens);
+    std::vector<int32_t> sampled;
+    if (seq.samplesThisStep())
+      sampled.push_back(11);
+    scheduler.postprocess(batch, sampled);
+  }
+  EXPECT_EQ(chunks, (std::vector<int64_t>{32, 32, 32, 4}));
+  EXPECT_EQ(seq.numCachedTokens, 100);
+  EXPECT_EQ(seq.completionTokenIds()[0], 11);
+}
+
+TEST(Scheduler, LastPromptTokenAloneIsADecodeStep) {
+  SchedulerConfig cfg = smallConfig();
+  cfg.maxNumBatchedTokens = 32;
+  Scheduler scheduler(cfg);
+  Sequence seq(0, std::vector<int32_t>(65, 3), SamplingParams{.maxTokens = 1});
+  scheduler.add(&seq);
+  for (int i = 0; i < 2; ++i) {
+    ScheduledBatch batch = scheduler.schedule();
+    EXPECT_TRUE(batch.isPrefill);
+    EXPECT_TRUE(batch.samplingSeqs().empty());
+    scheduler.postprocess(batch, {});
+  }
+  ScheduledBatch last = scheduler.schedule();
+  EXPECT_FALSE(last.isPrefill);
+  EXPECT_EQ(seq.numScheduledTokens, 1);
+  EXPECT_TRUE(seq.samplesThisStep());
+  std::vector<Sequence *> done = scheduler.postprocess(last, std::vector<int32_t>{4});
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(seq.finishReason, FinishReason::Length);
+}
+
+TEST(Scheduler, FinishesOnEosStopTokensAndLimits) {
+  SchedulerConfig cfg = smallConfig();
+  cfg.maxModelLen = 12;
+  cfg.numBlocks = 16;
+  Scheduler scheduler(cfg);
+  Sequence eos(0, {1, 2}, SamplingParams{.maxTokens = 10});
+  Sequence ignoring(1, {1, 2}, SamplingParams{.maxTokens = 3, .ignoreEos = true});
+  Sequence stop(2, {1, 2}, SamplingParams{.maxTokens = 10, .stopTokenIds = {42}});
+  Sequence context(3, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, SamplingParams{.maxTokens = 10});
+  for (Sequence *seq : {&eos, &ignoring, &stop, &context})
+    scheduler.add(seq);
+
+  ScheduledBatch prefill = scheduler.schedule();
+  ASSERT_EQ(prefill.seqs.size(), 4u);
+  scheduler.postprocess(prefill, std::vector<int32_t>{kEos, kEos, 42, 5});
+  EXPECT_EQ(eos.finishReason, FinishReason::Stop);
+  EXPECT_EQ(eos.status, SequenceStatus::Finished);
+  EXPECT_TRUE(eos.blockTable.empty());
+  EXPECT_EQ(stop.finishReason, FinishReason::Stop);
+  EXPECT_EQ(stop.completionTokenIds().back(), 42);
+  EXPECT_EQ(ignoring.status, SequenceStatus::Running);
+  EXPECT_EQ(context.status, SequenceStatus::Running);
+  EXPECT_EQ(scheduler.numRunning(), 2);
+
+  ScheduledBatch decode = scheduler.schedule();
+  ASSERT_EQ(decode.seqs.size(), 2u);
+  std::vector<Sequence *> done = scheduler.postprocess(decode, std::vector<int32_t>{kEos, 6});
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0], &context); // 12 tokens = max_model_len
+  EXPECT_EQ(context.finishReason, FinishReason::Length);
+
+  decode = scheduler.schedule();
+  scheduler.postprocess(decode, std::vector<int32_t>{kEos});
+  EXPECT_EQ(ignoring.finishReason, FinishReason::Length);
+  EXPECT_EQ(ignoring.numCompletionTokens(), 3);
+  EXPECT_TRUE(scheduler.isFinished());
+  EXPECT_EQ(scheduler.blockManager().numFreeBlocks(), cfg.numBlocks);
+}
+
+TEST(Scheduler, PreemptsByRecomputeWhenBlocksRunOut) {
+  SchedulerConfig cfg = smallConfig();
+  cfg.numBlocks = 6;
+  cfg.maxModelLen = 24; // 6 blocks of 4: one sequence always fits alone
+  Scheduler scheduler(cfg);
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  for (int i = 0; i < 2; ++i)
+    seqs.push_back(std::make_unique<Sequence>(
+        i, std::vector<int32_t>{1 + i, 2, 3, 4},
+        SamplingParams{.maxTokens = 16, .ignoreEos = true}));
+  for (auto &seq : seqs)
+    scheduler.add(seq.get());
+  TokenCache cache(cfg);
+  bool sawPreemption = false;
+  while (!scheduler.isFinished()) {
+    int64_t before = scheduler.numPreemptions();
+    ScheduledBatch batch = scheduler.schedule();
+    if (scheduler.numPreemptions() > before && !sawPreemption) {
+      sawPreemption = true;
+      // The most recently admitted sequence lost its blocks and waits at the front.
+      EXPECT_EQ(seqs[1]->status, SequenceStatus::Waiting);
+      EXPECT_TRUE(seqs[1]->blockTable.empty());
+      EXPECT_EQ(seqs[1]->numCachedTokens, 0);
+      EXPECT_EQ(scheduler.numWaiting(), 1);
+    }
+    scheduler.postprocess(batch, cache.run(batch));
+  }
+  EXPECT_TRUE(sawPreemption);
+  for (auto &seq : seqs) {
+    std::vector<int32_t> got(seq->completionTokenIds().begin(), seq->completionTokenIds().end());
+    EXPECT_EQ(got, generateAlone(*seq, cfg)) << "sequence " << seq->id();
+  }
+}
+
+TEST(Scheduler, RespectsMaxNumSeqs) {
+  SchedulerConfig cfg = smallConfig();
+  cfg.maxNumSeqs = 2;
+  Scheduler scheduler(cfg);
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  for (int i = 0; i < 5; ++i)
+    seqs.push_back(std::make_unique<Sequence>(i, std::vector<int32_t>{1, 2, 3},
+                                              SamplingParams{.maxTokens = 3}));
+  runAll(scheduler, seqs); // checks numRunning() <= maxNumSeqs every step
+  for (auto &seq : seqs)
+    EXPECT_TRUE(seq->isFinished());
+}
+
+/// Random workloads under tight and loose limits give the same outputs as running alone.
+TEST(Scheduler, RandomWorkloadsMatchRunningAlone) {
+  struct Case {
+    const char *name;
+    int64_t maxNumSeqs, budget, numBlocks, blockSize;
+  };
+  for (Case c : {Case{"roomy", 16, 512, 512, 16}, Case{"tight budget", 8, 8, 256, 4},
+                 Case{"tiny cache", 8, 64, 40, 4}, Case{"block size 1", 4, 16, 200, 1}}) {
+    SchedulerConfig cfg;
+    cfg.maxNumSeqs = c.maxNumSeqs;
+    cfg.maxNumBatchedTokens = c.budget;
+    cfg.numBlocks = c.numBlocks;
+    cfg.blockSize = c.blockSize;
+    cfg.maxModelLen = 160;
+    cfg.eosTokenIds = {kEos};
+    Scheduler scheduler(cfg);
+    std::mt19937 rng(1234);
+    std::vector<int32_t> system = randomTokens(rng, 37); // a shared prefix for cache hits
+    std::vector<std::unique_ptr<Sequence>> seqs;
+    for (int i = 0; i < 24; ++i) {
+      std::vector<int32_t> prompt =
+          i % 2 ? std::vector<int32_t>(system) : std::vector<int32_t>{};
+      std::vector<int32_t> tail = randomTokens(rng, 1 + rng() % 60);
+      prompt.insert(prompt.end(), tail.begin(), tail.end());
+      SamplingParams params{.maxTokens = 1 + static_cast<int64_t>(rng() % 40),
+                            .ignoreEos = i % 3 == 0};
+      if (i % 5 == 0)
+        params.stopTokenIds = {7};
+      seqs.push_back(std::make_unique<Sequence>(i, prompt, params, /*cacheSalt=*/i % 4 == 3));
+    }
+    runAll(scheduler, seqs);
+    for (auto &seq : seqs) {
+      ASSERT_TRUE(seq->isFinished()) << c.name;
+      std::vector<int32_t> got(seq->completionTokenIds().begin(),
+                               seq->completionTokenIds().end());
+      EXPECT_EQ(got, generateAlone(*seq, cfg)) << c.name << ", sequence " << seq->id();
+    }
+    EXPECT_EQ(scheduler.blockManager().numFreeBlocks(), cfg.numBlocks) << c.name;
+    if (std::string(c.name) == "roomy")
+      EXPECT_GT(scheduler.blockManager().numHitTokens(), 0) << c.name;
+    if (std::string(c.name) == "tiny cache")
+      EXPECT_GT(scheduler.numPreemptions(), 0) << c.name;
+  }
+}
+
+TEST(Scheduler, RejectsImpossibleConfig) {
+  SchedulerConfig cfg = smallConfig();
+  cfg.numBlocks = 10;
+  cfg.maxModelLen = 41; // needs 11 blocks of 4
+  try {
+    Scheduler scheduler(cfg);
+    FAIL() << "expected a KV cache size error";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_NE(std::string(e.what()).find("cannot hold one sequence of 'max_model_len' 41"),
+              std::string::npos)
+        << e.what();
+  }
+  cfg = smallConfig();
+  cfg.maxNumBatchedTokens = 4;
+  EXPECT_THROW(Scheduler{cfg}, std::invalid_argument);
+  cfg = smallConfig();
+  cfg.maxNumSeqs = 0;
+  EXPECT_THROW(Scheduler{cfg}, std::invalid_argument);
+}
+
+TEST(Scheduler, RejectsBadRequests) {
+  SchedulerConfig cfg = smallConfig();
+  cfg.maxModelLen = 8;
+  Scheduler scheduler(cfg);
+  Sequence tooLong(0, std::vector<int32_t>(9, 1));
+  try {
+    scheduler.add(&tooLong);
+    FAIL() << "expected a prompt length error";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_NE(std::string(e.what()).find("prompt of 9 tokens is longer than the context"),
+              std::string::npos)
+        << e.what();
+  }
+  Sequence badParams(1, {1, 2}, SamplingParams{.temperature = -1.0f});
+  EXPECT_THROW(scheduler.add(&badParams), std::invalid_argument);
+
+  Sequence ok(2, {1, 2});
+  scheduler.add(&ok);
+  EXPECT_THROW(scheduler.add(&ok), std::invalid_argument);
+  ScheduledBatch batch = scheduler.schedule();
+  try {
+    scheduler.postprocess(batch, {});
+    FAIL() << "expected a sampled-count error";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_NE(std::string(e.what()).find("got 0 sampled tokens for 1 sequences"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(SamplingParams, RejectsImpossibleValues) {
+  auto message = [](const SamplingParams &p) -> std::string {
+    try {
+      p.validate();
+    } catch (const std::invalid_argument &e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(message(SamplingParams{}), "");
+  EXPECT_EQ(message(SamplingParams{.temperature = 0.0f, .topK = 5, .topP = 0.5f}), "");
+  EXPECT_NE(message(SamplingParams{.temperature = -0.5f}).find("'temperature' must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(message(SamplingParams{.temperature = NAN}).find("'temperature'"),
+            std::string::npos);
+  EXPECT_NE(message(SamplingParams{.topP = 0.0f}).find("'top_p' must be in (0, 1]"),
+            std::string::npos);
+  EXPECT_NE(message(SamplingParams{.topP = 1.5f}).find("'top_p' must be in (0, 1], got 1.5"),
+            std::string::npos);
+  EXPECT_NE(message(SamplingParams{.topK = -1}).find("'top_k' must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(message(SamplingParams{.maxTokens = 0}).find("'max_tokens' must be >= 1"),
+            std::string::npos);
+  EXPECT_NE(message(SamplingParams{.stopTokenIds = {3, -2}}).find("'stop_token_ids'"),
+            std::string::npos);
+}
+
+} // namespace
