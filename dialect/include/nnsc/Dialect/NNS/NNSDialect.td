@@ -18,7 +18,9 @@ def NNS_Dialect : Dialect {
     pass are read or replaced, what is computed from them, and what is saved. Site values are
     tensors whose leading dimension is the symbolic token count `T` (`?` in the type); the
     remaining dimensions are the model's, resolved against its architecture schema.
+    Constants (literals, static indices) are `arith.constant` tensors.
   }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
 class NNS_Op<string mnemonic, list<Trait> traits = []>

@@ -9,11 +9,25 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "nnsc/Dialect/NNS/NNSDialect.h"
 
+#include "nnsc/Dialect/NNS/NNSEnums.h.inc"
+
 #define GET_OP_CLASSES
 #include "nnsc/Dialect/NNS/NNSOps.h.inc"
+
+namespace nnsc::nns {
+
+/// NumPy broadcasting of two shapes (ShapedType::kDynamic for the token dimension). A dynamic
+/// dimension broadcasts with 1 and with itself; against another size it is assumed to match
+/// (checked at run time). Returns failure if the static sizes conflict.
+mlir::LogicalResult broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs,
+                                    llvm::SmallVectorImpl<int64_t> &result);
+
+} // namespace nnsc::nns
 
 #endif // NNSC_DIALECT_NNS_NNSOPS_H
