@@ -435,8 +435,14 @@ std::unique_ptr<Tokenizer> Tokenizer::fromJsonFile(const std::string &path,
       std::filesystem::path(path).parent_path() / "tokenizer_config.json";
   std::string config = readFile(configPath).value_or("");
   std::unique_ptr<Tokenizer> tokenizer = fromJsonText(*text, config, error);
-  if (!tokenizer)
+  if (!tokenizer) {
     error = path + ": " + error;
+    return nullptr;
+  }
+  // transformers >= 4.43 saves the template in its own file, which takes precedence.
+  if (std::optional<std::string> chatTemplate = readFile(
+          std::filesystem::path(path).parent_path() / "chat_template.jinja"))
+    tokenizer->parts.chatTemplate = std::move(*chatTemplate);
   return tokenizer;
 }
 

@@ -60,7 +60,8 @@ public:
   explicit Tokenizer(TokenizerParts parts);
 
   /// Loads a `tokenizer.json`. If a `tokenizer_config.json` sits next to it, the BOS/EOS/
-  /// UNK/PAD tokens and the chat template are taken from there. On failure returns null and
+  /// UNK/PAD tokens and the chat template are taken from there (a `chat_template.jinja`
+  /// beside it overrides the template). On failure returns null and
   /// sets `error` to what is wrong (unreadable file, malformed JSON, missing field, or a
   /// component we do not implement, named).
   static std::unique_ptr<Tokenizer> fromJsonFile(const std::string &path, std::string &error);
