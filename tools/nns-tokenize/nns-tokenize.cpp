@@ -73,10 +73,10 @@ int main(int argc, char **argv) {
       into = argv[++i];
       return true;
     };
-    if (arg == "--json" ? !value(jsonPath)
-        : arg == "--gguf" ? !value(ggufPath)
-        : arg == "--lines" ? !value(linesPath)
-        : arg == "--chat" ? !value(chatPath)
+    if (arg == "--json"          ? !value(jsonPath)
+        : arg == "--gguf"        ? !value(ggufPath)
+        : arg == "--lines"       ? !value(linesPath)
+        : arg == "--chat"        ? !value(chatPath)
         : arg == "--add-special" ? (addSpecial = true, false)
                                  : true)
       return usage();
@@ -107,9 +107,9 @@ int main(int argc, char **argv) {
     std::vector<ChatMessage> messages;
     for (const Json &m : chat["messages"])
       messages.push_back({m.value("role", ""), m.value("content", "")});
-    std::cout << Json(chatTemplate->render(messages, chat.value("add_generation_prompt", false)))
-                     .dump()
-              << "\n";
+    std::cout
+        << Json(chatTemplate->render(messages, chat.value("add_generation_prompt", false))).dump()
+        << "\n";
     return 0;
   }
 

@@ -46,8 +46,7 @@ std::vector<Segment> AddedVocabulary::split(std::string_view text, bool matchNor
   return splitWith(matchNormalized ? *normalizedTrie : *rawTrie, text);
 }
 
-std::vector<Segment> AddedVocabulary::splitWith(const TrieNode &root,
-                                                std::string_view text) const {
+std::vector<Segment> AddedVocabulary::splitWith(const TrieNode &root, std::string_view text) const {
   std::vector<Segment> segments;
   size_t textStart = 0;
   auto isSpaceAt = [&](size_t pos) { return isWhitespace(decodeUtf8(text, pos).cp); };

@@ -11,8 +11,8 @@ namespace nnsc::tokenizer {
 
 std::unique_ptr<BPEModel>
 BPEModel::create(const std::vector<std::pair<std::string, int32_t>> &vocab,
-                 const std::vector<std::pair<std::string, std::string>> &mergeList,
-                 Options options, std::string &error) {
+                 const std::vector<std::pair<std::string, std::string>> &mergeList, Options options,
+                 std::string &error) {
   std::unique_ptr<BPEModel> model(new BPEModel());
   model->options = options;
   int32_t maxId = -1;
@@ -27,8 +27,8 @@ BPEModel::create(const std::vector<std::pair<std::string, int32_t>> &vocab,
   model->present.assign(static_cast<size_t>(maxId + 1), false);
   for (const auto &[token, id] : vocab) {
     if (model->present[id]) {
-      error = "tokens '" + model->tokens[id] + "' and '" + token + "' share id " +
-              std::to_string(id);
+      error =
+          "tokens '" + model->tokens[id] + "' and '" + token + "' share id " + std::to_string(id);
       return nullptr;
     }
     if (!model->ids.emplace(token, id).second) {
@@ -40,8 +40,7 @@ BPEModel::create(const std::vector<std::pair<std::string, int32_t>> &vocab,
   }
   if (options.unknownId && (*options.unknownId < 0 || *options.unknownId > maxId ||
                             !model->present[*options.unknownId])) {
-    error = "unknown-token id " + std::to_string(*options.unknownId) +
-            " is not in the vocabulary";
+    error = "unknown-token id " + std::to_string(*options.unknownId) + " is not in the vocabulary";
     return nullptr;
   }
   for (size_t rank = 0; rank < mergeList.size(); ++rank) {
@@ -53,8 +52,8 @@ BPEModel::create(const std::vector<std::pair<std::string, int32_t>> &vocab,
       const std::string &missing = l == model->ids.end()   ? left
                                    : r == model->ids.end() ? right
                                                            : left + right;
-      error = "merge " + std::to_string(rank) + " ('" + left + "' '" + right +
-              "') uses '" + missing + "', which is not in the vocabulary";
+      error = "merge " + std::to_string(rank) + " ('" + left + "' '" + right + "') uses '" +
+              missing + "', which is not in the vocabulary";
       return nullptr;
     }
     // A repeated pair takes its last rank: `tokenizers` collects the list into a hash map.

@@ -128,7 +128,8 @@ std::unique_ptr<ChatTemplate> ChatTemplate::create(std::string_view templateText
                                                    std::string &error) {
   auto unsupported = [&](const std::string &why) {
     error = "unsupported chat template (only the ChatML template of SmolLM2-Instruct is "
-            "implemented): " + why;
+            "implemented): " +
+            why;
     return nullptr;
   };
   if (templateText.empty())
@@ -137,9 +138,13 @@ std::unique_ptr<ChatTemplate> ChatTemplate::create(std::string_view templateText
   std::optional<Canonical> canonical = canonicalize(templateText, why);
   if (!canonical)
     return unsupported(why);
-  const std::vector<std::string> loopLiterals = {
-      std::string(ImStart), "role", "\n", "content", std::string(ImEnd), "\n",
-      std::string(ImStart) + "assistant\n"};
+  const std::vector<std::string> loopLiterals = {std::string(ImStart),
+                                                 "role",
+                                                 "\n",
+                                                 "content",
+                                                 std::string(ImEnd),
+                                                 "\n",
+                                                 std::string(ImStart) + "assistant\n"};
   const std::string &text = canonical->text;
   const std::vector<std::string> &literals = canonical->literals;
 
@@ -155,8 +160,8 @@ std::unique_ptr<ChatTemplate> ChatTemplate::create(std::string_view templateText
     std::string tail = std::string(ImEnd) + "\n";
     if (block.size() >= head.size() + tail.size() && block.compare(0, head.size(), head) == 0 &&
         block.compare(block.size() - tail.size(), tail.size(), tail) == 0)
-      return std::unique_ptr<ChatTemplate>(new ChatTemplate(
-          block.substr(head.size(), block.size() - head.size() - tail.size())));
+      return std::unique_ptr<ChatTemplate>(
+          new ChatTemplate(block.substr(head.size(), block.size() - head.size() - tail.size())));
   }
   return unsupported("the template does not have the ChatML structure");
 }

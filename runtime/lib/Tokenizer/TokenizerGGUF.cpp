@@ -33,9 +33,8 @@ constexpr const char *Metaspace = "\xE2\x96\x81"; // U+2581, SentencePiece's spa
 bool configureByteLevel(const std::string &pre, PreTokenizer &preTokenizer,
                         BPEModel::Options &options) {
   static const std::map<std::string, int> kinds = {
-      {"default", 0},   {"gpt2", 0},      {"llama-bpe", 1}, {"llama3", 1},
-      {"llama-v3", 1},  {"qwen2", 2},     {"smollm", 3},    {"starcoder", 3},
-      {"refact", 3},
+      {"default", 0}, {"gpt2", 0},   {"llama-bpe", 1}, {"llama3", 1}, {"llama-v3", 1},
+      {"qwen2", 2},   {"smollm", 3}, {"starcoder", 3}, {"refact", 3},
   };
   auto it = kinds.find(pre);
   if (it == kinds.end())

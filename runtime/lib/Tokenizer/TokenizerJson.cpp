@@ -149,8 +149,7 @@ void addPreTokenizer(const Json &object, const std::string &path, PreTokenizer &
     if (!known)
       fail("unsupported split regex at '" + path + ".pattern': " + regex +
            " (supported: the GPT-2, Llama 3 and Qwen2 patterns)");
-    if (getString(object, "behavior", path) != "Isolated" ||
-        getBool(object, "invert", path, false))
+    if (getString(object, "behavior", path) != "Isolated" || getBool(object, "invert", path, false))
       fail("unsupported split at '" + path + "': only behavior 'Isolated' without invert");
     out.addSplit(*known);
   } else {
@@ -286,8 +285,8 @@ std::unique_ptr<BPEModel> buildModel(const Json &model) {
     if (it != model.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty()))
       fail(std::string("unsupported 'model.") + affix + "' (only empty is implemented)");
   }
-  if (auto it = model.find("dropout"); it != model.end() && !it->is_null() &&
-                                       !(it->is_number() && it->get<double>() == 0.0))
+  if (auto it = model.find("dropout");
+      it != model.end() && !it->is_null() && !(it->is_number() && it->get<double>() == 0.0))
     fail("unsupported 'model.dropout': BPE dropout makes encoding random");
 
   BPEModel::Options options;
@@ -424,8 +423,7 @@ std::unique_ptr<Tokenizer> Tokenizer::fromJsonText(std::string_view tokenizerJso
   return nullptr;
 }
 
-std::unique_ptr<Tokenizer> Tokenizer::fromJsonFile(const std::string &path,
-                                                   std::string &error) {
+std::unique_ptr<Tokenizer> Tokenizer::fromJsonFile(const std::string &path, std::string &error) {
   std::optional<std::string> text = readFile(path);
   if (!text) {
     error = "cannot read '" + path + "'";
@@ -440,8 +438,8 @@ std::unique_ptr<Tokenizer> Tokenizer::fromJsonFile(const std::string &path,
     return nullptr;
   }
   // transformers >= 4.43 saves the template in its own file, which takes precedence.
-  if (std::optional<std::string> chatTemplate = readFile(
-          std::filesystem::path(path).parent_path() / "chat_template.jinja"))
+  if (std::optional<std::string> chatTemplate =
+          readFile(std::filesystem::path(path).parent_path() / "chat_template.jinja"))
     tokenizer->parts.chatTemplate = std::move(*chatTemplate);
   return tokenizer;
 }

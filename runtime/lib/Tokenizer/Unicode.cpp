@@ -116,8 +116,7 @@ size_t completeUtf8Prefix(std::string_view bytes) {
     // A valid lead byte whose sequence is cut by the end of the buffer may still be completed
     // by later bytes.
     unsigned char lead = static_cast<unsigned char>(bytes[pos]);
-    if (c.cp == InvalidCodePoint && pos + c.length == bytes.size() && lead >= 0xC2 &&
-        lead <= 0xF4)
+    if (c.cp == InvalidCodePoint && pos + c.length == bytes.size() && lead >= 0xC2 && lead <= 0xF4)
       return pos;
     pos += c.length;
   }

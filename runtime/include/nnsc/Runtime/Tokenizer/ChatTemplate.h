@@ -26,13 +26,11 @@ struct ChatMessage {
 class ChatTemplate {
 public:
   /// Recognizes `templateText`; on failure returns null and explains why in `error`.
-  static std::unique_ptr<ChatTemplate> create(std::string_view templateText,
-                                              std::string &error);
+  static std::unique_ptr<ChatTemplate> create(std::string_view templateText, std::string &error);
 
   /// The prompt text `apply_chat_template(messages, tokenize=False,
   /// add_generation_prompt=addGenerationPrompt)` produces.
-  std::string render(const std::vector<ChatMessage> &messages,
-                     bool addGenerationPrompt) const;
+  std::string render(const std::vector<ChatMessage> &messages, bool addGenerationPrompt) const;
 
   /// The system prompt inserted when the conversation does not start with one.
   const std::optional<std::string> &defaultSystemPrompt() const { return defaultSystem; }

@@ -67,8 +67,7 @@ public:
   static std::unique_ptr<Tokenizer> fromJsonFile(const std::string &path, std::string &error);
   /// Same from the text of a `tokenizer.json` (and optionally of a `tokenizer_config.json`).
   static std::unique_ptr<Tokenizer> fromJsonText(std::string_view tokenizerJson,
-                                                 std::string_view configJson,
-                                                 std::string &error);
+                                                 std::string_view configJson, std::string &error);
   /// Builds the tokenizer described by the `tokenizer.ggml.*` metadata of a GGUF file.
   static std::unique_ptr<Tokenizer> fromGGUF(const gguf::GGUFFile &file, std::string &error);
 
