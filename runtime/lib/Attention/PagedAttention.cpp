@@ -4,6 +4,8 @@
 // query heads that share one KV head. It walks the sequence's cache blocks once, with an
 // online (flash-attention style) softmax per query row, so K/V are read once per tile and
 // never gathered into a contiguous copy. Items run in parallel with at::parallel_for.
+// Prefill tiles score a block as a small GEMM against a transposed copy of its keys; decode
+// tiles (few rows) take dot products against the cache rows directly.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +23,16 @@ namespace nnsc {
 namespace {
 
 constexpr int64_t kTileQueries = 16;
+/// Tiles with at least this many query rows score keys from a transposed copy of the block.
+constexpr int64_t kTransposeMinRows = 8;
+
+inline float dot(const float *a, const float *b, int64_t n) {
+  float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i)
+    sum += a[i] * b[i];
+  return sum;
+}
 
 struct Dims {
   int64_t numHeads;
@@ -39,14 +51,6 @@ struct Tile {
   const int32_t *blockTable;
 };
 
-inline float dot(const float *a, const float *b, int64_t n) {
-  float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < n; ++i)
-    sum += a[i] * b[i];
-  return sum;
-}
-
 /// Per-thread buffers, sized for the largest tile.
 struct Scratch {
   explicit Scratch(const Dims &d)
@@ -57,10 +61,20 @@ struct Scratch {
   std::vector<float> query, acc, maxScore, denom, keys, values, scores;
 };
 
-/// Points `dst` at one block's rows for one KV head as float: the cache itself for float32,
-/// a converted copy for bfloat16. Returns the row stride.
+/// Copies one block's keys for one KV head into `dst` transposed, [head_dim][block_size] in
+/// float, so the scores of a query against the whole block are a few vector FMAs per dim.
 template <typename T>
-int64_t blockRows(const T *src, int64_t stride, int64_t rows, int64_t headDim,
+void transposeKeys(const T *src, int64_t stride, int64_t rows, int64_t headDim,
+                   int64_t blockSize, float *dst) {
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t i = 0; i < headDim; ++i)
+      dst[i * blockSize + t] = static_cast<float>(src[t * stride + i]);
+}
+
+/// Points `dst` at one block's rows (keys or values) for one KV head as float: the cache
+/// itself for float32, a converted copy for bfloat16. Returns the row stride.
+template <typename T>
+int64_t valueRows(const T *src, int64_t stride, int64_t rows, int64_t headDim,
                   std::vector<float> &buffer, const float *&dst) {
   if constexpr (std::is_same_v<T, float>) {
     dst = src;
@@ -99,9 +113,17 @@ void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const Tile
     const int64_t inBlock = std::min(d.blockSize, numKeys - blockStart);
     const int64_t base = (static_cast<int64_t>(tile.blockTable[kb]) * d.blockSize * d.numKvHeads +
                           kvHead) * dim;
-    const float *keys, *values;
-    int64_t keyStride = blockRows(kCache + base, tokenStride, inBlock, dim, s.keys, keys);
-    int64_t valueStride = blockRows(vCache + base, tokenStride, inBlock, dim, s.values, values);
+    // Transposing pays off only when many query rows share the block (prefill tiles); a
+    // decode tile has one row per head of the group and scores the keys in place.
+    const bool transposed = rows >= kTransposeMinRows;
+    const float *keys = nullptr;
+    int64_t keyStride = 0;
+    if (transposed)
+      transposeKeys(kCache + base, tokenStride, inBlock, dim, d.blockSize, s.keys.data());
+    else
+      keyStride = valueRows(kCache + base, tokenStride, inBlock, dim, s.keys, keys);
+    const float *values;
+    int64_t valueStride = valueRows(vCache + base, tokenStride, inBlock, dim, s.values, values);
 
     for (int64_t qi = 0; qi < tile.numQueries; ++qi) {
       // Causal: the query at position p sees keys [0, p].
@@ -112,11 +134,23 @@ void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const Tile
         int64_t ri = qi * group + hj;
         const float *query = s.query.data() + ri * dim;
         float *acc = s.acc.data() + ri * dim;
-        float blockMax = s.maxScore[ri];
-        for (int64_t t = 0; t < visible; ++t) {
-          s.scores[t] = dot(query, keys + t * keyStride, dim);
-          blockMax = std::max(blockMax, s.scores[t]);
+        float *scores = s.scores.data();
+        if (transposed) {
+          std::fill_n(scores, visible, 0.f);
+          for (int64_t i = 0; i < dim; ++i) {
+            const float qd = query[i];
+            const float *keyColumn = s.keys.data() + i * d.blockSize;
+#pragma omp simd
+            for (int64_t t = 0; t < visible; ++t)
+              scores[t] += qd * keyColumn[t];
+          }
+        } else {
+          for (int64_t t = 0; t < visible; ++t)
+            scores[t] = dot(query, keys + t * keyStride, dim);
         }
+        float blockMax = s.maxScore[ri];
+        for (int64_t t = 0; t < visible; ++t)
+          blockMax = std::max(blockMax, scores[t]);
         float correction = std::exp(s.maxScore[ri] - blockMax);
         s.maxScore[ri] = blockMax;
         float denom = s.denom[ri] * correction;
