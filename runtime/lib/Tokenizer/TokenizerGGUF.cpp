@@ -190,10 +190,11 @@ std::unique_ptr<Tokenizer> Tokenizer::fromGGUF(const gguf::GGUFFile &file, std::
                   "qwen2, smollm, starcoder, refact)");
     parts.decoder.addByteLevel();
   } else {
+    // transformers converts these vocabularies to a Metaspace pre-tokenizer that prepends
+    // the space to the start of the text only (not after special tokens).
     bool addSpacePrefix = file.getInt("tokenizer.ggml.add_space_prefix").value_or(1) != 0;
-    if (addSpacePrefix)
-      parts.normalizer.addPrepend(Metaspace);
-    parts.normalizer.addReplace(" ", Metaspace);
+    PrependScheme scheme = addSpacePrefix ? PrependScheme::First : PrependScheme::Never;
+    parts.preTokenizer.addMetaspace(Metaspace, scheme, /*split=*/false);
     options.byteFallback = true;
     options.fuseUnknown = true;
     options.unknownId = parts.specialIds.unk.value_or(0);

@@ -178,13 +178,58 @@ def trained(tool, work):
     cases["spm-metaspace-split"] = with_byte_fallback(
         train(t, 1500, spm_special, train_lines, limit_alphabet=80))
 
-    ok = True
+    ok = spm_gguf(tool, cases["spm-llama2"], lines, work)
     for name, t in cases.items():
         path = os.path.join(work, name, "tokenizer.json")
         os.makedirs(os.path.dirname(path))
         t.save(path)
         ok &= compare(name, tool, ["--json", path], Tokenizer.from_file(path), lines, work)
     return ok
+
+
+def spm_gguf(tool, tokenizer, lines, work):
+    """A llama.cpp-style SentencePiece GGUF (tokens, scores, types, no merges) written from a
+    trained tokenizer, compared with what transformers makes of the same GGUF."""
+    import gguf
+    import numpy as np
+    from transformers import AutoTokenizer
+    spec = json.loads(tokenizer.to_str())
+    vocab = spec["model"]["vocab"]
+    tokens = sorted(vocab, key=vocab.get)
+    # A merged token scores by how early its merge was learned, as in SentencePiece.
+    rank = {}
+    for i, merge in enumerate(spec["model"]["merges"]):
+        rank.setdefault("".join(merge if isinstance(merge, list) else merge.split(" ")), i)
+    types = [2 if t == "<unk>" else 3 if t in ("<s>", "</s>") else
+             6 if len(t) == 6 and t.startswith("<0x") else 1 for t in tokens]
+    path = os.path.join(work, "spm.gguf")
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_block_count(1)
+    writer.add_context_length(64)
+    writer.add_embedding_length(8)
+    writer.add_feed_forward_length(16)
+    writer.add_head_count(2)
+    writer.add_head_count_kv(2)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_vocab_size(len(tokens))
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(tokens)
+    writer.add_token_scores([-float(rank.get(t, 0)) for t in tokens])
+    writer.add_token_types(types)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_unk_token_id(0)
+    writer.add_add_bos_token(True)
+    writer.add_tensor("token_embd.weight", np.zeros((len(tokens), 8), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    hf = AutoTokenizer.from_pretrained(work, gguf_file="spm.gguf")
+    converted = os.path.join(work, "spm-gguf-converted")
+    hf.save_pretrained(converted)
+    reference = Tokenizer.from_file(os.path.join(converted, "tokenizer.json"))
+    return compare("spm-gguf", tool, ["--gguf", path], reference, lines, work)
 
 
 CONVERSATIONS = [
