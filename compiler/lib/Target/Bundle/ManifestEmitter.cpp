@@ -1,0 +1,178 @@
+//===- ManifestEmitter.cpp - the manifest as LLVM constants ---------------===//
+
+#include "nnsc/Target/Bundle/ManifestEmitter.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/Support/Endian.h"
+
+namespace nnsc::bundle {
+
+ManifestTypes ManifestTypes::get(llvm::LLVMContext &context) {
+  auto *ptr = llvm::PointerType::get(context, 0);
+  auto *i32 = llvm::Type::getInt32Ty(context);
+  auto *i64 = llvm::Type::getInt64Ty(context);
+  auto *shape = llvm::ArrayType::get(i64, abi::kMaxRank);
+  auto named = [&](llvm::StringRef name, llvm::ArrayRef<llvm::Type *> fields) {
+    if (llvm::StructType *type = llvm::StructType::getTypeByName(context, name))
+      return type;
+    return llvm::StructType::create(context, fields, name);
+  };
+  ManifestTypes types;
+  types.paramDesc = named("nnsc_param_desc", {ptr, i32, i32, shape, ptr});
+  types.saveDesc = named("nnsc_save_desc", {ptr, i32, i32, shape, i32});
+  types.siteEntry = named("nnsc_site_entry", {i32, ptr, i32, i32, ptr});
+  types.traceDesc =
+      named("nnsc_trace_desc", {ptr, i32, ptr, i32, i64, i32, ptr, i32, ptr, i32, ptr});
+  types.bundle = named("nnsc_bundle", {i32, ptr, ptr, i64, i64, i64, i64, i64, i64, i64, i64,
+                                       i32, ptr, ptr});
+  return types;
+}
+
+namespace {
+
+/// Builds the constant tables of one module; every global is private and constant.
+class Emitter {
+public:
+  Emitter(llvm::Module &module)
+      : module(module), context(module.getContext()), types(ManifestTypes::get(context)),
+        ptr(llvm::PointerType::get(context, 0)), i32(llvm::Type::getInt32Ty(context)),
+        i64(llvm::Type::getInt64Ty(context)) {}
+
+  llvm::Constant *bundle(const Manifest &manifest, llvm::StringRef ptx);
+
+private:
+  llvm::Constant *string(llvm::StringRef text, const llvm::Twine &name);
+  llvm::Constant *global(llvm::Constant *init, const llvm::Twine &name);
+  /// A private constant array of `elements` of `type`, or null when empty.
+  llvm::Constant *table(llvm::Type *type, llvm::ArrayRef<llvm::Constant *> elements,
+                        const llvm::Twine &name);
+  llvm::Constant *shape(llvm::ArrayRef<int64_t> dims);
+  llvm::Constant *defaultValue(const ParamDesc &param, const llvm::Twine &name);
+  llvm::Constant *trace(const TraceDesc &trace, unsigned index);
+  llvm::Constant *c32(int64_t v) { return llvm::ConstantInt::get(i32, v); }
+  llvm::Constant *c64(int64_t v) { return llvm::ConstantInt::get(i64, v); }
+
+  llvm::Module &module;
+  llvm::LLVMContext &context;
+  ManifestTypes types;
+  llvm::PointerType *ptr;
+  llvm::IntegerType *i32, *i64;
+};
+
+llvm::Constant *Emitter::global(llvm::Constant *init, const llvm::Twine &name) {
+  auto *var = new llvm::GlobalVariable(module, init->getType(), /*isConstant=*/true,
+                                       llvm::GlobalValue::PrivateLinkage, init, name);
+  var->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+  return var;
+}
+
+llvm::Constant *Emitter::string(llvm::StringRef text, const llvm::Twine &name) {
+  return global(llvm::ConstantDataArray::getString(context, text), name);
+}
+
+llvm::Constant *Emitter::table(llvm::Type *type, llvm::ArrayRef<llvm::Constant *> elements,
+                               const llvm::Twine &name) {
+  if (elements.empty())
+    return llvm::ConstantPointerNull::get(ptr);
+  auto *arrayType = llvm::ArrayType::get(type, elements.size());
+  return global(llvm::ConstantArray::get(arrayType, elements), name);
+}
+
+llvm::Constant *Emitter::shape(llvm::ArrayRef<int64_t> dims) {
+  llvm::SmallVector<llvm::Constant *, 4> values;
+  for (int64_t d = 0; d < abi::kMaxRank; ++d)
+    values.push_back(c64(d < static_cast<int64_t>(dims.size()) ? dims[d] : 0));
+  return llvm::ConstantArray::get(llvm::ArrayType::get(i64, abi::kMaxRank), values);
+}
+
+/// The default as raw little-endian bytes of the ABI dtype (row-major, `bool` one byte each).
+llvm::Constant *Emitter::defaultValue(const ParamDesc &param, const llvm::Twine &name) {
+  if (!param.defaultValue)
+    return llvm::ConstantPointerNull::get(ptr);
+  int64_t width = abi::dtypeSize(param.dtype);
+  std::vector<uint8_t> bytes;
+  mlir::Type elementType = param.defaultValue.getElementType();
+  auto push = [&](uint64_t bits) {
+    for (int64_t b = 0; b < width; ++b)
+      bytes.push_back(static_cast<uint8_t>(bits >> (8 * b)));
+  };
+  if (llvm::isa<mlir::FloatType>(elementType)) {
+    for (const llvm::APFloat &value : param.defaultValue.getValues<llvm::APFloat>())
+      push(value.bitcastToAPInt().getZExtValue());
+  } else {
+    for (const llvm::APInt &value : param.defaultValue.getValues<llvm::APInt>())
+      push(value.getZExtValue());
+  }
+  auto *data = llvm::ConstantDataArray::get(context, llvm::ArrayRef<uint8_t>(bytes));
+  auto *var = llvm::cast<llvm::GlobalVariable>(global(data, name));
+  var->setAlignment(llvm::Align(8));
+  return var;
+}
+
+llvm::Constant *Emitter::trace(const TraceDesc &trace, unsigned index) {
+  std::string prefix = "nnsc_trace" + std::to_string(index);
+  llvm::SmallVector<llvm::Constant *> invokeNames, params, saves, sites;
+  for (auto [i, name] : llvm::enumerate(trace.invokeNames))
+    invokeNames.push_back(string(name, prefix + ".invoke" + llvm::Twine(i)));
+  for (auto [i, param] : llvm::enumerate(trace.params))
+    params.push_back(llvm::ConstantStruct::get(
+        types.paramDesc,
+        {string(param.name, prefix + ".param" + llvm::Twine(i)),
+         c32(static_cast<int32_t>(param.dtype)), c32(param.shape.size()), shape(param.shape),
+         defaultValue(param, prefix + ".default" + llvm::Twine(i))}));
+  for (auto [i, save] : llvm::enumerate(trace.saves))
+    saves.push_back(llvm::ConstantStruct::get(
+        types.saveDesc, {string(save.name, prefix + ".save" + llvm::Twine(i)),
+                         c32(static_cast<int32_t>(save.dtype)), c32(save.shape.size()),
+                         shape(save.shape), c32(save.flags)}));
+  for (auto [i, site] : llvm::enumerate(trace.sites)) {
+    llvm::Function *kernel = module.getFunction(site.kernel);
+    assert(kernel && "the manifest's kernels are verified before emission");
+    kernel->setLinkage(llvm::GlobalValue::InternalLinkage);
+    sites.push_back(llvm::ConstantStruct::get(
+        types.siteEntry, {c32(site.site), string(site.path, prefix + ".site" + llvm::Twine(i)),
+                          c32(static_cast<int32_t>(site.phase)), c32(site.access), kernel}));
+  }
+  return llvm::ConstantStruct::get(
+      types.traceDesc,
+      {string(trace.name, prefix + ".name"), c32(trace.numInvokes),
+       table(ptr, invokeNames, prefix + ".invoke_names"), c32(trace.flags),
+       c64(trace.frameBytes), c32(trace.params.size()),
+       table(types.paramDesc, params, prefix + ".params"), c32(trace.saves.size()),
+       table(types.saveDesc, saves, prefix + ".saves"), c32(trace.sites.size()),
+       table(types.siteEntry, sites, prefix + ".sites")});
+}
+
+llvm::Constant *Emitter::bundle(const Manifest &manifest, llvm::StringRef ptx) {
+  llvm::SmallVector<llvm::Constant *> traces;
+  for (auto [i, desc] : llvm::enumerate(manifest.traces))
+    traces.push_back(trace(desc, i));
+  llvm::Constant *ptxString =
+      ptx.empty() ? llvm::ConstantPointerNull::get(ptr) : string(ptx, "nnsc_ptx");
+  llvm::Constant *init = llvm::ConstantStruct::get(
+      types.bundle,
+      {c32(abi::kVersion), string(manifest.sourceHash, "nnsc_source_hash"),
+       string(manifest.arch, "nnsc_arch"), c64(static_cast<int64_t>(manifest.schemaHash)),
+       c64(manifest.hidden), c64(manifest.intermediate), c64(manifest.layers),
+       c64(manifest.heads), c64(manifest.kvHeads), c64(manifest.headDim), c64(manifest.vocab),
+       c32(manifest.traces.size()), table(types.traceDesc, traces, "nnsc_trace_descs"),
+       ptxString});
+  return global(init, "nnsc_bundle");
+}
+
+} // namespace
+
+void emitManifest(llvm::Module &module, const Manifest &manifest, llvm::StringRef ptx) {
+  llvm::Constant *bundle = Emitter(module).bundle(manifest, ptx);
+  llvm::LLVMContext &context = module.getContext();
+  auto *type = llvm::FunctionType::get(llvm::PointerType::get(context, 0), false);
+  auto *query = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,
+                                       abi::kQuerySymbol, module);
+  query->setVisibility(llvm::GlobalValue::DefaultVisibility);
+  llvm::IRBuilder<> builder(llvm::BasicBlock::Create(context, "entry", query));
+  builder.CreateRet(bundle);
+}
+
+} // namespace nnsc::bundle

@@ -1,0 +1,127 @@
+//===- CUDATarget.cpp - kernels as PTX ------------------------------------===//
+
+#include "nnsc/Target/CUDA/CUDATarget.h"
+
+#include "nnsc/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+
+namespace nnsc::cuda {
+namespace {
+
+/// A module holding `gpu.module @nnsc_kernels` with one `gpu.func` kernel per distinct kernel
+/// of the manifest (same arguments; the i32 status has no host to go to and is dropped) and
+/// the globals they use. Null after an error.
+OwningOpRef<ModuleOp> buildDeviceModule(ModuleOp module, const bundle::Manifest &manifest) {
+  MLIRContext *context = module.getContext();
+  Location loc = module.getLoc();
+  OwningOpRef<ModuleOp> device = ModuleOp::create(loc);
+  (*device)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(context));
+  OpBuilder builder(context);
+  builder.setInsertionPointToEnd(device->getBody());
+  auto gpuModule = gpu::GPUModuleOp::create(builder, loc, "nnsc_kernels");
+  builder.setInsertionPointToEnd(gpuModule.getBody());
+
+  for (auto global : module.getOps<LLVM::GlobalOp>())
+    builder.clone(*global);
+
+  llvm::StringSet<> done;
+  for (const bundle::TraceDesc &trace : manifest.traces) {
+    for (const bundle::SiteEntry &site : trace.sites) {
+      if (!done.insert(site.kernel).second)
+        continue;
+      auto func = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          module, StringAttr::get(context, site.kernel));
+      WalkResult calls = func.walk([&](Operation *op) {
+        if (!isa<CallOpInterface>(op))
+          return WalkResult::advance();
+        op->emitError() << "kernel '" << site.kernel
+                        << "' makes a call, which --target=cuda cannot compile: device code "
+                           "cannot reach runtime callbacks or host functions";
+        return WalkResult::interrupt();
+      });
+      if (calls.wasInterrupted())
+        return nullptr;
+      auto type = FunctionType::get(context, func.getArgumentTypes(), {});
+      auto kernel = gpu::GPUFuncOp::create(builder, func.getLoc(), site.kernel, type);
+      kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(context));
+      kernel.getBody().getBlocks().clear();
+      IRMapping mapping;
+      func.getBody().cloneInto(&kernel.getBody(), mapping);
+      kernel.walk([&](func::ReturnOp ret) {
+        OpBuilder at(ret);
+        gpu::ReturnOp::create(at, ret.getLoc());
+        ret.erase();
+      });
+    }
+  }
+  return device;
+}
+
+std::optional<std::string> extractPTX(ModuleOp device) {
+  std::optional<std::string> ptx;
+  device.walk([&](gpu::BinaryOp binary) {
+    for (Attribute object : binary.getObjects())
+      if (auto attr = dyn_cast<gpu::ObjectAttr>(object))
+        ptx = attr.getObject().getValue().str();
+  });
+  return ptx;
+}
+
+} // namespace
+
+std::optional<std::string> compileToPTX(ModuleOp module, const bundle::Manifest &manifest,
+                                        const CUDAOptions &options) {
+  OwningOpRef<ModuleOp> device = buildDeviceModule(module, manifest);
+  if (!device)
+    return std::nullopt;
+
+  PassManager lower(module.getContext());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.optLevel = 3;
+  lower.addPass(createGpuNVVMAttachTarget(target));
+  buildLowerGPUToNVVMPipeline(lower);
+  if (failed(lower.run(*device)))
+    return std::nullopt;
+
+  llvm::SmallString<128> ptxas(options.toolkit);
+  llvm::sys::path::append(ptxas, "bin", "ptxas");
+  if (llvm::sys::fs::can_execute(ptxas)) {
+    OwningOpRef<ModuleOp> check = cast<ModuleOp>((*device)->clone());
+    PassManager assemble(module.getContext());
+    GpuModuleToBinaryPassOptions binary;
+    binary.compilationTarget = "bin";
+    binary.toolkitPath = options.toolkit;
+    assemble.addPass(createGpuModuleToBinaryPass(binary));
+    if (failed(assemble.run(*check))) {
+      module.emitError() << "ptxas rejected the PTX of the kernels";
+      return std::nullopt;
+    }
+  }
+
+  PassManager serialize(module.getContext());
+  GpuModuleToBinaryPassOptions isa;
+  isa.compilationTarget = "isa";
+  isa.toolkitPath = options.toolkit;
+  serialize.addPass(createGpuModuleToBinaryPass(isa));
+  if (failed(serialize.run(*device)))
+    return std::nullopt;
+  std::optional<std::string> ptx = extractPTX(*device);
+  if (!ptx)
+    module.emitError() << "gpu-module-to-binary produced no PTX";
+  return ptx;
+}
+
+} // namespace nnsc::cuda

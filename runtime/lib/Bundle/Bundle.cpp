@@ -1,0 +1,31 @@
+//===- Bundle.cpp - a loaded, checked bundle ------------------------------===//
+
+#include "nnsc/Runtime/Bundle/Bundle.h"
+
+#include <dlfcn.h>
+
+namespace nnsc {
+
+const BundleSite *BundleTrace::findSite(int32_t site) const {
+  for (const BundleSite &entry : sites)
+    if (entry.site == site)
+      return &entry;
+  return nullptr;
+}
+
+Bundle::Bundle(void *handle, const nnsc_bundle *raw, std::vector<BundleTrace> traces)
+    : handle(handle), raw(raw), source(raw->source_hash), traceList(std::move(traces)) {}
+
+Bundle::~Bundle() {
+  if (handle)
+    dlclose(handle);
+}
+
+const BundleTrace *Bundle::findTrace(const std::string &name) const {
+  for (const BundleTrace &trace : traceList)
+    if (trace.name == name)
+      return &trace;
+  return nullptr;
+}
+
+} // namespace nnsc

@@ -1,0 +1,104 @@
+//===- EmitBundle.cpp - nnsc on kernel-level IR ---------------------------===//
+
+#include "EmitBundle.h"
+
+#include "nnsc/Target/Bundle/BundleEmitter.h"
+#include "nnsc/Target/Bundle/KernelIR.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+namespace cl = llvm::cl;
+
+static cl::OptionCategory backendCategory("Back end options (kernel-level .mlir input)");
+
+static cl::opt<std::string> outputFilename("o", cl::desc("Output file ('-' for stdout)"),
+                                           cl::value_desc("filename"), cl::init("-"),
+                                           cl::cat(backendCategory));
+
+static cl::opt<nnsc::bundle::TargetKind> target(
+    "target", cl::desc("Where the kernels run"), cl::init(nnsc::bundle::TargetKind::CPU),
+    cl::values(clEnumValN(nnsc::bundle::TargetKind::CPU, "cpu", "host CPU (default)"),
+               clEnumValN(nnsc::bundle::TargetKind::CUDA, "cuda",
+                          "host CPU plus the kernels as PTX for NVIDIA GPUs")),
+    cl::cat(backendCategory));
+
+static cl::opt<std::string> cpuName("cpu",
+                                    cl::desc("Host CPU to generate code for (default: this "
+                                             "machine's, as 'native')"),
+                                    cl::value_desc("name"), cl::init("native"),
+                                    cl::cat(backendCategory));
+
+static cl::opt<unsigned> optLevel("opt-level", cl::desc("LLVM optimization level, 2 or 3"),
+                                  cl::init(3), cl::cat(backendCategory));
+
+static cl::opt<std::string> cudaChip("cuda-chip", cl::desc("GPU architecture for --target=cuda"),
+                                     cl::init("sm_90"), cl::cat(backendCategory));
+
+static cl::opt<std::string>
+    cudaToolkit("cuda-toolkit",
+                cl::desc("CUDA toolkit whose ptxas checks the PTX when present"),
+                cl::init("/usr/local/cuda"), cl::cat(backendCategory));
+
+namespace nnsc {
+
+static mlir::LogicalResult compile(mlir::ModuleOp module, KernelIREmit emit) {
+  bundle::BundleOptions options;
+  options.target = target;
+  options.cpu.cpu = cpuName;
+  options.cpu.optLevel = optLevel;
+  options.cuda.chip = cudaChip;
+  options.cuda.toolkit = cudaToolkit;
+  if (optLevel != 2 && optLevel != 3)
+    return module.emitError() << "--opt-level must be 2 or 3, got " << optLevel;
+
+  if (emit == KernelIREmit::Bundle) {
+    if (outputFilename == "-")
+      return module.emitError() << "-emit=bundle writes a shared object: give it a file with -o";
+    return bundle::writeBundle(module, options, outputFilename);
+  }
+  std::string error;
+  auto output = mlir::openOutputFile(outputFilename, &error);
+  if (!output)
+    return module.emitError() << error;
+  if (mlir::failed(bundle::writeBundleLLVMIR(module, options, output->os())))
+    return mlir::failure();
+  output->keep();
+  return mlir::success();
+}
+
+int emitFromKernelIR(llvm::StringRef inputFilename, KernelIREmit emit, bool verifyDiagnostics) {
+  mlir::DialectRegistry registry;
+  bundle::registerKernelIRDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.allowUnregisteredDialects(false);
+
+  llvm::SourceMgr sourceMgr;
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input = mlir::openInputFile(inputFilename, &error);
+  if (!input) {
+    llvm::errs() << "nnsc: " << error << "\n";
+    return 1;
+  }
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+
+  auto run = [&] {
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+    return module ? compile(*module, emit) : mlir::failure();
+  };
+  if (verifyDiagnostics) {
+    mlir::SourceMgrDiagnosticVerifierHandler handler(sourceMgr, &context);
+    (void)run();
+    return mlir::failed(handler.verify()) ? 1 : 0;
+  }
+  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  return mlir::failed(run()) ? 1 : 0;
+}
+
+} // namespace nnsc
