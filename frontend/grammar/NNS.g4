@@ -62,8 +62,8 @@ expr
   | lhs=expr op=('+' | '-') rhs=expr                            # addExpr
   | lhs=expr op=('<' | '<=' | '>' | '>=' | '==' | '!=') rhs=expr  # cmpExpr
   | 'not' expr                                                  # notExpr
-  | lhs=expr 'and' rhs=expr                                     # andExpr
-  | lhs=expr 'or' rhs=expr                                      # orExpr
+  | lhs=expr op='and' rhs=expr                                     # andExpr
+  | lhs=expr op='or' rhs=expr                                     # orExpr
   ;
 
 primary

@@ -2,6 +2,8 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Support/ToolUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -9,7 +11,9 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include "nnsc/Dialect/NNS/NNSDialect.h"
+#include "nnsc/Frontend/MLIRGen.h"
 #include "nnsc/Frontend/Parser.h"
+#include "nnsc/Frontend/Sema.h"
 #include "nnsc/Schema/Architecture.h"
 
 #include <cstdlib>
@@ -19,10 +23,14 @@ namespace cl = llvm::cl;
 static cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input .nns file>"),
                                           cl::init("-"), cl::value_desc("filename"));
 
-enum class Action { Syntax };
+enum class Action { Syntax, AST, Saves, MLIR };
 static cl::opt<Action> emitAction(
-    "emit", cl::desc("What to produce"), cl::init(Action::Syntax),
-    cl::values(clEnumValN(Action::Syntax, "syntax", "check the syntax only (default)")));
+    "emit", cl::desc("What to produce"), cl::init(Action::MLIR),
+    cl::values(clEnumValN(Action::Syntax, "syntax", "check the syntax only"),
+               clEnumValN(Action::AST, "ast", "print the syntax tree"),
+               clEnumValN(Action::Saves, "saves",
+                          "print what each trace saves: name, type, per step or not"),
+               clEnumValN(Action::MLIR, "mlir", "print the verified nns IR (default)")));
 
 static cl::opt<std::string> modelPath(
     "model", cl::desc("Model to compile against: a .gguf file or a Hugging Face model "
@@ -36,6 +44,11 @@ static cl::opt<bool> printSites(
 static cl::opt<bool> verifyDiagnostics(
     "verify-diagnostics",
     cl::desc("Check that emitted diagnostics match expected-* lines in the input"),
+    cl::init(false));
+
+static cl::opt<bool> splitInputFile(
+    "split-input-file",
+    cl::desc("Split the input at '# -----' lines and compile each chunk on its own"),
     cl::init(false));
 
 static std::string resolveModelPath() {
@@ -64,11 +77,44 @@ static void printSiteTable(const nnsc::schema::Architecture &arch) {
   }
 }
 
+/// Parses, checks and lowers one buffer; diagnostics go through `context`'s handler.
+static mlir::LogicalResult compile(llvm::SourceMgr &sourceMgr, mlir::MLIRContext &context,
+                                   const nnsc::schema::Architecture *arch,
+                                   llvm::raw_ostream &os) {
+  std::optional<nnsc::ast::Program> program = nnsc::parseProgram(sourceMgr, context);
+  if (!program)
+    return mlir::failure();
+  switch (emitAction) {
+  case Action::Syntax:
+    os << sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBufferIdentifier()
+       << ": syntax ok\n";
+    return mlir::success();
+  case Action::AST: nnsc::ast::print(*program, os); return mlir::success();
+  default: break;
+  }
+  std::vector<nnsc::SaveInfo> saves;
+  if (mlir::failed(nnsc::checkProgram(*program, *arch, context, saves)))
+    return mlir::failure();
+  if (emitAction == Action::Saves) {
+    for (const nnsc::SaveInfo &s : saves)
+      os << s.trace << " " << s.name << (s.perStep ? ".<step>" : "") << " " << s.type.str()
+         << (s.fromCache ? " cache" : "") << "\n";
+    return mlir::success();
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> module = nnsc::mlirGen(*program, *arch, context);
+  if (mlir::failed(mlir::verify(*module)))
+    return mlir::failure();
+  module->print(os);
+  os << "\n";
+  return mlir::success();
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   cl::ParseCommandLineOptions(argc, argv, "nns trace compiler\n");
 
-  if (printSites) {
+  std::optional<nnsc::schema::Architecture> arch;
+  if (printSites || (emitAction != Action::Syntax && emitAction != Action::AST)) {
     std::string error;
     std::optional<nnsc::schema::ModelConfig> config =
         nnsc::schema::ModelConfig::fromPath(resolveModelPath(), error);
@@ -76,7 +122,10 @@ int main(int argc, char **argv) {
       llvm::errs() << "nnsc: error: " << error << "\n";
       return 1;
     }
-    printSiteTable(nnsc::schema::Architecture(*config));
+    arch.emplace(*config);
+  }
+  if (printSites) {
+    printSiteTable(*arch);
     return 0;
   }
 
@@ -85,24 +134,25 @@ int main(int argc, char **argv) {
     llvm::errs() << "nnsc: cannot open '" << inputFilename << "': " << ec.message() << "\n";
     return 1;
   }
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(*fileOrErr), llvm::SMLoc());
 
-  mlir::MLIRContext context;
-  context.getOrLoadDialect<nnsc::nns::NNSDialect>();
-
-  if (verifyDiagnostics) {
-    mlir::SourceMgrDiagnosticVerifierHandler handler(sourceMgr, &context);
-    (void)nnsc::parseSyntax(sourceMgr, context);
-    return mlir::failed(handler.verify()) ? 1 : 0;
-  }
-  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  if (mlir::failed(nnsc::parseSyntax(sourceMgr, context)))
-    return 1;
-  switch (emitAction) {
-  case Action::Syntax:
-    llvm::outs() << inputFilename << ": syntax ok\n";
-    break;
-  }
-  return 0;
+  auto processChunk = [&](std::unique_ptr<llvm::MemoryBuffer> chunk,
+                          llvm::raw_ostream &os) -> mlir::LogicalResult {
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(std::move(chunk), llvm::SMLoc());
+    mlir::MLIRContext context;
+    context.getOrLoadDialect<nnsc::nns::NNSDialect>();
+    if (verifyDiagnostics) {
+      mlir::SourceMgrDiagnosticVerifierHandler handler(sourceMgr, &context);
+      (void)compile(sourceMgr, context, arch ? &*arch : nullptr, llvm::nulls());
+      return handler.verify();
+    }
+    mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+    return compile(sourceMgr, context, arch ? &*arch : nullptr, os);
+  };
+  if (splitInputFile)
+    return mlir::failed(mlir::splitAndProcessBuffer(std::move(*fileOrErr), processChunk,
+                                                    llvm::outs(), "# -----", "// -----"))
+               ? 1
+               : 0;
+  return mlir::failed(processChunk(std::move(*fileOrErr), llvm::outs())) ? 1 : 0;
 }

@@ -102,13 +102,13 @@ static int64_t sliceLength(int64_t size, int64_t start, std::optional<int64_t> s
   return hi <= lo ? 0 : (hi - lo + stride - 1) / stride;
 }
 
-/// The shape of a slice: static where the sliced dimension is static.
-static SmallVector<int64_t> slicedShape(RankedTensorType source, int64_t dim, int64_t start,
-                                        std::optional<int64_t> stop, int64_t stride) {
+RankedTensorType nnsc::nns::inferSliceType(RankedTensorType source, int64_t dim, int64_t start,
+                                           IntegerAttr stop, int64_t stride) {
   SmallVector<int64_t> shape(source.getShape());
   if (!ShapedType::isDynamic(shape[dim]))
-    shape[dim] = sliceLength(shape[dim], start, stop, stride);
-  return shape;
+    shape[dim] = sliceLength(shape[dim], start,
+                             stop ? std::optional<int64_t>(stop.getInt()) : std::nullopt, stride);
+  return RankedTensorType::get(shape, source.getElementType());
 }
 
 static SmallVector<int64_t> withoutDim(ArrayRef<int64_t> shape, int64_t dim) {
@@ -157,20 +157,21 @@ LogicalResult InvokeOp::verify() {
   int64_t index = 0;
   for (Operation *prev = (*this)->getPrevNode(); prev; prev = prev->getPrevNode())
     index += isa<InvokeOp>(prev);
-  if (getIndex() != index)
-    return emitOpError("index ") << getIndex() << " does not match its position " << index
+  if (getIndexAttr().getInt() != index)
+    return emitOpError("index ") << getIndexAttr().getInt() << " does not match its position " << index
                                  << " among the trace's invokes";
   return verifyYield(*this, getBody(), getResultTypes());
 }
 
 LogicalResult StepsOp::verify() {
-  if (getStart() < 0)
+  int64_t start = getStartAttr().getInt();
+  if (start < 0)
     return emitOpError("start step must be non-negative");
-  if (getStride() < 1)
+  if (getStrideAttr().getInt() < 1)
     return emitOpError("stride must be positive");
-  if (std::optional<int64_t> stop = getStop(); stop && *stop <= getStart())
-    return emitOpError("stop step ") << *stop << " must be greater than the start step "
-                                     << getStart();
+  if (IntegerAttr stop = getStopAttr(); stop && stop.getInt() <= start)
+    return emitOpError("stop step ") << stop.getInt() << " must be greater than the start step "
+                                     << start;
   Block &body = getBody().front();
   auto stepType = RankedTensorType::get({}, IntegerType::get(getContext(), 64));
   if (body.getNumArguments() != 1 || body.getArgument(0).getType() != stepType)
@@ -191,11 +192,11 @@ LogicalResult IfOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult SiteReadOp::verify() {
-  return verifySitePath(*this, getPath(), getPhase(), getOrder());
+  return verifySitePath(*this, getPath(), getPhase(), getOrderAttr().getInt());
 }
 
 LogicalResult SiteWriteOp::verify() {
-  if (failed(verifySitePath(*this, getPath(), getPhase(), getOrder())))
+  if (failed(verifySitePath(*this, getPath(), getPhase(), getOrderAttr().getInt())))
     return failure();
   if (getPhase() == Phase::Result)
     return emitOpError("site 'result' is read-only");
@@ -204,7 +205,7 @@ LogicalResult SiteWriteOp::verify() {
 }
 
 LogicalResult SiteUpdateOp::verify() {
-  if (failed(verifySitePath(*this, getPath(), getPhase(), getOrder())))
+  if (failed(verifySitePath(*this, getPath(), getPhase(), getOrderAttr().getInt())))
     return failure();
   if (getPhase() == Phase::Result)
     return emitOpError("site 'result' is read-only");
@@ -213,16 +214,16 @@ LogicalResult SiteUpdateOp::verify() {
 }
 
 LogicalResult CacheOp::verify() {
-  return verifySitePath(*this, getPath(), getPhase(), getOrder());
+  return verifySitePath(*this, getPath(), getPhase(), getOrderAttr().getInt());
 }
 
 LogicalResult SkipOp::verify() {
   if (getModule().empty())
     return emitOpError("module path must not be empty");
-  if (getInputOrder() >= getOutputOrder())
-    return emitOpError("input site order ") << getInputOrder()
+  if (getInputOrderAttr().getInt() >= getOutputOrderAttr().getInt())
+    return emitOpError("input site order ") << getInputOrderAttr().getInt()
                                             << " must precede the output site order "
-                                            << getOutputOrder();
+                                            << getOutputOrderAttr().getInt();
   return verifyBroadcastsTo(*this, tensorType(getValue()),
                             cast<RankedTensorType>(getOutputType()), "value");
 }
@@ -300,14 +301,14 @@ LogicalResult UnaryOp::verify() {
 
 LogicalResult ReduceOp::verify() {
   RankedTensorType input = getInput().getType();
-  if (failed(verifyDim(*this, getDim(), input.getRank())))
+  if (failed(verifyDim(*this, getDimAttr().getInt(), input.getRank())))
     return failure();
   bool isArg = getKind() == ReduceKind::ArgMax || getKind() == ReduceKind::ArgMin;
   bool needsFloat = getKind() == ReduceKind::Mean || getKind() == ReduceKind::Norm;
   if (needsFloat && !input.getElementType().isF32())
     return emitOpError("'") << stringifyReduceKind(getKind()) << "' needs an f32 operand";
   Type elem = isArg ? IntegerType::get(getContext(), 64) : input.getElementType();
-  auto expected = RankedTensorType::get(withoutDim(input.getShape(), getDim()), elem);
+  auto expected = RankedTensorType::get(withoutDim(input.getShape(), getDimAttr().getInt()), elem);
   if (getResult().getType() != expected)
     return emitOpError("result type must be ") << expected;
   return success();
@@ -315,7 +316,7 @@ LogicalResult ReduceOp::verify() {
 
 LogicalResult SoftmaxOp::verify() {
   RankedTensorType input = getInput().getType();
-  if (failed(verifyDim(*this, getDim(), input.getRank())))
+  if (failed(verifyDim(*this, getDimAttr().getInt(), input.getRank())))
     return failure();
   if (!input.getElementType().isF32())
     return emitOpError("needs an f32 operand");
@@ -358,13 +359,14 @@ LogicalResult TopKOp::verify() {
   RankedTensorType input = getInput().getType();
   if (input.getRank() < 1)
     return emitOpError("needs an operand of rank at least 1");
-  if (getK() < 1)
+  int64_t k = getKAttr().getInt();
+  if (k < 1)
     return emitOpError("k must be positive");
   int64_t last = input.getShape().back();
-  if (!ShapedType::isDynamic(last) && getK() > last)
-    return emitOpError("k = ") << getK() << " exceeds the last dimension " << last;
+  if (!ShapedType::isDynamic(last) && k > last)
+    return emitOpError("k = ") << k << " exceeds the last dimension " << last;
   SmallVector<int64_t> shape(input.getShape());
-  shape.back() = getK();
+  shape.back() = k;
   if (getResult().getType() != RankedTensorType::get(shape, input.getElementType()))
     return emitOpError("result must keep the shape with the last dimension k");
   return success();
@@ -386,18 +388,19 @@ LogicalResult BroadcastOp::verify() {
 
 LogicalResult SelectOp::verify() {
   RankedTensorType source = getSource().getType();
-  if (failed(verifyDim(*this, getDim(), source.getRank())))
+  if (failed(verifyDim(*this, getDimAttr().getInt(), source.getRank())))
     return failure();
-  int64_t size = source.getShape()[getDim()];
+  int64_t dim = getDimAttr().getInt();
+  int64_t size = source.getShape()[dim];
   APInt index;
   if (!ShapedType::isDynamic(size) && matchPattern(getIndex(), m_ConstantInt(&index))) {
     int64_t i = index.getSExtValue();
     if (i < -size || i >= size)
-      return emitOpError("index ") << i << " is out of range for dimension " << getDim()
+      return emitOpError("index ") << i << " is out of range for dimension " << dim
                                    << " of size " << size;
   }
   auto expected =
-      RankedTensorType::get(withoutDim(source.getShape(), getDim()), source.getElementType());
+      RankedTensorType::get(withoutDim(source.getShape(), dim), source.getElementType());
   if (getResult().getType() != expected)
     return emitOpError("result type must be ") << expected;
   return success();
@@ -405,13 +408,13 @@ LogicalResult SelectOp::verify() {
 
 LogicalResult SliceOp::verify() {
   RankedTensorType source = getSource().getType();
-  if (failed(verifyDim(*this, getDim(), source.getRank())))
+  if (failed(verifyDim(*this, getDimAttr().getInt(), source.getRank())))
     return failure();
-  if (getStride() < 1)
+  if (getStrideAttr().getInt() < 1)
     return emitOpError("stride must be positive");
-  auto expected = RankedTensorType::get(
-      slicedShape(source, getDim(), getStart(), getStop(), getStride()),
-      source.getElementType());
+  RankedTensorType expected = inferSliceType(source, getDimAttr().getInt(),
+                                             getStartAttr().getInt(), getStopAttr(),
+                                             getStrideAttr().getInt());
   if (getResult().getType() != expected)
     return emitOpError("result type must be ") << expected;
   return success();
@@ -419,24 +422,25 @@ LogicalResult SliceOp::verify() {
 
 LogicalResult SelectScatterOp::verify() {
   RankedTensorType dest = getDest().getType();
-  if (failed(verifyDim(*this, getDim(), dest.getRank())))
+  if (failed(verifyDim(*this, getDimAttr().getInt(), dest.getRank())))
     return failure();
   if (getResult().getType() != dest)
     return emitOpError("result type must match the destination type");
-  auto slot = RankedTensorType::get(withoutDim(dest.getShape(), getDim()), dest.getElementType());
+  auto slot = RankedTensorType::get(withoutDim(dest.getShape(), getDimAttr().getInt()),
+                                    dest.getElementType());
   return verifyBroadcastsTo(*this, getValue().getType(), slot, "value");
 }
 
 LogicalResult SliceScatterOp::verify() {
   RankedTensorType dest = getDest().getType();
-  if (failed(verifyDim(*this, getDim(), dest.getRank())))
+  if (failed(verifyDim(*this, getDimAttr().getInt(), dest.getRank())))
     return failure();
-  if (getStride() < 1)
+  if (getStrideAttr().getInt() < 1)
     return emitOpError("stride must be positive");
   if (getResult().getType() != dest)
     return emitOpError("result type must match the destination type");
-  auto slot = RankedTensorType::get(
-      slicedShape(dest, getDim(), getStart(), getStop(), getStride()), dest.getElementType());
+  RankedTensorType slot = inferSliceType(dest, getDimAttr().getInt(), getStartAttr().getInt(),
+                                        getStopAttr(), getStrideAttr().getInt());
   return verifyBroadcastsTo(*this, getValue().getType(), slot, "value");
 }
 

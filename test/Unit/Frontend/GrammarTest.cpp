@@ -36,7 +36,7 @@ ParseOutcome parse(llvm::StringRef source) {
                              std::to_string(loc.getColumn()) + ": " + diag.str());
     return mlir::success();
   });
-  outcome.ok = mlir::succeeded(nnsc::parseSyntax(sourceMgr, context));
+  outcome.ok = nnsc::parseProgram(sourceMgr, context).has_value();
   return outcome;
 }
 

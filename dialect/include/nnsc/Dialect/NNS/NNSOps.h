@@ -28,6 +28,11 @@ namespace nnsc::nns {
 mlir::LogicalResult broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs,
                                     llvm::SmallVectorImpl<int64_t> &result);
 
+/// The type of `nns.slice` of `source` along `dim` (Python slice semantics; a null `stop` is
+/// the end): static where the sliced dimension is static.
+mlir::RankedTensorType inferSliceType(mlir::RankedTensorType source, int64_t dim, int64_t start,
+                                      mlir::IntegerAttr stop, int64_t stride);
+
 } // namespace nnsc::nns
 
 #endif // NNSC_DIALECT_NNS_NNSOPS_H

@@ -1,0 +1,146 @@
+//===- Checker.h - the semantic checker behind checkProgram -----*- C++ -*-===//
+//
+// Internal to the frontend. Statements are checked in Sema.cpp, expressions in SemaExpr.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_FRONTEND_CHECKER_H
+#define NNSC_FRONTEND_CHECKER_H
+
+#include "AccessOrder.h"
+
+#include "nnsc/Frontend/Sema.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <map>
+
+namespace nnsc {
+
+/// A value computed at site `order` of invoke `invoke`. Values crossing invokes must exist
+/// before the later invoke needs them (all prompts share one forward pass).
+struct Dep {
+  int invoke;
+  int order;
+  mlir::Location loc;
+  /// Computed outside any steps loop, i.e. at step 0 only.
+  bool stepZero;
+};
+
+/// The sites a value depends on, at most one entry per (invoke, stepZero): the latest.
+struct Avail {
+  llvm::SmallVector<Dep, 2> deps;
+  void merge(const Avail &other);
+};
+
+struct Binding {
+  ValueType type;
+  mlir::Location loc;
+  Avail avail;
+  ast::NameSource source = ast::NameSource::Local;
+  /// Its definition failed to check; uses are not reported again.
+  bool poisoned = false;
+};
+
+struct Scope {
+  enum class Kind { Trace, Invoke, Branch, Steps };
+  Kind kind;
+  std::map<std::string, Binding> names;
+  /// Names in the order they were first bound here.
+  std::vector<std::string> order;
+};
+
+/// Where the statement being checked runs.
+struct StmtContext {
+  std::string trace;
+  StepSet steps;
+  bool inSteps = false;
+  bool inDeviceIf = false;
+  bool inInvoke = false;
+  bool traceHasInvokes = false;
+  int invoke = 0;
+  std::string invokeName;
+  int numInvokes = 0;
+  std::map<std::string, mlir::Location> invokeNames;
+  /// Sites the enclosing run-time conditions depend on.
+  Avail control;
+};
+
+class Checker {
+public:
+  Checker(const schema::Architecture &arch, mlir::MLIRContext &context,
+          std::vector<SaveInfo> &saves)
+      : arch(arch), context(context), saves(saves), order(arch) {}
+
+  mlir::LogicalResult run(ast::Program &program);
+
+private:
+  // Declarations and statements (Sema.cpp).
+  mlir::LogicalResult checkParam(ast::ParamDecl &param);
+  mlir::LogicalResult checkTrace(ast::TraceDecl &trace);
+  bool checkBlock(ast::Block &block);
+  mlir::LogicalResult checkStmt(ast::Stmt &stmt);
+  mlir::LogicalResult checkAssign(ast::AssignStmt &stmt);
+  mlir::LogicalResult checkSiteAssign(ast::AssignStmt &stmt, ast::Expr &siteExpr,
+                                      std::vector<ast::Subscript> *subscripts);
+  mlir::LogicalResult checkLocalIndexAssign(ast::AssignStmt &stmt, ast::IndexExpr &target);
+  mlir::LogicalResult checkExprStmt(ast::ExprStmt &stmt);
+  mlir::LogicalResult checkIf(ast::IfStmt &stmt);
+  mlir::LogicalResult checkFor(ast::ForStmt &stmt);
+  mlir::LogicalResult checkInvoke(ast::InvokeStmt &stmt);
+  mlir::LogicalResult checkCache(ast::CallExpr &call);
+  mlir::LogicalResult checkSkip(ast::CallExpr &call);
+  mlir::LogicalResult recordSave(const std::string &name, const ValueType &type,
+                                 mlir::Location loc, bool fromCache);
+  mlir::LogicalResult checkWritable(int site, mlir::Location loc);
+  mlir::LogicalResult checkInTime(const Avail &avail, int order, mlir::Location loc);
+  mlir::LogicalResult checkAssignable(ast::Expr &value, const ValueType &target,
+                                      const std::string &what, mlir::Location loc);
+
+  // Expressions (SemaExpr.cpp).
+  /// Resolves `e` to an entity; values get their type. Site reads are not yet registered.
+  mlir::LogicalResult expr(ast::Expr &e, Avail &avail);
+  /// Like expr(), but `e` must be a value; a site is read here.
+  mlir::LogicalResult value(ast::Expr &e, Avail &avail);
+  mlir::LogicalResult name(ast::NameExpr &e, Avail &avail);
+  mlir::LogicalResult member(ast::MemberExpr &e, Avail &avail);
+  mlir::LogicalResult index(ast::IndexExpr &e, Avail &avail);
+  mlir::LogicalResult call(ast::CallExpr &e, Avail &avail);
+  mlir::LogicalResult builtin(ast::CallExpr &e, ast::Builtin fn, ast::Expr *receiver,
+                              Avail &avail);
+  mlir::LogicalResult moduleCall(ast::CallExpr &e, int module, Avail &avail);
+  mlir::LogicalResult unary(ast::UnaryExpr &e, Avail &avail);
+  mlir::LogicalResult binary(ast::BinaryExpr &e, Avail &avail);
+  /// The type of `base[subscripts]`; evaluates index expressions.
+  mlir::FailureOr<ValueType> indexType(const ValueType &base,
+                                       std::vector<ast::Subscript> &subscripts,
+                                       mlir::Location loc, Avail &avail);
+  mlir::FailureOr<int64_t> constantInt(ast::Expr &e, llvm::StringRef what);
+  /// The site `e` names, for cache patterns; `layer` replaces a `*` subscript.
+  mlir::FailureOr<int> sitePattern(ast::Expr &e, std::optional<int64_t> layer, bool &wildcard);
+  ValueType siteType(int site) const;
+  std::string describe(const ast::Expr &e) const;
+
+  // Names.
+  Binding *lookup(llvm::StringRef name);
+  mlir::LogicalResult bind(const std::string &name, const ValueType &type, mlir::Location loc,
+                           const Avail &avail, bool poisoned = false);
+  std::vector<std::string> visibleNames() const;
+  bool isReserved(llvm::StringRef name) const;
+
+  const schema::Architecture &arch;
+  mlir::MLIRContext &context;
+  std::vector<SaveInfo> &saves;
+  AccessOrder order;
+  std::map<std::string, ast::ParamDecl *> params;
+  std::vector<Scope> scopes;
+  StmtContext ctx;
+  /// Save names of the current trace ("h", "h.<step>") with where they were first saved.
+  std::map<std::string, mlir::Location> savedNames;
+  /// Expressions already checked, with their availability: each is evaluated once.
+  llvm::DenseMap<const ast::Expr *, Avail> checked;
+};
+
+} // namespace nnsc
+
+#endif // NNSC_FRONTEND_CHECKER_H

@@ -1,0 +1,194 @@
+//===- Unroll.cpp - compile-time loops over integers ------------*- C++ -*-===//
+
+#include "Unroll.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+using namespace mlir;
+
+namespace nnsc {
+namespace {
+
+/// The most copies one loop may make: far beyond any model's layer count, small enough that a
+/// typo like `0..100000000` is an error rather than an out-of-memory.
+constexpr int64_t kMaxIterations = 4096;
+
+/// Deep copies with one loop variable replaced by a literal; every copied statement gets the
+/// loop's suffix (which already includes those of enclosing unrolled loops).
+class Cloner {
+public:
+  Cloner(StringRef var, int64_t value, std::string suffix)
+      : var(var), value(value), suffix(std::move(suffix)) {}
+
+  ast::ExprPtr expr(const ast::Expr *e) {
+    if (!e)
+      return nullptr;
+    using K = ast::Expr::Kind;
+    switch (e->getKind()) {
+    case K::Name: {
+      auto *n = cast<ast::NameExpr>(e);
+      if (n->name == var)
+        return std::make_unique<ast::IntLitExpr>(n->loc(), value);
+      return std::make_unique<ast::NameExpr>(n->loc(), n->name);
+    }
+    case K::IntLit:
+      return std::make_unique<ast::IntLitExpr>(e->loc(), cast<ast::IntLitExpr>(e)->value);
+    case K::FloatLit:
+      return std::make_unique<ast::FloatLitExpr>(e->loc(), cast<ast::FloatLitExpr>(e)->value);
+    case K::StringLit:
+      return std::make_unique<ast::StringLitExpr>(e->loc(),
+                                                  cast<ast::StringLitExpr>(e)->value);
+    case K::BoolLit:
+      return std::make_unique<ast::BoolLitExpr>(e->loc(), cast<ast::BoolLitExpr>(e)->value);
+    case K::Member: {
+      auto *m = cast<ast::MemberExpr>(e);
+      return std::make_unique<ast::MemberExpr>(m->loc(), expr(m->base.get()), m->member);
+    }
+    case K::Index: {
+      auto *ix = cast<ast::IndexExpr>(e);
+      std::vector<ast::Subscript> subs;
+      for (const ast::Subscript &s : ix->subscripts)
+        subs.push_back({s.kind, s.loc, expr(s.index.get()), expr(s.lo.get()), expr(s.hi.get()),
+                        expr(s.stride.get())});
+      return std::make_unique<ast::IndexExpr>(ix->loc(), expr(ix->base.get()), std::move(subs));
+    }
+    case K::Call: {
+      auto *c = cast<ast::CallExpr>(e);
+      std::vector<ast::Arg> args;
+      for (const ast::Arg &a : c->args)
+        args.push_back({a.loc, a.keyword, expr(a.value.get())});
+      return std::make_unique<ast::CallExpr>(c->loc(), expr(c->callee.get()), std::move(args));
+    }
+    case K::Unary: {
+      auto *u = cast<ast::UnaryExpr>(e);
+      return std::make_unique<ast::UnaryExpr>(u->loc(), u->op, expr(u->operand.get()));
+    }
+    case K::Binary: {
+      auto *b = cast<ast::BinaryExpr>(e);
+      return std::make_unique<ast::BinaryExpr>(b->loc(), b->op, expr(b->lhs.get()),
+                                               expr(b->rhs.get()));
+    }
+    }
+    llvm_unreachable("unknown expression kind");
+  }
+
+  ast::Block block(const ast::Block &b) {
+    ast::Block result{b.loc, {}};
+    for (const ast::StmtPtr &s : b.stmts)
+      result.stmts.push_back(stmt(s.get()));
+    return result;
+  }
+
+  ast::StmtPtr stmt(const ast::Stmt *s) {
+    ast::StmtPtr result;
+    switch (s->getKind()) {
+    case ast::Stmt::Kind::Assign: {
+      auto *a = cast<ast::AssignStmt>(s);
+      result = std::make_unique<ast::AssignStmt>(a->loc(), expr(a->target.get()), a->op,
+                                                 expr(a->value.get()));
+      break;
+    }
+    case ast::Stmt::Kind::Expr:
+      result = std::make_unique<ast::ExprStmt>(s->loc(), expr(cast<ast::ExprStmt>(s)->expr.get()));
+      break;
+    case ast::Stmt::Kind::If: {
+      auto *i = cast<ast::IfStmt>(s);
+      std::optional<ast::Block> elseBlock;
+      if (i->elseBlock)
+        elseBlock = block(*i->elseBlock);
+      result = std::make_unique<ast::IfStmt>(i->loc(), expr(i->cond.get()), block(i->thenBlock),
+                                             std::move(elseBlock));
+      break;
+    }
+    case ast::Stmt::Kind::For: {
+      auto *f = cast<ast::ForStmt>(s);
+      result = std::make_unique<ast::ForStmt>(f->loc(), f->var, f->varLoc, expr(f->lo.get()),
+                                              expr(f->hi.get()), expr(f->iter.get()),
+                                              block(f->body));
+      break;
+    }
+    case ast::Stmt::Kind::Invoke: {
+      auto *i = cast<ast::InvokeStmt>(s);
+      result = std::make_unique<ast::InvokeStmt>(i->loc(), i->name, block(i->body));
+      break;
+    }
+    }
+    result->unrollSuffix = suffix;
+    return result;
+  }
+
+private:
+  StringRef var;
+  int64_t value;
+  std::string suffix;
+};
+
+/// Evaluates a loop bound: integer literals with + - * and unary minus.
+std::optional<int64_t> constantBound(const ast::Expr *e) {
+  if (auto *i = dyn_cast<ast::IntLitExpr>(e))
+    return i->value;
+  if (auto *u = dyn_cast<ast::UnaryExpr>(e); u && u->op == ast::UnaryOp::Neg)
+    if (auto v = constantBound(u->operand.get()))
+      return -*v;
+  if (auto *b = dyn_cast<ast::BinaryExpr>(e)) {
+    auto l = constantBound(b->lhs.get()), r = constantBound(b->rhs.get());
+    if (l && r && std::abs(*l) < (int64_t(1) << 31) && std::abs(*r) < (int64_t(1) << 31)) {
+      switch (b->op) {
+      case ast::BinaryOp::Add: return *l + *r;
+      case ast::BinaryOp::Sub: return *l - *r;
+      case ast::BinaryOp::Mul: return *l * *r;
+      default: break;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+LogicalResult unrollRangeLoops(ast::Block &block) {
+  bool ok = true;
+  std::vector<ast::StmtPtr> result;
+  for (ast::StmtPtr &s : block.stmts) {
+    if (auto *i = dyn_cast<ast::IfStmt>(s.get())) {
+      ok &= succeeded(unrollRangeLoops(i->thenBlock));
+      if (i->elseBlock)
+        ok &= succeeded(unrollRangeLoops(*i->elseBlock));
+    } else if (auto *inv = dyn_cast<ast::InvokeStmt>(s.get())) {
+      ok &= succeeded(unrollRangeLoops(inv->body));
+    }
+    auto *f = dyn_cast<ast::ForStmt>(s.get());
+    if (!f || !f->isRange()) {
+      if (f)
+        ok &= succeeded(unrollRangeLoops(f->body));
+      result.push_back(std::move(s));
+      continue;
+    }
+    std::optional<int64_t> lo = constantBound(f->lo.get()), hi = constantBound(f->hi.get());
+    if (!lo || !hi) {
+      emitError((lo ? f->hi : f->lo)->loc())
+          << "loop bounds must be integer constants, as in 'for " << f->var << " in 0..16'";
+      ok = false;
+      continue;
+    }
+    if (*hi - *lo > kMaxIterations) {
+      emitError(f->loc()) << "loop 'for " << f->var << " in " << *lo << ".." << *hi
+                          << "' unrolls to " << *hi - *lo << " copies; at most "
+                          << kMaxIterations << " are allowed";
+      ok = false;
+      continue;
+    }
+    for (int64_t i = *lo; i < *hi; ++i) {
+      Cloner cloner(f->var, i, f->unrollSuffix + "." + std::to_string(i));
+      ast::Block copy = cloner.block(f->body);
+      // Loops nested in the copy see the substituted value in their bounds.
+      ok &= succeeded(unrollRangeLoops(copy));
+      for (ast::StmtPtr &c : copy.stmts)
+        result.push_back(std::move(c));
+    }
+  }
+  block.stmts = std::move(result);
+  return success(ok);
+}
+
+} // namespace nnsc
