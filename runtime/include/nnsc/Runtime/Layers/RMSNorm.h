@@ -8,7 +8,7 @@
 namespace nnsc {
 
 /// Llama RMSNorm over the last dimension.
-/// x: [tokens, hidden] float32, weight: [hidden] float32 -> [tokens, hidden].
+/// x: [tokens, hidden], weight: [hidden], both float32 or both bfloat16 -> [tokens, hidden].
 torch::Tensor rmsNorm(const torch::Tensor &x, const torch::Tensor &weight, double eps);
 
 } // namespace nnsc

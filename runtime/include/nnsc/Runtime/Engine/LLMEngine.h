@@ -1,0 +1,79 @@
+//===- LLMEngine.h - continuous batching over one model ---------*- C++ -*-===//
+//
+// nano-vllm's LLMEngine: requests go to the Scheduler; step() is schedule -> run ->
+// postprocess. Requests may carry a hook table; such a request computes its whole prompt
+// (its forward hooks see every prompt row) under its own prefix-cache salt, and its result
+// phase fires when it finishes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_ENGINE_LLMENGINE_H
+#define NNSC_RUNTIME_ENGINE_LLMENGINE_H
+
+#include "nnsc/Runtime/Engine/ModelRunner.h"
+#include "nnsc/Runtime/Engine/Scheduler.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+
+namespace nnsc {
+
+/// What one step produced for one request.
+struct StepOutput {
+  int64_t request;
+  int32_t token;
+  bool finished;
+};
+
+/// A finished request.
+struct RequestResult {
+  int64_t request;
+  std::vector<int32_t> promptTokens;
+  std::vector<int32_t> completionTokens;
+  FinishReason finishReason;
+};
+
+/// The engine: scheduler + model runner.
+class LLMEngine {
+public:
+  /// Throws std::invalid_argument for an impossible scheduler config.
+  LLMEngine(std::shared_ptr<const CausalLM> model, SchedulerConfig config,
+            uint64_t samplerSeed = 0);
+
+  /// Queues a request and returns its id. Throws std::invalid_argument for impossible
+  /// sampling params or a prompt longer than the context.
+  int64_t addRequest(std::vector<int32_t> prompt, const SamplingParams &params,
+                     std::shared_ptr<HookTable> hooks = nullptr);
+  /// One engine step: schedule -> run -> postprocess. Returns the tokens it produced.
+  std::vector<StepOutput> step();
+  bool isFinished() const { return scheduler.isFinished(); }
+  /// Results of the requests finished so far, removed from the engine.
+  std::vector<RequestResult> takeFinished();
+  /// Runs every queued request to completion; results in the order the requests were added.
+  std::vector<RequestResult> runToCompletion();
+
+  const Scheduler &getScheduler() const { return scheduler; }
+  ModelRunner &getRunner() { return runner; }
+  /// Total prompt and completion tokens computed by step() so far.
+  int64_t numComputedTokens() const { return computedTokens; }
+
+private:
+  struct Request {
+    std::unique_ptr<Sequence> seq;
+    std::shared_ptr<HookTable> hooks;
+  };
+  void finish(Request &request);
+
+  std::shared_ptr<const CausalLM> lm;
+  Scheduler scheduler;
+  ModelRunner runner;
+  std::map<int64_t, Request> active;
+  std::vector<RequestResult> finished;
+  int64_t nextId = 0;
+  int64_t computedTokens = 0;
+};
+
+} // namespace nnsc
+
+#endif // NNSC_RUNTIME_ENGINE_LLMENGINE_H

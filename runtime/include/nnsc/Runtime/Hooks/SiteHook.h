@@ -1,0 +1,55 @@
+//===- SiteHook.h - what runs at a hook point -------------------*- C++ -*-===//
+//
+// The runtime side of a hook point. When a site fires, every SiteHook bound to it by a request
+// of the batch is called once with the site's whole value and the groups of rows that belong
+// to requests bound to that hook (a compiled bundle handles all of its requests in one kernel
+// call). A hook reads its rows, and replaces them by writing into them in place: the model
+// continues with whatever the rows hold when the hook returns, as with a transformers hook
+// that returns a new tensor.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_HOOKS_SITEHOOK_H
+#define NNSC_RUNTIME_HOOKS_SITEHOOK_H
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+
+namespace nnsc {
+
+/// Consecutive rows of a site value that belong to one request at one step.
+struct TokenGroup {
+  /// First row in the site value and number of rows. Token-level sites index the flat
+  /// [total_tokens, ...] batch; lm_head and the logits and samples phases index the rows of
+  /// the sequences that sample this step; the result phase has one group over all tokens.
+  int64_t tokenStart = 0;
+  int64_t tokenCount = 0;
+  /// Completion tokens the request had when this step started (0 for its prompt).
+  int64_t step = 0;
+  /// The request (Sequence id).
+  int64_t request = 0;
+  /// Position in the request's sequence of the group's first row.
+  int64_t firstPosition = 0;
+};
+
+/// A callback bound to sites.
+class SiteHook {
+public:
+  virtual ~SiteHook() = default;
+  /// `site` is the index in schema::Architecture::sites(); `value` holds every row of the
+  /// batch ([rows, ...] in the compute dtype, int64 for samples and result).
+  virtual void run(int site, torch::Tensor &value, std::span<const TokenGroup> groups) = 0;
+};
+
+/// A SiteHook from a function (tests, tools, quick experiments).
+using SiteFn = std::function<void(int site, torch::Tensor &value,
+                                  std::span<const TokenGroup> groups)>;
+std::shared_ptr<SiteHook> makeSiteHook(SiteFn fn);
+
+} // namespace nnsc
+
+#endif // NNSC_RUNTIME_HOOKS_SITEHOOK_H

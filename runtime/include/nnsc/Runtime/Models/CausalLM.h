@@ -1,0 +1,75 @@
+//===- CausalLM.h - Llama-family decoder over a flat batch ------*- C++ -*-===//
+//
+// One forward pass of Llama / Qwen2 / Qwen3 / Mistral over the flat [total_tokens, hidden]
+// batch of a step, with paged attention and hook points. Layers that no request hooks run
+// the fused path (one GEMM for q/k/v and one for gate/up, residual adds fused into the o_proj
+// and down_proj GEMMs); a layer with a bound site runs the transformers-shaped path that
+// materializes each site's value, in schema order, with transformers' semantics: a site's
+// value is what the module's hook would see, and a replaced value flows only where the
+// module's hook return value would flow.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_MODELS_CAUSALLM_H
+#define NNSC_RUNTIME_MODELS_CAUSALLM_H
+
+#include "nnsc/Runtime/Attention/AttentionMetadata.h"
+#include "nnsc/Runtime/Hooks/HookDispatch.h"
+#include "nnsc/Runtime/Layers/RotaryEmbedding.h"
+#include "nnsc/Runtime/Models/KVCache.h"
+#include "nnsc/Runtime/Models/ModelWeights.h"
+#include "nnsc/Schema/Architecture.h"
+
+namespace nnsc {
+
+/// A decoder-only language model ready to run.
+class CausalLM {
+public:
+  explicit CausalLM(ModelWeights weights);
+
+  const schema::ModelConfig &config() const { return w.config; }
+  const schema::Architecture &architecture() const { return arch; }
+  torch::ScalarType dtype() const { return w.dtype; }
+
+  /// Runs the step whose tokens are `tokens` ([total_tokens] int64) described by `meta`,
+  /// writing their K/V into `cache`, and returns the logits [meta.sampleRows, vocab] in fp32.
+  /// `hooks` may be null (nothing bound).
+  torch::Tensor forward(const torch::Tensor &tokens, const AttentionMetadata &meta,
+                        KVCache &cache, const HookDispatch *hooks) const;
+
+private:
+  /// Site indices of one decoder layer.
+  struct LayerSites {
+    int first, last;
+    int layerIn, layerOut, inNormIn, inNormOut, attnIn, attnOut;
+    int qIn, qOut, qNormIn, qNormOut, kIn, kOut, kNormIn, kNormOut, vIn, vOut, oIn, oOut;
+    int postNormIn, postNormOut, mlpIn, mlpOut;
+    int gateIn, gateOut, actIn, actOut, upIn, upOut, downIn, downOut;
+  };
+  /// Per-step values shared by the layers.
+  struct StepState {
+    const AttentionMetadata &meta;
+    KVCache &cache;
+    torch::Tensor cos, sin; // [tokens, head_dim]
+  };
+
+  void fusedLayer(int64_t index, torch::Tensor &x, StepState &step) const;
+  void hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
+                   const HookDispatch &hooks) const;
+  /// q [T, heads, D], k/v [T, kv_heads, D] -> attention output [T, heads * D], after q/k
+  /// RoPE and storing k/v in the layer's cache.
+  torch::Tensor attention(int64_t index, torch::Tensor q, torch::Tensor k, torch::Tensor v,
+                          StepState &step) const;
+  torch::Tensor headNorm(const torch::Tensor &x, const torch::Tensor &weight) const;
+
+  ModelWeights w;
+  schema::Architecture arch;
+  RotaryEmbedding rope;
+  std::vector<LayerSites> layerSites;
+  int embedIn, embedOut, normIn, normOut, lmHeadIn, lmHeadOut;
+  double scale;
+};
+
+} // namespace nnsc
+
+#endif // NNSC_RUNTIME_MODELS_CAUSALLM_H

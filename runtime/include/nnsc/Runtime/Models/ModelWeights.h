@@ -1,0 +1,84 @@
+//===- ModelWeights.h - decoder weights in the compute dtype ----*- C++ -*-===//
+//
+// The parameters of a Llama-family decoder as contiguous LibTorch tensors in the compute dtype
+// (fp32 or bf16), loaded from a GGUF file (dequantized) or a Hugging Face model directory
+// (config.json + safetensors). q/k/v and gate/up are stored fused so the common path runs one
+// GEMM each; the unfused projections are row ranges of the fused weights.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_MODELS_MODELWEIGHTS_H
+#define NNSC_RUNTIME_MODELS_MODELWEIGHTS_H
+
+#include "nnsc/Schema/ModelConfig.h"
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace nnsc {
+
+/// A model that cannot be loaded: the message names the file, the tensor and what is wrong.
+class ModelLoadError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Weights of one decoder layer. Shapes use H = hidden, I = intermediate, D = head_dim,
+/// Q = heads * D, KV = kv_heads * D.
+struct LayerWeights {
+  torch::Tensor inputNorm; // [H]
+  torch::Tensor qkv;       // [Q + 2 KV, H]: q_proj, k_proj, v_proj rows
+  torch::Tensor qkvBias;   // [Q + 2 KV], or undefined without attention bias
+  torch::Tensor qNorm;     // [D], or undefined without q/k norm
+  torch::Tensor kNorm;     // [D], or undefined without q/k norm
+  torch::Tensor o;         // [H, Q]
+  torch::Tensor postNorm;  // [H]
+  torch::Tensor gateUp;    // [2 I, H]: gate_proj rows then up_proj rows
+  torch::Tensor down;      // [H, I]
+};
+
+/// Reports loading progress: tensors done out of total.
+using LoadProgress = std::function<void(int64_t done, int64_t total)>;
+
+/// All parameters of a causal LM.
+struct ModelWeights {
+  schema::ModelConfig config;
+  torch::ScalarType dtype = torch::kFloat32;
+  torch::Tensor embed; // [vocab, H]
+  std::vector<LayerWeights> layers;
+  torch::Tensor norm;   // [H]
+  torch::Tensor lmHead; // [vocab, H]; the same tensor as `embed` when tied
+
+  /// Loads MODEL (a .gguf file or a directory with config.json and safetensors) in `dtype`
+  /// (kFloat32 or kBFloat16). Throws ModelLoadError.
+  static ModelWeights load(const std::string &path, torch::ScalarType dtype,
+                           const LoadProgress &progress = {});
+};
+
+/// Where a loader finds tensors by their Hugging Face names.
+class WeightSource {
+public:
+  virtual ~WeightSource() = default;
+  /// The tensor named `hfName` with exactly `shape`, converted to `dtype`. Returns an undefined
+  /// tensor if it is absent and `optional`; throws ModelLoadError if it is absent otherwise,
+  /// has another shape or an unsupported type.
+  virtual torch::Tensor get(const std::string &hfName, const std::vector<int64_t> &shape,
+                            torch::ScalarType dtype, bool optional = false) = 0;
+  /// Number of tensors in the source (for progress).
+  virtual int64_t size() const = 0;
+};
+
+/// Fills ModelWeights from `source` per `config` (shared by the GGUF and safetensors loaders).
+ModelWeights assembleWeights(const schema::ModelConfig &config, WeightSource &source,
+                             torch::ScalarType dtype, const LoadProgress &progress);
+
+/// "[a, b]" for error messages.
+std::string formatShape(const std::vector<int64_t> &shape);
+
+} // namespace nnsc
+
+#endif // NNSC_RUNTIME_MODELS_MODELWEIGHTS_H

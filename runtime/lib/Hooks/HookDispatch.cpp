@@ -1,0 +1,48 @@
+//===- HookDispatch.cpp - the bound sites of one step -----------*- C++ -*-===//
+
+#include "nnsc/Runtime/Hooks/HookDispatch.h"
+
+namespace nnsc {
+
+void HookDispatch::add(const HookTable &table, const TokenGroup &rows,
+                       std::optional<TokenGroup> sampled) {
+  for (int site = 0; site < table.numSites(); ++site) {
+    if (SiteHook *hook = table.at(site)) {
+      mask[size_t(site)] = 1;
+      entries[size_t(site)].push_back({hook, rows, sampled});
+      any = true;
+    }
+  }
+}
+
+bool HookDispatch::anyBound(int first, int last) const {
+  for (int site = first; site <= last; ++site)
+    if (mask[size_t(site)])
+      return true;
+  return false;
+}
+
+void HookDispatch::fireGroups(int site, torch::Tensor &value, bool sampledRows) const {
+  // One call per distinct hook, with the groups of all its requests, in batch order.
+  const std::vector<Entry> &list = entries[size_t(site)];
+  std::vector<bool> done(list.size(), false);
+  std::vector<TokenGroup> groups;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (done[i])
+      continue;
+    groups.clear();
+    for (size_t j = i; j < list.size(); ++j) {
+      if (done[j] || list[j].hook != list[i].hook)
+        continue;
+      done[j] = true;
+      if (!sampledRows)
+        groups.push_back(list[j].rows);
+      else if (list[j].sampled)
+        groups.push_back(*list[j].sampled);
+    }
+    if (!groups.empty())
+      list[i].hook->run(site, value, groups);
+  }
+}
+
+} // namespace nnsc

@@ -1,0 +1,51 @@
+//===- HookTable.cpp - one request's bound sites ----------------*- C++ -*-===//
+
+#include "nnsc/Runtime/Hooks/HookTable.h"
+
+#include <atomic>
+#include <stdexcept>
+
+namespace nnsc {
+
+namespace {
+class FunctionHook : public SiteHook {
+public:
+  explicit FunctionHook(SiteFn fn) : fn(std::move(fn)) {}
+  void run(int site, torch::Tensor &value, std::span<const TokenGroup> groups) override {
+    fn(site, value, groups);
+  }
+
+private:
+  SiteFn fn;
+};
+} // namespace
+
+std::shared_ptr<SiteHook> makeSiteHook(SiteFn fn) {
+  return std::make_shared<FunctionHook>(std::move(fn));
+}
+
+static uint64_t nextSalt() {
+  static std::atomic<uint64_t> counter{0};
+  // Odd multiples of a large constant: never 0 (the salt of requests without hooks).
+  return (++counter) * 0x9e3779b97f4a7c15ull | 1;
+}
+
+HookTable::HookTable(const schema::Architecture &arch)
+    : arch(arch), hooks(arch.sites().size()), salt(nextSalt()) {}
+
+void HookTable::bind(const std::string &path, std::shared_ptr<SiteHook> hook) {
+  int site = arch.findSite(path);
+  if (site < 0)
+    throw std::invalid_argument("no site '" + path + "' in this model");
+  bind(site, std::move(hook));
+}
+
+void HookTable::bind(int site, std::shared_ptr<SiteHook> hook) {
+  if (site < 0 || site >= numSites())
+    throw std::invalid_argument("site index " + std::to_string(site) + " out of range");
+  if (arch.sites()[size_t(site)].phase == schema::Phase::Forward)
+    forward = true;
+  hooks[size_t(site)] = std::move(hook);
+}
+
+} // namespace nnsc

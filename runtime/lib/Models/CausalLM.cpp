@@ -1,0 +1,267 @@
+//===- CausalLM.cpp - Llama-family decoder over a flat batch ----*- C++ -*-===//
+
+#include "nnsc/Runtime/Models/CausalLM.h"
+
+#include "nnsc/Runtime/Attention/PagedAttention.h"
+#include "nnsc/Runtime/Layers/RMSNorm.h"
+
+#include <cmath>
+
+namespace nnsc {
+
+CausalLM::CausalLM(ModelWeights weights)
+    : w(std::move(weights)), arch(w.config), rope(w.config),
+      scale(1.0 / std::sqrt(double(w.config.headDim))) {
+  auto in = [&](const std::string &module) {
+    int m = arch.findModule(module);
+    return m < 0 ? -1 : arch.modules()[size_t(m)].inputSite;
+  };
+  auto out = [&](const std::string &module) {
+    int m = arch.findModule(module);
+    return m < 0 ? -1 : arch.modules()[size_t(m)].outputSite;
+  };
+  embedIn = in("model.embed_tokens");
+  embedOut = out("model.embed_tokens");
+  normIn = in("model.norm");
+  normOut = out("model.norm");
+  lmHeadIn = in("lm_head");
+  lmHeadOut = out("lm_head");
+  for (int64_t i = 0; i < w.config.layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i);
+    LayerSites s;
+    s.layerIn = in(p);
+    s.layerOut = out(p);
+    s.inNormIn = in(p + ".input_layernorm");
+    s.inNormOut = out(p + ".input_layernorm");
+    s.attnIn = in(p + ".self_attn");
+    s.attnOut = out(p + ".self_attn");
+    s.qIn = in(p + ".self_attn.q_proj");
+    s.qOut = out(p + ".self_attn.q_proj");
+    s.qNormIn = in(p + ".self_attn.q_norm");
+    s.qNormOut = out(p + ".self_attn.q_norm");
+    s.kIn = in(p + ".self_attn.k_proj");
+    s.kOut = out(p + ".self_attn.k_proj");
+    s.kNormIn = in(p + ".self_attn.k_norm");
+    s.kNormOut = out(p + ".self_attn.k_norm");
+    s.vIn = in(p + ".self_attn.v_proj");
+    s.vOut = out(p + ".self_attn.v_proj");
+    s.oIn = in(p + ".self_attn.o_proj");
+    s.oOut = out(p + ".self_attn.o_proj");
+    s.postNormIn = in(p + ".post_attention_layernorm");
+    s.postNormOut = out(p + ".post_attention_layernorm");
+    s.mlpIn = in(p + ".mlp");
+    s.mlpOut = out(p + ".mlp");
+    s.gateIn = in(p + ".mlp.gate_proj");
+    s.gateOut = out(p + ".mlp.gate_proj");
+    s.actIn = in(p + ".mlp.act_fn");
+    s.actOut = out(p + ".mlp.act_fn");
+    s.upIn = in(p + ".mlp.up_proj");
+    s.upOut = out(p + ".mlp.up_proj");
+    s.downIn = in(p + ".mlp.down_proj");
+    s.downOut = out(p + ".mlp.down_proj");
+    s.first = s.layerIn;
+    s.last = s.layerOut;
+    layerSites.push_back(s);
+  }
+}
+
+torch::Tensor CausalLM::headNorm(const torch::Tensor &x, const torch::Tensor &weight) const {
+  // [T, heads, D]: RMSNorm over head_dim, as Qwen3's q_norm/k_norm.
+  return rmsNorm(x.reshape({-1, x.size(-1)}), weight, w.config.rmsNormEps).view(x.sizes());
+}
+
+torch::Tensor CausalLM::attention(int64_t index, torch::Tensor q, torch::Tensor k,
+                                  torch::Tensor v, StepState &step) const {
+  q = RotaryEmbedding::apply(q, step.cos, step.sin);
+  k = RotaryEmbedding::apply(k, step.cos, step.sin).contiguous();
+  storeKVCache(k, v.contiguous(), step.cache.k[size_t(index)], step.cache.v[size_t(index)],
+               step.meta.slotMapping);
+  torch::Tensor out = pagedAttention(q, step.cache.k[size_t(index)],
+                                     step.cache.v[size_t(index)], step.meta, scale);
+  return out.reshape({out.size(0), -1});
+}
+
+void CausalLM::fusedLayer(int64_t index, torch::Tensor &x, StepState &step) const {
+  const LayerWeights &l = w.layers[size_t(index)];
+  const schema::ModelConfig &c = w.config;
+  const int64_t t = x.size(0), q = c.heads * c.headDim, kv = c.kvHeads * c.headDim;
+
+  torch::Tensor h = rmsNorm(x, l.inputNorm, c.rmsNormEps);
+  torch::Tensor qkv = l.qkvBias.defined() ? at::linear(h, l.qkv, l.qkvBias) : at::linear(h, l.qkv);
+  torch::Tensor qs = qkv.narrow(1, 0, q).view({t, c.heads, c.headDim});
+  torch::Tensor ks = qkv.narrow(1, q, kv).view({t, c.kvHeads, c.headDim});
+  torch::Tensor vs = qkv.narrow(1, q + kv, kv).view({t, c.kvHeads, c.headDim});
+  if (c.qkNorm) {
+    qs = headNorm(qs, l.qNorm);
+    ks = headNorm(ks, l.kNorm);
+  }
+  torch::Tensor attn = attention(index, qs, ks, vs, step);
+  x.addmm_(attn, l.o.t());
+
+  torch::Tensor h2 = rmsNorm(x, l.postNorm, c.rmsNormEps);
+  torch::Tensor gu = at::linear(h2, l.gateUp);
+  torch::Tensor act = at::silu(gu.narrow(1, 0, c.intermediate))
+                          .mul_(gu.narrow(1, c.intermediate, c.intermediate));
+  x.addmm_(act, l.down.t());
+}
+
+void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
+                           const HookDispatch &hooks) const {
+  const LayerWeights &l = w.layers[size_t(index)];
+  const LayerSites &s = layerSites[size_t(index)];
+  const schema::ModelConfig &c = w.config;
+  const int64_t t = x.size(0), q = c.heads * c.headDim, kv = c.kvHeads * c.headDim;
+  const int64_t inter = c.intermediate;
+
+  // Fires `site` on `value` (made contiguous so hooks and kernels see plain rows).
+  auto fire = [&](int site, torch::Tensor &value) {
+    if (site >= 0 && hooks.bound(site)) {
+      value = value.contiguous();
+      hooks.fire(site, value);
+    }
+  };
+  // The value a module receives when it shares its input with later consumers: a copy if
+  // the module's input site is bound, so a replacement reaches this module only.
+  auto ownInput = [&](int site, const torch::Tensor &value) {
+    if (site < 0 || !hooks.bound(site))
+      return value;
+    torch::Tensor copy = value.clone();
+    hooks.fire(site, copy);
+    return copy;
+  };
+  auto rows = [&](const torch::Tensor &weight, int64_t begin, int64_t count) {
+    return weight.narrow(0, begin, count);
+  };
+  auto linear = [&](const torch::Tensor &in, const torch::Tensor &weight,
+                    const torch::Tensor &bias) {
+    return bias.defined() ? at::linear(in, weight, bias) : at::linear(in, weight);
+  };
+  auto biasRows = [&](int64_t begin, int64_t count) {
+    return l.qkvBias.defined() ? l.qkvBias.narrow(0, begin, count) : torch::Tensor();
+  };
+
+  fire(s.layerIn, x);
+  torch::Tensor h = rmsNorm(ownInput(s.inNormIn, x), l.inputNorm, c.rmsNormEps);
+  fire(s.inNormOut, h);
+  fire(s.attnIn, h);
+
+  // q, k and v read the same input; a bound input site of one of them gets its own copy.
+  const bool splitQKV = hooks.bound(s.qIn) || hooks.bound(s.kIn) || hooks.bound(s.vIn);
+  torch::Tensor qkv;
+  if (!splitQKV)
+    qkv = linear(h, l.qkv, l.qkvBias);
+  auto project = [&](int inSite, int64_t begin, int64_t count, bool lastConsumer) {
+    if (!splitQKV)
+      return qkv.narrow(1, begin, count);
+    torch::Tensor input = lastConsumer ? h : ownInput(inSite, h);
+    if (lastConsumer)
+      fire(inSite, input);
+    return linear(input, rows(l.qkv, begin, count), biasRows(begin, count));
+  };
+  torch::Tensor qs = project(s.qIn, 0, q, false);
+  fire(s.qOut, qs);
+  torch::Tensor q3 = qs.view({t, c.heads, c.headDim});
+  if (c.qkNorm) {
+    fire(s.qNormIn, q3);
+    q3 = headNorm(q3, l.qNorm);
+    fire(s.qNormOut, q3);
+  }
+  torch::Tensor ks = project(s.kIn, q, kv, false);
+  fire(s.kOut, ks);
+  torch::Tensor k3 = ks.view({t, c.kvHeads, c.headDim});
+  if (c.qkNorm) {
+    fire(s.kNormIn, k3);
+    k3 = headNorm(k3, l.kNorm);
+    fire(s.kNormOut, k3);
+  }
+  torch::Tensor vs = project(s.vIn, q + kv, kv, true);
+  fire(s.vOut, vs);
+
+  torch::Tensor attn = attention(index, q3, k3, vs.view({t, c.kvHeads, c.headDim}), step);
+  fire(s.oIn, attn);
+  torch::Tensor o = at::linear(attn, l.o);
+  fire(s.oOut, o);
+  fire(s.attnOut, o);
+  x.add_(o);
+
+  torch::Tensor h2 = rmsNorm(ownInput(s.postNormIn, x), l.postNorm, c.rmsNormEps);
+  fire(s.postNormOut, h2);
+  fire(s.mlpIn, h2);
+
+  const bool splitGateUp = hooks.bound(s.gateIn) || hooks.bound(s.upIn);
+  torch::Tensor gu, g, u;
+  if (splitGateUp)
+    g = at::linear(ownInput(s.gateIn, h2), rows(l.gateUp, 0, inter));
+  else
+    gu = at::linear(h2, l.gateUp), g = gu.narrow(1, 0, inter);
+  fire(s.gateOut, g);
+  fire(s.actIn, g);
+  torch::Tensor a = at::silu(g);
+  fire(s.actOut, a);
+  if (splitGateUp) {
+    fire(s.upIn, h2);
+    u = at::linear(h2, rows(l.gateUp, inter, inter));
+  } else {
+    u = gu.narrow(1, inter, inter);
+  }
+  fire(s.upOut, u);
+  torch::Tensor p = a * u;
+  fire(s.downIn, p);
+  torch::Tensor d = at::linear(p, l.down);
+  fire(s.downOut, d);
+  fire(s.mlpOut, d);
+  x.add_(d);
+  fire(s.layerOut, x);
+}
+
+torch::Tensor CausalLM::forward(const torch::Tensor &tokens, const AttentionMetadata &meta,
+                                KVCache &cache, const HookDispatch *hooks) const {
+  TORCH_CHECK(tokens.dim() == 1 && tokens.scalar_type() == torch::kInt64,
+              "CausalLM::forward: tokens must be a [tokens] int64 tensor, got ", tokens.sizes(),
+              " ", tokens.scalar_type());
+  TORCH_CHECK(meta.positions.defined() && meta.positions.size(0) == tokens.size(0),
+              "CausalLM::forward: ", tokens.size(0), " tokens but ",
+              meta.positions.defined() ? meta.positions.size(0) : 0, " positions");
+  TORCH_CHECK(int64_t(cache.k.size()) == w.config.layers,
+              "CausalLM::forward: the KV cache has ", cache.k.size(), " layers, the model ",
+              w.config.layers);
+  if (hooks && hooks->empty())
+    hooks = nullptr;
+
+  if (hooks && hooks->bound(embedIn)) {
+    torch::Tensor ids = tokens.clone();
+    hooks->fire(embedIn, ids);
+  }
+  torch::Tensor x = at::embedding(w.embed, tokens);
+  if (hooks && hooks->bound(embedOut))
+    hooks->fire(embedOut, x);
+
+  auto [cos, sin] = rope.cosSin(meta.positions, w.dtype);
+  StepState step{meta, cache, cos, sin};
+  for (int64_t i = 0; i < w.config.layers; ++i) {
+    const LayerSites &s = layerSites[size_t(i)];
+    if (hooks && hooks->anyBound(s.first, s.last))
+      hookedLayer(i, x, step, *hooks);
+    else
+      fusedLayer(i, x, step);
+  }
+
+  // RMSNorm is per row: without hooks on the final norm only the sampled rows are normalized.
+  torch::Tensor hidden;
+  if (hooks && (hooks->bound(normIn) || hooks->bound(normOut))) {
+    hooks->fire(normIn, x);
+    hidden = rmsNorm(x, w.norm, w.config.rmsNormEps);
+    hooks->fire(normOut, hidden);
+    hidden = hidden.index_select(0, meta.sampleRows);
+  } else {
+    hidden = rmsNorm(x.index_select(0, meta.sampleRows), w.norm, w.config.rmsNormEps);
+  }
+  if (hooks && hooks->bound(lmHeadIn))
+    hooks->fireSampled(lmHeadIn, hidden);
+  torch::Tensor logits = at::linear(hidden, w.lmHead);
+  if (hooks && hooks->bound(lmHeadOut))
+    hooks->fireSampled(lmHeadOut, logits);
+  return logits.to(torch::kFloat32);
+}
+
+} // namespace nnsc

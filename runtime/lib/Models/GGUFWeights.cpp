@@ -1,0 +1,102 @@
+//===- GGUFWeights.cpp - weights from a GGUF file ---------------*- C++ -*-===//
+
+#include "nnsc/Runtime/Models/GGUFWeights.h"
+
+#include "nnsc/Runtime/Kernels/Dequantize.h"
+
+#include <cstring>
+#include <regex>
+
+namespace nnsc {
+
+std::optional<std::string> ggufTensorName(const std::string &hfName) {
+  static const std::pair<const char *, const char *> kGlobal[] = {
+      {"model.embed_tokens.weight", "token_embd.weight"},
+      {"model.norm.weight", "output_norm.weight"},
+      {"lm_head.weight", "output.weight"},
+  };
+  for (const auto &[hf, gg] : kGlobal)
+    if (hfName == hf)
+      return std::string(gg);
+  static const std::pair<const char *, const char *> kLayer[] = {
+      {"input_layernorm", "attn_norm"},   {"self_attn.q_proj", "attn_q"},
+      {"self_attn.k_proj", "attn_k"},     {"self_attn.v_proj", "attn_v"},
+      {"self_attn.o_proj", "attn_output"}, {"self_attn.q_norm", "attn_q_norm"},
+      {"self_attn.k_norm", "attn_k_norm"}, {"post_attention_layernorm", "ffn_norm"},
+      {"mlp.gate_proj", "ffn_gate"},      {"mlp.up_proj", "ffn_up"},
+      {"mlp.down_proj", "ffn_down"},
+  };
+  static const std::regex kPattern(R"(model\.layers\.(\d+)\.(.+)\.(weight|bias))");
+  std::smatch m;
+  if (!std::regex_match(hfName, m, kPattern))
+    return std::nullopt;
+  for (const auto &[hf, gg] : kLayer)
+    if (m[2] == hf)
+      return "blk." + m[1].str() + "." + gg + "." + m[3].str();
+  return std::nullopt;
+}
+
+torch::Tensor dequantizeGGUFTensor(const gguf::GGUFFile &file, const gguf::TensorInfo &info) {
+  std::vector<int64_t> shape(info.dims.rbegin(), info.dims.rend());
+  const uint8_t *src = file.tensorData(info);
+  const int64_t n = info.numElements();
+  torch::Tensor out = torch::empty(shape, torch::kFloat32);
+  float *dst = out.data_ptr<float>();
+  switch (static_cast<gguf::TensorType>(info.type)) {
+  case gguf::TensorType::F32:
+    std::memcpy(dst, src, size_t(n) * sizeof(float));
+    break;
+  case gguf::TensorType::F16: kernels::dequantizeF16(src, dst, n); break;
+  case gguf::TensorType::BF16: kernels::dequantizeBF16(src, dst, n); break;
+  case gguf::TensorType::Q8_0: kernels::dequantizeQ8_0(src, dst, n); break;
+  case gguf::TensorType::Q4_0: kernels::dequantizeQ4_0(src, dst, n); break;
+  case gguf::TensorType::Q4_1: kernels::dequantizeQ4_1(src, dst, n); break;
+  default:
+    throw ModelLoadError("'" + file.path() + "': tensor '" + info.name + "' has type " +
+                         gguf::tensorTypeName(info.type) +
+                         ", which is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, "
+                         "Q4_1)");
+  }
+  return out;
+}
+
+GGUFWeightSource::GGUFWeightSource(const gguf::GGUFFile &file,
+                                   const schema::ModelConfig &config)
+    : file(file), config(config),
+      permutedQK(file.getString("general.architecture").value_or("") == "llama") {}
+
+/// Inverse of llama.cpp's convert_hf_to_gguf permute(): rows of each head go from the
+/// interleaved (pairs) order back to transformers' half-split order.
+static torch::Tensor unpermuteRows(const torch::Tensor &w, int64_t heads) {
+  const int64_t rows = w.size(0);
+  std::vector<int64_t> split = {heads, rows / heads / 2, 2};
+  for (int64_t d = 1; d < w.dim(); ++d)
+    split.push_back(w.size(d));
+  return w.reshape(split).transpose(1, 2).reshape(w.sizes()).contiguous();
+}
+
+torch::Tensor GGUFWeightSource::get(const std::string &hfName, const std::vector<int64_t> &shape,
+                                    torch::ScalarType dtype, bool optional) {
+  std::optional<std::string> name = ggufTensorName(hfName);
+  const gguf::TensorInfo *info = name ? file.findTensor(*name) : nullptr;
+  if (!info) {
+    if (optional)
+      return {};
+    throw ModelLoadError("'" + file.path() + "': missing tensor '" + name.value_or(hfName) +
+                         "' (" + hfName + ")");
+  }
+  std::vector<int64_t> actual(info->dims.rbegin(), info->dims.rend());
+  if (actual != shape)
+    throw ModelLoadError("'" + file.path() + "': tensor '" + info->name + "' has shape " +
+                         formatShape(actual) + ", expected " + formatShape(shape));
+  torch::Tensor t = dequantizeGGUFTensor(file, *info);
+  if (permutedQK) {
+    if (name->find(".attn_q.") != std::string::npos)
+      t = unpermuteRows(t, config.heads);
+    else if (name->find(".attn_k.") != std::string::npos)
+      t = unpermuteRows(t, config.kvHeads);
+  }
+  return t.to(dtype).contiguous();
+}
+
+} // namespace nnsc

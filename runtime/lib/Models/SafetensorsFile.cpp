@@ -1,0 +1,132 @@
+//===- SafetensorsFile.cpp - Hugging Face safetensors reader ----*- C++ -*-===//
+
+#include "nnsc/Runtime/Models/SafetensorsFile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <fcntl.h>
+#include <limits>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace nnsc {
+
+int64_t SafetensorInfo::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+int64_t safetensorsDtypeSize(std::string_view dtype) {
+  if (dtype == "F64" || dtype == "I64" || dtype == "U64")
+    return 8;
+  if (dtype == "F32" || dtype == "I32" || dtype == "U32")
+    return 4;
+  if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16")
+    return 2;
+  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL" || dtype == "F8_E4M3" ||
+      dtype == "F8_E5M2")
+    return 1;
+  return 0;
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (mapping)
+    ::munmap(mapping, mappingSize);
+}
+
+const SafetensorInfo *SafetensorsFile::find(std::string_view name) const {
+  auto it = infos.find(name);
+  return it == infos.end() ? nullptr : &it->second;
+}
+
+std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string &path,
+                                                       std::string &error) {
+  auto fail = [&](const std::string &what) -> std::unique_ptr<SafetensorsFile> {
+    error = "'" + path + "': " + what;
+    return nullptr;
+  };
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0)
+    return fail(std::string("cannot open: ") + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return fail(std::string("cannot stat: ") + std::strerror(errno));
+  }
+  const size_t fileSize = size_t(st.st_size);
+  if (fileSize < 8) {
+    ::close(fd);
+    return fail("truncated safetensors file (" + std::to_string(fileSize) +
+                " bytes, the header length alone takes 8)");
+  }
+  void *map = ::mmap(nullptr, fileSize, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED)
+    return fail(std::string("cannot map: ") + std::strerror(errno));
+  std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
+  file->filePath = path;
+  file->mapping = map;
+  file->mappingSize = fileSize;
+  const auto *bytes = static_cast<const uint8_t *>(map);
+
+  uint64_t headerLen = 0;
+  for (int i = 7; i >= 0; --i)
+    headerLen = (headerLen << 8) | bytes[i];
+  if (headerLen > fileSize - 8)
+    return fail("truncated safetensors file: header of " + std::to_string(headerLen) +
+                " bytes does not fit in the remaining " + std::to_string(fileSize - 8));
+  const char *headerText = reinterpret_cast<const char *>(bytes + 8);
+  nlohmann::json header =
+      nlohmann::json::parse(headerText, headerText + headerLen, nullptr, false);
+  if (header.is_discarded() || !header.is_object())
+    return fail("corrupt safetensors header: not a JSON object");
+
+  const uint8_t *dataStart = bytes + 8 + headerLen;
+  const uint64_t dataSize = fileSize - 8 - headerLen;
+  for (auto &[name, entry] : header.items()) {
+    if (name == "__metadata__")
+      continue;
+    auto bad = [&](const std::string &what) {
+      return fail("corrupt safetensors header: tensor '" + name + "' " + what);
+    };
+    if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() ||
+        !entry.contains("shape") || !entry["shape"].is_array() ||
+        !entry.contains("data_offsets") || !entry["data_offsets"].is_array() ||
+        entry["data_offsets"].size() != 2)
+      return bad("needs 'dtype', 'shape' and two 'data_offsets'");
+    SafetensorInfo info;
+    info.name = name;
+    info.dtype = entry["dtype"].get<std::string>();
+    for (const auto &d : entry["shape"]) {
+      if (!d.is_number_unsigned())
+        return bad("has a shape entry that is not a non-negative integer");
+      info.shape.push_back(d.get<int64_t>());
+    }
+    const auto &offsets = entry["data_offsets"];
+    if (!offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
+      return bad("has non-integer data_offsets");
+    uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
+    if (begin > end || end > dataSize)
+      return bad("has data [" + std::to_string(begin) + ", " + std::to_string(end) +
+                 ") outside the " + std::to_string(dataSize) + "-byte data section (truncated?)");
+    const int64_t elementSize = safetensorsDtypeSize(info.dtype);
+    if (elementSize == 0)
+      return bad("has unknown dtype '" + info.dtype + "'");
+    for (int64_t d : info.shape)
+      if (d != 0 && info.numElements() / d > std::numeric_limits<int64_t>::max() / 8)
+        return bad("has an impossible shape");
+    if (uint64_t(info.numElements() * elementSize) != end - begin)
+      return bad("has " + std::to_string(end - begin) + " bytes of data, its shape needs " +
+                 std::to_string(info.numElements() * elementSize));
+    info.data = dataStart + begin;
+    info.size = end - begin;
+    file->infos.emplace(name, std::move(info));
+  }
+  return file;
+}
+
+} // namespace nnsc

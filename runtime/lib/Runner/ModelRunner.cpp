@@ -1,0 +1,67 @@
+//===- ModelRunner.cpp - one scheduled step on the model --------*- C++ -*-===//
+
+#include "nnsc/Runtime/Engine/ModelRunner.h"
+
+#include "nnsc/Runtime/Attention/AttentionMetadata.h"
+
+namespace nnsc {
+
+ModelRunner::ModelRunner(std::shared_ptr<const CausalLM> model, int64_t numBlocks,
+                         int64_t blockSize, uint64_t samplerSeed)
+    : lm(std::move(model)), cache(lm->config(), numBlocks, blockSize, lm->dtype()),
+      blockSize(blockSize), sampler(samplerSeed) {}
+
+torch::Tensor ModelRunner::forward(const ScheduledBatch &batch, const HookLookup &hooks) {
+  AttentionMetadata meta = AttentionMetadata::fromBatch(batch, blockSize);
+  torch::Tensor tokens = torch::empty({batch.numTokens()}, torch::kInt64);
+  int64_t *ids = tokens.data_ptr<int64_t>();
+  for (const Sequence *seq : batch.seqs) {
+    std::span<const int32_t> all = seq->tokenIds();
+    for (int64_t p = 0; p < seq->numScheduledTokens; ++p)
+      *ids++ = all[size_t(seq->numCachedTokens + p)];
+  }
+
+  // Requests with hooks: their rows in the flat batch and among the sampled rows.
+  dispatch.reset();
+  if (hooks) {
+    int64_t row = 0, sampledRow = 0;
+    for (const Sequence *seq : batch.seqs) {
+      TokenGroup rows{row, seq->numScheduledTokens, seq->numCompletionTokens(), seq->id(),
+                      seq->numCachedTokens};
+      std::optional<TokenGroup> sampled;
+      if (seq->samplesThisStep())
+        sampled = TokenGroup{sampledRow++, 1, seq->numCompletionTokens(), seq->id(),
+                             seq->numTokens() - 1};
+      if (const HookTable *table = hooks(*seq)) {
+        if (!dispatch)
+          dispatch = std::make_unique<HookDispatch>(table->numSites());
+        dispatch->add(*table, rows, sampled);
+      }
+      row += seq->numScheduledTokens;
+    }
+  }
+
+  torch::Tensor logits = lm->forward(tokens, meta, cache, dispatch.get());
+  int logitsSite = lm->architecture().findSite("logits");
+  if (dispatch && dispatch->bound(logitsSite))
+    dispatch->fireSampled(logitsSite, logits);
+  return logits;
+}
+
+std::vector<int32_t> ModelRunner::run(const ScheduledBatch &batch, const HookLookup &hooks) {
+  torch::Tensor logits = forward(batch, hooks);
+  std::vector<Sequence *> sampling = batch.samplingSeqs();
+  std::vector<int32_t> tokens = sampler.sample(logits, sampling);
+  int samplesSite = lm->architecture().findSite("samples");
+  if (dispatch && dispatch->bound(samplesSite)) {
+    torch::Tensor value = torch::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()),
+                                        torch::kInt64);
+    dispatch->fireSampled(samplesSite, value);
+    // A samples hook may replace the token a request continues with.
+    for (size_t i = 0; i < tokens.size(); ++i)
+      tokens[i] = int32_t(value[int64_t(i)].item<int64_t>());
+  }
+  return tokens;
+}
+
+} // namespace nnsc

@@ -1,0 +1,199 @@
+"""Reference side of the model tests: transformers on the same weights.
+
+  model_check.py tiny NNS_RUN WORKDIR     tiny random Llama/Qwen2/Qwen3/Mistral models
+  model_check.py smollm NNS_RUN WORKDIR GGUF   SmolLM2-135M from the GGUF (dequantized by transformers)
+  model_check.py batching NNS_RUN WORKDIR     64 concurrent requests vs one at a time, prefix hits
+
+Each mode writes models/prompts into WORKDIR, runs nns-run, and compares with transformers:
+logits of every generated step against a transformers forward over prompt + completion
+(fp32 max abs difference <= 1e-3), and nns-run's greedy tokens against transformers' argmax
+at every position (so the greedy continuations are identical).
+"""
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import torch
+import transformers
+from safetensors.numpy import load_file
+
+TOL = 1e-3
+
+
+def run_nns(nns_run, model, prompts, workdir, name, extra=()):
+    """Runs nns-run on prompts (lists of ids); returns (results by request, logits, stderr)."""
+    jsonl = os.path.join(workdir, name + ".jsonl")
+    with open(jsonl, "w") as f:
+        for ids in prompts:
+            f.write(json.dumps({"ids": ids}) + "\n")
+    dump = os.path.join(workdir, name + ".logits.safetensors")
+    cmd = [nns_run, "--model", model, "--prompts", jsonl, "--json", "--temperature", "0",
+           "--ignore-eos", "--dump-logits", dump, *extra]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit("nns-run failed (%s):\n%s" % (" ".join(cmd), proc.stderr))
+    results = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    results.sort(key=lambda r: r["request"])
+    return results, load_file(dump), proc.stderr
+
+
+def compare(label, hf_model, prompts, results, logits):
+    """Teacher-forced transformers forward over prompt + completion for every request."""
+    worst, worst_margin = 0.0, float("inf")
+    for i, (ids, res) in enumerate(zip(prompts, results)):
+        out = res["ids"]
+        full = torch.tensor([ids + out])
+        with torch.no_grad():
+            ref = hf_model(full).logits[0, len(ids) - 1:len(ids) + len(out) - 1].float()
+        ours = torch.from_numpy(logits["logits.%d" % i])
+        if ours.shape != ref.shape:
+            sys.exit("%s: request %d: logits shape %s, transformers %s"
+                     % (label, i, tuple(ours.shape), tuple(ref.shape)))
+        diff = (ours - ref).abs().max().item()
+        worst = max(worst, diff)
+        greedy = ref.argmax(-1).tolist()
+        if greedy != out:
+            step = next(s for s in range(len(out)) if greedy[s] != out[s])
+            top = ref[step].topk(2).values
+            sys.exit("%s: request %d: token %d is %d, transformers' argmax is %d (margin %.3g)"
+                     % (label, i, step, out[step], greedy[step], (top[0] - top[1]).item()))
+        top2 = ref.topk(2, dim=-1).values
+        worst_margin = min(worst_margin, (top2[:, 0] - top2[:, 1]).min().item())
+    if worst > TOL:
+        sys.exit("%s: max abs logits difference %.3g > %g" % (label, worst, TOL))
+    print("%s: %d prompts x %d tokens, max abs logits diff %.2e <= %g, greedy identical"
+          " (smallest top-2 margin %.2e)" % (label, len(prompts), len(results[0]["ids"]),
+                                             worst, TOL, worst_margin))
+
+
+def tiny_configs():
+    common = dict(vocab_size=384, hidden_size=64, intermediate_size=160, num_hidden_layers=3,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                  initializer_range=0.3, rms_norm_eps=1e-6)
+    return {
+        "llama": transformers.LlamaConfig(**common, rope_parameters={
+            "rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0,
+            "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 64}),
+        "qwen2": transformers.Qwen2Config(**common, tie_word_embeddings=True, rope_parameters={
+            "rope_type": "linear", "rope_theta": 1000000.0, "factor": 2.0}),
+        "qwen3": transformers.Qwen3Config(**common, head_dim=32),
+        "mistral": transformers.MistralConfig(**common, sliding_window=None),
+    }
+
+
+def make_tiny(kind, config, workdir):
+    torch.manual_seed(1234)
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+    path = os.path.join(workdir, kind)
+    model.save_pretrained(path)
+    return model, path
+
+
+def random_prompts(rng, vocab, count, lo, hi, shared=()):
+    return [list(shared) + [rng.randrange(vocab) for _ in range(rng.randint(lo, hi))]
+            for _ in range(count)]
+
+
+def mode_tiny(nns_run, workdir):
+    rng = random.Random(7)
+    for kind, config in tiny_configs().items():
+        model, path = make_tiny(kind, config, workdir)
+        prompts = random_prompts(rng, config.vocab_size, 6, 1, 70)
+        results, logits, _ = run_nns(nns_run, path, prompts, workdir, kind,
+                                     ["--max-tokens", "12"])
+        compare(kind, model, prompts, results, logits)
+
+
+def load_gguf_model(directory, name):
+    """transformers' own GGUF loading (config, dequantization, q/k un-permutation), as in
+    from_pretrained(directory, gguf_file=name) minus its device placement, which needs
+    accelerate."""
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+    config = transformers.AutoConfig.from_pretrained(directory, gguf_file=name)
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    state = load_gguf_checkpoint(os.path.join(directory, name), return_tensors=True,
+                                 model_to_load=model)["tensors"]
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if unexpected or [m for m in missing if m != "lm_head.weight"]:
+        sys.exit("transformers GGUF load: missing %s, unexpected %s" % (missing, unexpected))
+    model.tie_weights()
+    return model.eval()
+
+
+def mode_smollm(nns_run, workdir, gguf):
+    directory, name = os.path.split(gguf)
+    tok = transformers.AutoTokenizer.from_pretrained(directory, gguf_file=name)
+    model = load_gguf_model(directory, name)
+    texts = [
+        "The capital of France is", "def fibonacci(n):", "Once upon a time, in a small village,",
+        "The three primary colors are", "Water boils at", "import numpy as np\nx = np.",
+        "The quick brown fox", "In 1969, humans first", "A haiku about the sea:",
+        "To make a cup of tea, first", "The largest planet in our solar system is",
+        "SELECT name FROM users WHERE", "Photosynthesis is the process by which",
+        "My favourite book is", "1, 1, 2, 3, 5, 8,", "The meaning of life is",
+        "Q: What is 12 times 7?\nA:", "Dear team,\nI wanted to", "The GPU is",
+        "Rain in Spain falls mainly",
+    ]
+    prompts = [tok(t)["input_ids"] for t in texts]
+    results, logits, _ = run_nns(nns_run, gguf, prompts, workdir, "smollm",
+                                 ["--max-tokens", "64"])
+    compare("smollm2-135m", model, prompts, results, logits)
+
+
+def outputs(results):
+    return [r["ids"] for r in results]
+
+
+def mode_batching(nns_run, workdir):
+    config = tiny_configs()["llama"]
+    _, path = make_tiny("llama", config, workdir)
+    rng = random.Random(11)
+    prompts = random_prompts(rng, config.vocab_size, 64, 1, 120)
+    common = ["--max-tokens", "24", "--max-model-len", "256"]
+    together, _, _ = run_nns(nns_run, path, prompts, workdir, "together", common)
+    alone, _, _ = run_nns(nns_run, path, prompts, workdir, "alone",
+                          common + ["--max-num-seqs", "1"])
+    # A KV cache of 40 blocks cannot hold 64 sequences: the scheduler preempts and recomputes.
+    tight, _, _ = run_nns(nns_run, path, prompts, workdir, "tight",
+                          common + ["--num-blocks", "40", "--block-size", "16"])
+    if outputs(together) != outputs(alone):
+        sys.exit("64 concurrent requests differ from one at a time")
+    if outputs(tight) != outputs(alone):
+        sys.exit("requests under preemption differ from one at a time")
+    print("batching: 64 concurrent requests (prompts 1-120 tokens) identical to one at a time,"
+          " also under KV-cache pressure")
+
+    shared = [rng.randrange(config.vocab_size) for _ in range(80)]
+    prefixed = random_prompts(rng, config.vocab_size, 12, 1, 30, shared)
+    cached, _, err = run_nns(nns_run, path, prefixed, workdir, "cached",
+                             common + ["--max-num-seqs", "2"])
+    uncached, _, _ = run_nns(nns_run, path, prefixed, workdir, "uncached",
+                             common + ["--max-num-seqs", "2", "--no-prefix-caching"])
+    hits = int(err.rsplit("prefix cache hit tokens ", 1)[1].split()[0])
+    if hits == 0:
+        sys.exit("no prefix-cache hits for prompts sharing an 80-token prefix")
+    if outputs(cached) != outputs(uncached):
+        sys.exit("prefix-cache hits change the outputs")
+    print("prefix cache: %d hit tokens, outputs identical to prefix caching off" % hits)
+
+
+def main():
+    mode, nns_run, workdir = sys.argv[1:4]
+    os.makedirs(workdir, exist_ok=True)
+    torch.set_num_threads(2)
+    if mode == "tiny":
+        mode_tiny(nns_run, workdir)
+    elif mode == "smollm":
+        mode_smollm(nns_run, workdir, sys.argv[4])
+    elif mode == "batching":
+        mode_batching(nns_run, workdir)
+    else:
+        sys.exit("unknown mode " + mode)
+
+
+if __name__ == "__main__":
+    main()
