@@ -145,8 +145,7 @@ private:
                                          std::move(elseBlock));
   }
 
-  ast::ExprPtr binary(G::ExprContext *ctx, antlr4::Token *opToken, G::ExprContext *lhs,
-                      G::ExprContext *rhs) {
+  ast::ExprPtr binary(antlr4::Token *opToken, G::ExprContext *lhs, G::ExprContext *rhs) {
     ast::BinaryOp op = llvm::StringSwitch<ast::BinaryOp>(opToken->getText())
                            .Case("+", ast::BinaryOp::Add)
                            .Case("-", ast::BinaryOp::Sub)
@@ -189,16 +188,16 @@ private:
     if (auto *e = dynamic_cast<G::NotExprContext *>(ctx))
       return std::make_unique<ast::UnaryExpr>(loc(e), ast::UnaryOp::Not, expr(e->expr()));
     if (auto *e = dynamic_cast<G::MulExprContext *>(ctx))
-      return binary(e, e->op, e->lhs, e->rhs);
+      return binary(e->op, e->lhs, e->rhs);
     if (auto *e = dynamic_cast<G::AddExprContext *>(ctx))
-      return binary(e, e->op, e->lhs, e->rhs);
+      return binary(e->op, e->lhs, e->rhs);
     if (auto *e = dynamic_cast<G::CmpExprContext *>(ctx))
-      return binary(e, e->op, e->lhs, e->rhs);
+      return binary(e->op, e->lhs, e->rhs);
     if (auto *e = dynamic_cast<G::AndExprContext *>(ctx))
-      return binary(e, e->op, e->lhs, e->rhs);
+      return binary(e->op, e->lhs, e->rhs);
     auto *e = dynamic_cast<G::OrExprContext *>(ctx);
     assert(e && "unhandled expression alternative");
-    return binary(e, e->op, e->lhs, e->rhs);
+    return binary(e->op, e->lhs, e->rhs);
   }
 
   ast::Subscript subscript(G::SubscriptContext *ctx) {
@@ -258,18 +257,19 @@ private:
 
 std::optional<ast::Program> parseProgram(llvm::SourceMgr &sourceMgr, MLIRContext &context) {
   const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
-  antlr4::ANTLRInputStream input(buffer->getBuffer().data(), buffer->getBufferSize());
-  grammar::NNSLexer lexer(&input);
-  antlr4::CommonTokenStream tokens(&lexer);
-  G parser(&tokens);
-
-  DiagnosticErrorListener listener(context, buffer->getBufferIdentifier());
-  lexer.removeErrorListeners();
-  lexer.addErrorListener(&listener);
-  parser.removeErrorListeners();
-  parser.addErrorListener(&listener);
-
   try {
+    // Decoding throws on malformed UTF-8, so the whole pipeline is inside the try.
+    antlr4::ANTLRInputStream input(buffer->getBuffer().data(), buffer->getBufferSize());
+    grammar::NNSLexer lexer(&input);
+    antlr4::CommonTokenStream tokens(&lexer);
+    G parser(&tokens);
+
+    DiagnosticErrorListener listener(context, buffer->getBufferIdentifier());
+    lexer.removeErrorListeners();
+    lexer.addErrorListener(&listener);
+    parser.removeErrorListeners();
+    parser.addErrorListener(&listener);
+
     G::ProgramContext *tree = parser.program();
     if (listener.numErrors != 0)
       return std::nullopt;
@@ -279,10 +279,10 @@ std::optional<ast::Program> parseProgram(llvm::SourceMgr &sourceMgr, MLIRContext
       return std::nullopt;
     return program;
   } catch (const std::exception &e) {
-    // The default error strategy recovers instead of throwing; this is the runtime's last word
-    // on input it could not handle at all.
+    // The default error strategy recovers instead of throwing; what remains is input the
+    // runtime cannot read at all (malformed UTF-8).
     emitError(FileLineColLoc::get(&context, buffer->getBufferIdentifier(), 1, 1))
-        << "syntax error: " << e.what();
+        << "syntax error: the input is not valid UTF-8 (" << e.what() << ")";
     return std::nullopt;
   }
 }
