@@ -75,10 +75,9 @@ void benchDecode(int64_t numSeqs, int64_t length, torch::ScalarType dtype, int i
   torch::Tensor q4 = q.view({numSeqs, kKvHeads, kHeads / kKvHeads, 1, kDim}); // GQA as batched
   double torchTime = secondsPerCall(
       [&] {
-        at::scaled_dot_product_attention(q4, s.kFlat.unsqueeze(2).expand(
-                                                 {-1, -1, kHeads / kKvHeads, -1, -1}),
-                                         s.vFlat.unsqueeze(2).expand(
-                                             {-1, -1, kHeads / kKvHeads, -1, -1}));
+        at::scaled_dot_product_attention(
+            q4, s.kFlat.unsqueeze(2).expand({-1, -1, kHeads / kKvHeads, -1, -1}),
+            s.vFlat.unsqueeze(2).expand({-1, -1, kHeads / kKvHeads, -1, -1}));
       },
       iterations);
   double kvBytes = 2.0 * numSeqs * length * kKvHeads * kDim * c10::elementSize(dtype);
@@ -98,17 +97,15 @@ void benchPrefill(int64_t numSeqs, int64_t length, torch::ScalarType dtype, int 
   meta.cuSeqlensK = meta.cuSeqlensQ.clone();
   meta.blockTables = s.blockTables;
   double scale = 1.0 / std::sqrt(double(kDim));
-  double ours = secondsPerCall(
-      [&] { nnsc::prefillAttention(q, s.kCache, s.vCache, meta, scale); }, iterations);
+  double ours = secondsPerCall([&] { nnsc::prefillAttention(q, s.kCache, s.vCache, meta, scale); },
+                               iterations);
   torch::Tensor qb = q.view({numSeqs, length, kKvHeads, kHeads / kKvHeads, kDim})
                          .permute({0, 2, 3, 1, 4})
                          .contiguous();
   torch::Tensor kb = s.kFlat.unsqueeze(2).expand({-1, -1, kHeads / kKvHeads, -1, -1});
   torch::Tensor vb = s.vFlat.unsqueeze(2).expand({-1, -1, kHeads / kKvHeads, -1, -1});
   double torchTime = secondsPerCall(
-      [&] {
-        at::scaled_dot_product_attention(qb, kb, vb, {}, 0.0, /*is_causal=*/true);
-      },
+      [&] { at::scaled_dot_product_attention(qb, kb, vb, {}, 0.0, /*is_causal=*/true); },
       iterations);
   // Causal: about half of the QK^T and PV products.
   double flops = 2.0 * 2.0 * numSeqs * kHeads * kDim * length * (length + 1) / 2.0;

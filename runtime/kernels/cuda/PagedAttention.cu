@@ -131,9 +131,9 @@ cudaError_t launchStore(const T *key, const T *value, T *kCache, T *vCache,
 }
 
 template <typename T>
-cudaError_t launchDecode(const T *q, const T *kCache, const T *vCache,
-                         const int32_t *contextLens, const int32_t *blockTables, T *out,
-                         const DecodeAttentionShape &shape, float scale, cudaStream_t stream) {
+cudaError_t launchDecode(const T *q, const T *kCache, const T *vCache, const int32_t *contextLens,
+                         const int32_t *blockTables, T *out, const DecodeAttentionShape &shape,
+                         float scale, cudaStream_t stream) {
   if (shape.headDim > kMaxCudaHeadDim || shape.numKvHeads <= 0 ||
       shape.numHeads % shape.numKvHeads != 0)
     return cudaErrorInvalidValue;
@@ -147,9 +147,9 @@ cudaError_t launchDecode(const T *q, const T *kCache, const T *vCache,
 
 } // namespace
 
-cudaError_t storeKVCacheCuda(const float *key, const float *value, float *kCache,
-                             float *vCache, const int64_t *slotMapping, int64_t numTokens,
-                             int64_t numKvHeads, int64_t headDim, cudaStream_t stream) {
+cudaError_t storeKVCacheCuda(const float *key, const float *value, float *kCache, float *vCache,
+                             const int64_t *slotMapping, int64_t numTokens, int64_t numKvHeads,
+                             int64_t headDim, cudaStream_t stream) {
   return launchStore(key, value, kCache, vCache, slotMapping, numTokens, numKvHeads, headDim,
                      stream);
 }
@@ -163,8 +163,8 @@ cudaError_t storeKVCacheCuda(const __nv_bfloat16 *key, const __nv_bfloat16 *valu
 }
 
 cudaError_t decodeAttentionCuda(const float *q, const float *kCache, const float *vCache,
-                                const int32_t *contextLens, const int32_t *blockTables,
-                                float *out, const DecodeAttentionShape &shape, float scale,
+                                const int32_t *contextLens, const int32_t *blockTables, float *out,
+                                const DecodeAttentionShape &shape, float scale,
                                 cudaStream_t stream) {
   return launchDecode(q, kCache, vCache, contextLens, blockTables, out, shape, scale, stream);
 }

@@ -42,8 +42,8 @@ AttentionMetadata AttentionMetadata::fromBatch(const ScheduledBatch &batch, int6
                 "attention metadata: sequence ", seq.id(), " has ", seq.blockTable.size(),
                 " blocks of ", blockSize, " tokens, too few for ", end, " tokens");
     for (int64_t pos = begin; pos < end; ++pos, ++row) {
-      slots[row] = static_cast<int64_t>(seq.blockTable[pos / blockSize]) * blockSize +
-                   pos % blockSize;
+      slots[row] =
+          static_cast<int64_t>(seq.blockTable[pos / blockSize]) * blockSize + pos % blockSize;
       positions[row] = pos;
     }
     if (seq.samplesThisStep())

@@ -64,8 +64,8 @@ struct Scratch {
 /// Copies one block's keys for one KV head into `dst` transposed, [head_dim][block_size] in
 /// float, so the scores of a query against the whole block are a few vector FMAs per dim.
 template <typename T>
-void transposeKeys(const T *src, int64_t stride, int64_t rows, int64_t headDim,
-                   int64_t blockSize, float *dst) {
+void transposeKeys(const T *src, int64_t stride, int64_t rows, int64_t headDim, int64_t blockSize,
+                   float *dst) {
   for (int64_t t = 0; t < rows; ++t)
     for (int64_t i = 0; i < headDim; ++i)
       dst[i * blockSize + t] = static_cast<float>(src[t * stride + i]);
@@ -111,8 +111,8 @@ void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const Tile
   for (int64_t kb = 0; kb * d.blockSize < numKeys; ++kb) {
     const int64_t blockStart = kb * d.blockSize;
     const int64_t inBlock = std::min(d.blockSize, numKeys - blockStart);
-    const int64_t base = (static_cast<int64_t>(tile.blockTable[kb]) * d.blockSize * d.numKvHeads +
-                          kvHead) * dim;
+    const int64_t base =
+        (static_cast<int64_t>(tile.blockTable[kb]) * d.blockSize * d.numKvHeads + kvHead) * dim;
     // Transposing pays off only when many query rows share the block (prefill tiles); a
     // decode tile has one row per head of the group and scores the keys in place.
     const bool transposed = rows >= kTransposeMinRows;
@@ -200,8 +200,8 @@ void runTiles(const torch::Tensor &q, torch::Tensor &out, const torch::Tensor &k
 Dims checkShapes(const char *fn, const torch::Tensor &q, const torch::Tensor &kCache,
                  const torch::Tensor &vCache) {
   TORCH_CHECK(q.dim() == 3, fn, ": q must be [tokens, num_heads, head_dim], got ", q.sizes());
-  TORCH_CHECK(kCache.dim() == 4,
-              fn, ": kCache must be [num_blocks, block_size, num_kv_heads, head_dim], got ",
+  TORCH_CHECK(kCache.dim() == 4, fn,
+              ": kCache must be [num_blocks, block_size, num_kv_heads, head_dim], got ",
               kCache.sizes());
   TORCH_CHECK(vCache.sizes() == kCache.sizes(), fn, ": vCache ", vCache.sizes(),
               " differs from kCache ", kCache.sizes());
@@ -217,22 +217,22 @@ Dims checkShapes(const char *fn, const torch::Tensor &q, const torch::Tensor &kC
   Dims d{q.size(1), kCache.size(2), q.size(2), kCache.size(0), kCache.size(1)};
   TORCH_CHECK(kCache.size(3) == d.headDim, fn, ": head_dim of q (", d.headDim,
               ") differs from the cache's (", kCache.size(3), ")");
-  TORCH_CHECK(d.numKvHeads > 0 && d.numHeads % d.numKvHeads == 0, fn, ": num_heads (",
-              d.numHeads, ") must be a multiple of num_kv_heads (", d.numKvHeads, ")");
+  TORCH_CHECK(d.numKvHeads > 0 && d.numHeads % d.numKvHeads == 0, fn, ": num_heads (", d.numHeads,
+              ") must be a multiple of num_kv_heads (", d.numKvHeads, ")");
   return d;
 }
 
 /// Checks that sequence `seq` can read `numKeys` tokens through its block table row.
-void checkBlockTable(const char *fn, const torch::Tensor &blockTables, int64_t seq,
-                     int64_t numKeys, const Dims &d) {
+void checkBlockTable(const char *fn, const torch::Tensor &blockTables, int64_t seq, int64_t numKeys,
+                     const Dims &d) {
   int64_t needed = (numKeys + d.blockSize - 1) / d.blockSize;
   TORCH_CHECK(needed <= blockTables.size(1), fn, ": sequence ", seq, " attends to ", numKeys,
-              " tokens, which needs ", needed, " blocks, but blockTables has ",
-              blockTables.size(1), " columns");
+              " tokens, which needs ", needed, " blocks, but blockTables has ", blockTables.size(1),
+              " columns");
   const int32_t *row = blockTables.data_ptr<int32_t>() + seq * blockTables.size(1);
   for (int64_t j = 0; j < needed; ++j)
-    TORCH_CHECK(row[j] >= 0 && row[j] < d.numBlocks, fn, ": sequence ", seq, " block ", j,
-                " is ", row[j], ", outside the cache's ", d.numBlocks, " blocks");
+    TORCH_CHECK(row[j] >= 0 && row[j] < d.numBlocks, fn, ": sequence ", seq, " block ", j, " is ",
+                row[j], ", outside the cache's ", d.numBlocks, " blocks");
 }
 
 void checkIndexTensor(const char *fn, const char *name, const torch::Tensor &t, int64_t dims) {
@@ -242,8 +242,8 @@ void checkIndexTensor(const char *fn, const char *name, const torch::Tensor &t, 
 }
 
 torch::Tensor dispatch(const torch::Tensor &q, const torch::Tensor &kCache,
-                       const torch::Tensor &vCache, const std::vector<Tile> &tiles,
-                       const Dims &d, double scale) {
+                       const torch::Tensor &vCache, const std::vector<Tile> &tiles, const Dims &d,
+                       double scale) {
   torch::Tensor out = torch::empty_like(q);
   if (q.scalar_type() == torch::kFloat32)
     runTiles<float>(q, out, kCache, vCache, tiles, d, static_cast<float>(scale));
@@ -263,11 +263,10 @@ torch::Tensor prefillAttention(const torch::Tensor &query, const torch::Tensor &
   checkIndexTensor(fn, "cuSeqlensK", meta.cuSeqlensK, 1);
   checkIndexTensor(fn, "blockTables", meta.blockTables, 2);
   int64_t numSeqs = meta.cuSeqlensQ.size(0) - 1;
-  TORCH_CHECK(numSeqs >= 0 && meta.cuSeqlensK.size(0) == numSeqs + 1 &&
-                  meta.blockTables.size(0) == numSeqs,
-              fn, ": cuSeqlensQ ", meta.cuSeqlensQ.sizes(), ", cuSeqlensK ",
-              meta.cuSeqlensK.sizes(), " and blockTables ", meta.blockTables.sizes(),
-              " disagree on the number of sequences");
+  TORCH_CHECK(
+      numSeqs >= 0 && meta.cuSeqlensK.size(0) == numSeqs + 1 && meta.blockTables.size(0) == numSeqs,
+      fn, ": cuSeqlensQ ", meta.cuSeqlensQ.sizes(), ", cuSeqlensK ", meta.cuSeqlensK.sizes(),
+      " and blockTables ", meta.blockTables.sizes(), " disagree on the number of sequences");
   const int32_t *cuQ = meta.cuSeqlensQ.data_ptr<int32_t>();
   const int32_t *cuK = meta.cuSeqlensK.data_ptr<int32_t>();
   TORCH_CHECK(cuQ[0] == 0 && cuK[0] == 0, fn, ": cuSeqlensQ and cuSeqlensK must start at 0");
@@ -300,8 +299,8 @@ torch::Tensor decodeAttention(const torch::Tensor &query, const torch::Tensor &k
   checkIndexTensor(fn, "blockTables", blockTables, 2);
   int64_t numSeqs = query.size(0);
   TORCH_CHECK(contextLens.size(0) == numSeqs && blockTables.size(0) == numSeqs, fn, ": q has ",
-              numSeqs, " sequences but contextLens has ", contextLens.size(0),
-              " and blockTables ", blockTables.size(0));
+              numSeqs, " sequences but contextLens has ", contextLens.size(0), " and blockTables ",
+              blockTables.size(0));
   torch::Tensor q = query.contiguous();
   const int32_t *lens = contextLens.data_ptr<int32_t>();
   std::vector<Tile> tiles;
@@ -309,8 +308,7 @@ torch::Tensor decodeAttention(const torch::Tensor &query, const torch::Tensor &k
     TORCH_CHECK(lens[i] >= 1, fn, ": sequence ", i, " has context length ", lens[i],
                 " (it must include the query's own token)");
     checkBlockTable(fn, blockTables, i, lens[i], d);
-    tiles.push_back(
-        {i, 1, lens[i] - 1, blockTables.data_ptr<int32_t>() + i * blockTables.size(1)});
+    tiles.push_back({i, 1, lens[i] - 1, blockTables.data_ptr<int32_t>() + i * blockTables.size(1)});
   }
   return dispatch(q, kCache, vCache, tiles, d, scale);
 }

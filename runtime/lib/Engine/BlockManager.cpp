@@ -111,8 +111,8 @@ void BlockManager::release(int32_t blockId) {
 
 bool BlockManager::canAllocate(Sequence &seq) {
   std::vector<int32_t> hits = findCachedPrefix(seq);
-  auto shared = std::count_if(hits.begin(), hits.end(),
-                              [&](int32_t id) { return blocks[id].refCount > 0; });
+  auto shared =
+      std::count_if(hits.begin(), hits.end(), [&](int32_t id) { return blocks[id].refCount > 0; });
   return seq.numBlocks(size) - shared <= numFreeBlocks();
 }
 
@@ -155,8 +155,8 @@ void BlockManager::mayAppend(Sequence &seq) {
 void BlockManager::cacheComputedBlocks(Sequence &seq) {
   if (!prefixCaching)
     return;
-  int64_t full = std::min<int64_t>(seq.numCachedTokens / size,
-                                   static_cast<int64_t>(seq.blockTable.size()));
+  int64_t full =
+      std::min<int64_t>(seq.numCachedTokens / size, static_cast<int64_t>(seq.blockTable.size()));
   computeBlockHashes(seq, full);
   // Blocks are registered in order, so everything before the last registered one is too.
   int64_t first = full;

@@ -64,8 +64,7 @@ int32_t sampleRow(const float *logits, int64_t vocab, const SamplingParams &para
     double total = 0.0;
     for (int64_t i = 0; i < vocab; ++i)
       total += weight(static_cast<int32_t>(i));
-    return inverseCdf([](int64_t j) { return static_cast<int32_t>(j); }, vocab, u * total,
-                      weight);
+    return inverseCdf([](int64_t j) { return static_cast<int32_t>(j); }, vocab, u * total, weight);
   }
 
   // Candidates in descending order (ties to the lower id). Top-p usually keeps only the head
@@ -144,8 +143,7 @@ std::vector<int32_t> Sampler::sample(const torch::Tensor &logits,
   return tokens;
 }
 
-std::vector<int32_t> Sampler::sample(const torch::Tensor &logits,
-                                     std::span<Sequence *const> seqs) {
+std::vector<int32_t> Sampler::sample(const torch::Tensor &logits, std::span<Sequence *const> seqs) {
   std::vector<SamplingRow> rows;
   rows.reserve(seqs.size());
   for (const Sequence *seq : seqs)

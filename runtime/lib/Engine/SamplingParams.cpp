@@ -12,8 +12,7 @@ namespace {
 
 [[noreturn]] void reject(const std::string &field, const std::string &rule,
                          const std::string &got) {
-  throw std::invalid_argument("sampling params: '" + field + "' must be " + rule + ", got " +
-                              got);
+  throw std::invalid_argument("sampling params: '" + field + "' must be " + rule + ", got " + got);
 }
 
 } // namespace

@@ -62,8 +62,7 @@ void Scheduler::add(Sequence *seq) {
                                 " tokens is longer than the context ('max_model_len' " +
                                 std::to_string(cfg.maxModelLen) + ")");
   if (active.count(seq) || seq->status != SequenceStatus::Waiting)
-    throw std::invalid_argument("sequence " + std::to_string(seq->id()) +
-                                " was already added");
+    throw std::invalid_argument("sequence " + std::to_string(seq->id()) + " was already added");
   active.insert(seq);
   waiting.push_back(seq);
 }
@@ -93,8 +92,7 @@ ScheduledBatch Scheduler::schedulePrefill() {
     budget -= seq->numScheduledTokens;
     batch.seqs.push_back(seq);
   }
-  while (!waiting.empty() && budget > 0 &&
-         static_cast<int64_t>(running.size()) < cfg.maxNumSeqs) {
+  while (!waiting.empty() && budget > 0 && static_cast<int64_t>(running.size()) < cfg.maxNumSeqs) {
     Sequence *seq = waiting.front();
     if (!blocks.canAllocate(*seq))
       break;

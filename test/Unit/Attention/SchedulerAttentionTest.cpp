@@ -34,8 +34,8 @@ struct Tables {
 };
 
 torch::Tensor causalReference(const Tables &t, const Sequence &seq, int64_t begin, int64_t end) {
-  torch::Tensor tokens = torch::tensor(std::vector<int64_t>(seq.tokenIds().begin(),
-                                                            seq.tokenIds().begin() + end));
+  torch::Tensor tokens =
+      torch::tensor(std::vector<int64_t>(seq.tokenIds().begin(), seq.tokenIds().begin() + end));
   torch::Tensor pos = torch::arange(end);
   torch::Tensor q = t.rows(t.q, tokens, pos).slice(0, begin, end);
   torch::Tensor k = t.rows(t.k, tokens, pos).repeat_interleave(kHeads / kKvHeads, 1);
@@ -73,8 +73,8 @@ TEST(SchedulerAttention, EveryStepMatchesUncachedAttention) {
     for (int64_t n = 1 + rng() % 30; n > 0; --n)
       prompt.push_back(1 + rng() % (kVocab - 1));
     seqs.push_back(std::make_unique<Sequence>(
-        i, prompt, SamplingParams{.maxTokens = 5 + static_cast<int64_t>(rng() % 20),
-                                  .ignoreEos = true}));
+        i, prompt,
+        SamplingParams{.maxTokens = 5 + static_cast<int64_t>(rng() % 20), .ignoreEos = true}));
     scheduler.add(seqs.back().get());
   }
 
@@ -91,8 +91,7 @@ TEST(SchedulerAttention, EveryStepMatchesUncachedAttention) {
         tokenIds.push_back(seq->tokenIds()[p]);
     torch::Tensor tokens = torch::tensor(tokenIds);
     storeKVCache(tables.rows(tables.k, tokens, meta.positions),
-                 tables.rows(tables.v, tokens, meta.positions), kCache, vCache,
-                 meta.slotMapping);
+                 tables.rows(tables.v, tokens, meta.positions), kCache, vCache, meta.slotMapping);
     torch::Tensor out = pagedAttention(tables.rows(tables.q, tokens, meta.positions), kCache,
                                        vCache, meta, 1.0 / std::sqrt(double(kDim)));
     (batch.isPrefill ? prefillSteps : decodeSteps) += 1;
@@ -103,8 +102,8 @@ TEST(SchedulerAttention, EveryStepMatchesUncachedAttention) {
       int64_t begin = seq->numCachedTokens, end = begin + seq->numScheduledTokens;
       torch::Tensor got = out.slice(0, row, row + (end - begin));
       double diff = (got - causalReference(tables, *seq, begin, end)).abs().max().item<double>();
-      EXPECT_LE(diff, 1e-5) << "sequence " << seq->id() << " positions [" << begin << ", "
-                            << end << ")";
+      EXPECT_LE(diff, 1e-5) << "sequence " << seq->id() << " positions [" << begin << ", " << end
+                            << ")";
       row += end - begin;
       if (seq->samplesThisStep())
         wantSampleRows.push_back(row - 1);

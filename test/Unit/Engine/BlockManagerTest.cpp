@@ -261,8 +261,7 @@ TEST(BlockManager, RejectsBadSizes) {
     BlockManager bm(8, -4);
     FAIL() << "expected an error for block size -4";
   } catch (const std::invalid_argument &e) {
-    EXPECT_NE(std::string(e.what()).find("block size must be positive, got -4"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("block size must be positive, got -4"), std::string::npos)
         << e.what();
   }
 }
@@ -273,8 +272,7 @@ TEST(Sequence, RejectsBadPrompts) {
     Sequence(3, {1, 2, -5});
     FAIL() << "expected an error for a negative token";
   } catch (const std::invalid_argument &e) {
-    EXPECT_NE(std::string(e.what()).find("negative token id -5 at position 2"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("negative token id -5 at position 2"), std::string::npos)
         << e.what();
   }
 }

@@ -47,8 +47,7 @@ std::vector<int32_t> generateAlone(const Sequence &seq, const SchedulerConfig &c
     tokens.push_back(t);
     out.push_back(t);
     bool stop = (!p.ignoreEos && t == kEos) ||
-                std::find(p.stopTokenIds.begin(), p.stopTokenIds.end(), t) !=
-                    p.stopTokenIds.end();
+                std::find(p.stopTokenIds.begin(), p.stopTokenIds.end(), t) != p.stopTokenIds.end();
     if (stop || static_cast<int64_t>(out.size()) >= p.maxTokens ||
         static_cast<int64_t>(tokens.size()) >= cfg.maxModelLen)
       return out;
@@ -65,8 +64,8 @@ public:
   std::vector<int32_t> run(const ScheduledBatch &batch) {
     for (const Sequence *seq : batch.seqs) {
       EXPECT_GT(seq->numScheduledTokens, 0);
-      for (int64_t p = seq->numCachedTokens;
-           p < seq->numCachedTokens + seq->numScheduledTokens; ++p)
+      for (int64_t p = seq->numCachedTokens; p < seq->numCachedTokens + seq->numScheduledTokens;
+           ++p)
         slots[slot(*seq, p)] = seq->tokenIds()[p];
     }
     std::vector<int32_t> sampled;
@@ -256,9 +255,8 @@ TEST(Scheduler, PreemptsByRecomputeWhenBlocksRunOut) {
   Scheduler scheduler(cfg);
   std::vector<std::unique_ptr<Sequence>> seqs;
   for (int i = 0; i < 2; ++i)
-    seqs.push_back(std::make_unique<Sequence>(
-        i, std::vector<int32_t>{1 + i, 2, 3, 4},
-        SamplingParams{.maxTokens = 16, .ignoreEos = true}));
+    seqs.push_back(std::make_unique<Sequence>(i, std::vector<int32_t>{1 + i, 2, 3, 4},
+                                              SamplingParams{.maxTokens = 16, .ignoreEos = true}));
   for (auto &seq : seqs)
     scheduler.add(seq.get());
   TokenCache cache(cfg);
@@ -316,8 +314,7 @@ TEST(Scheduler, RandomWorkloadsMatchRunningAlone) {
     std::vector<int32_t> system = randomTokens(rng, 37); // a shared prefix for cache hits
     std::vector<std::unique_ptr<Sequence>> seqs;
     for (int i = 0; i < 24; ++i) {
-      std::vector<int32_t> prompt =
-          i % 2 ? std::vector<int32_t>(system) : std::vector<int32_t>{};
+      std::vector<int32_t> prompt = i % 2 ? std::vector<int32_t>(system) : std::vector<int32_t>{};
       std::vector<int32_t> tail = randomTokens(rng, 1 + rng() % 60);
       prompt.insert(prompt.end(), tail.begin(), tail.end());
       SamplingParams params{.maxTokens = 1 + static_cast<int64_t>(rng() % 40),
@@ -329,8 +326,7 @@ TEST(Scheduler, RandomWorkloadsMatchRunningAlone) {
     runAll(scheduler, seqs);
     for (auto &seq : seqs) {
       ASSERT_TRUE(seq->isFinished()) << c.name;
-      std::vector<int32_t> got(seq->completionTokenIds().begin(),
-                               seq->completionTokenIds().end());
+      std::vector<int32_t> got(seq->completionTokenIds().begin(), seq->completionTokenIds().end());
       EXPECT_EQ(got, generateAlone(*seq, cfg)) << c.name << ", sequence " << seq->id();
     }
     EXPECT_EQ(scheduler.blockManager().numFreeBlocks(), cfg.numBlocks) << c.name;
@@ -385,8 +381,7 @@ TEST(Scheduler, RejectsBadRequests) {
     scheduler.postprocess(batch, {});
     FAIL() << "expected a sampled-count error";
   } catch (const std::invalid_argument &e) {
-    EXPECT_NE(std::string(e.what()).find("got 0 sampled tokens for 1 sequences"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("got 0 sampled tokens for 1 sequences"), std::string::npos)
         << e.what();
   }
 }
@@ -404,14 +399,12 @@ TEST(SamplingParams, RejectsImpossibleValues) {
   EXPECT_EQ(message(SamplingParams{.temperature = 0.0f, .topK = 5, .topP = 0.5f}), "");
   EXPECT_NE(message(SamplingParams{.temperature = -0.5f}).find("'temperature' must be >= 0"),
             std::string::npos);
-  EXPECT_NE(message(SamplingParams{.temperature = NAN}).find("'temperature'"),
-            std::string::npos);
+  EXPECT_NE(message(SamplingParams{.temperature = NAN}).find("'temperature'"), std::string::npos);
   EXPECT_NE(message(SamplingParams{.topP = 0.0f}).find("'top_p' must be in (0, 1]"),
             std::string::npos);
   EXPECT_NE(message(SamplingParams{.topP = 1.5f}).find("'top_p' must be in (0, 1], got 1.5"),
             std::string::npos);
-  EXPECT_NE(message(SamplingParams{.topK = -1}).find("'top_k' must be >= 0"),
-            std::string::npos);
+  EXPECT_NE(message(SamplingParams{.topK = -1}).find("'top_k' must be >= 0"), std::string::npos);
   EXPECT_NE(message(SamplingParams{.maxTokens = 0}).find("'max_tokens' must be >= 1"),
             std::string::npos);
   EXPECT_NE(message(SamplingParams{.stopTokenIds = {3, -2}}).find("'stop_token_ids'"),

@@ -58,9 +58,7 @@ public:
   bool isFinished() const { return status == SequenceStatus::Finished; }
 
   /// Number of logical blocks needed to hold every current token.
-  int64_t numBlocks(int64_t blockSize) const {
-    return (numTokens() + blockSize - 1) / blockSize;
-  }
+  int64_t numBlocks(int64_t blockSize) const { return (numTokens() + blockSize - 1) / blockSize; }
   /// Tokens of logical block `index` (the last one may be partial).
   std::span<const int32_t> blockTokens(int64_t index, int64_t blockSize) const;
   /// Tokens whose K/V is not in the cache yet.

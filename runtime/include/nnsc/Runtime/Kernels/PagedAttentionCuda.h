@@ -23,9 +23,9 @@ namespace nnsc::kernels {
 constexpr int64_t kMaxCudaHeadDim = 256;
 
 /// Copies row r of key/value into slot slotMapping[r] of the caches; negative slots skip.
-cudaError_t storeKVCacheCuda(const float *key, const float *value, float *kCache,
-                             float *vCache, const int64_t *slotMapping, int64_t numTokens,
-                             int64_t numKvHeads, int64_t headDim, cudaStream_t stream);
+cudaError_t storeKVCacheCuda(const float *key, const float *value, float *kCache, float *vCache,
+                             const int64_t *slotMapping, int64_t numTokens, int64_t numKvHeads,
+                             int64_t headDim, cudaStream_t stream);
 cudaError_t storeKVCacheCuda(const __nv_bfloat16 *key, const __nv_bfloat16 *value,
                              __nv_bfloat16 *kCache, __nv_bfloat16 *vCache,
                              const int64_t *slotMapping, int64_t numTokens, int64_t numKvHeads,
@@ -46,8 +46,8 @@ struct DecodeAttentionShape {
 /// reads KV head h / (numHeads / numKvHeads)). Returns cudaErrorInvalidValue for a head_dim
 /// above kMaxCudaHeadDim.
 cudaError_t decodeAttentionCuda(const float *q, const float *kCache, const float *vCache,
-                                const int32_t *contextLens, const int32_t *blockTables,
-                                float *out, const DecodeAttentionShape &shape, float scale,
+                                const int32_t *contextLens, const int32_t *blockTables, float *out,
+                                const DecodeAttentionShape &shape, float scale,
                                 cudaStream_t stream);
 cudaError_t decodeAttentionCuda(const __nv_bfloat16 *q, const __nv_bfloat16 *kCache,
                                 const __nv_bfloat16 *vCache, const int32_t *contextLens,
