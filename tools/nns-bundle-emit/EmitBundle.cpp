@@ -3,12 +3,16 @@
 #include "EmitBundle.h"
 
 #include "nnsc/Target/Bundle/BundleEmitter.h"
+#include "nnsc/Pipelines/Pipelines.h"
 #include "nnsc/Target/Bundle/KernelIR.h"
+#include "nnsc/Target/Bundle/Manifest.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/ToolUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -55,7 +59,7 @@ static mlir::LogicalResult compile(mlir::ModuleOp module, KernelIREmit emit) {
   options.cuda.chip = cudaChip;
   options.cuda.toolkit = cudaToolkit;
   if (optLevel != 2 && optLevel != 3)
-    return module.emitError() << "--opt-level must be 2 or 3, got " << optLevel;
+    return module.emitError() << "--opt-level must be 2 or 3, got " << optLevel.getValue();
 
   if (emit == KernelIREmit::Bundle) {
     if (outputFilename == "-")
@@ -66,26 +70,31 @@ static mlir::LogicalResult compile(mlir::ModuleOp module, KernelIREmit emit) {
   auto output = mlir::openOutputFile(outputFilename, &error);
   if (!output)
     return module.emitError() << error;
-  if (mlir::failed(bundle::writeBundleLLVMIR(module, options, output->os())))
+  if (emit == KernelIREmit::LLVMDialect) {
+    if (!bundle::parseManifest(module))
+      return mlir::failure();
+    mlir::PassManager pm(module.getContext());
+    buildLowerToLLVMPipeline(pm);
+    if (mlir::failed(pm.run(module)))
+      return mlir::failure();
+    module.print(output->os());
+  } else if (mlir::failed(bundle::writeBundleLLVMIR(module, options, output->os()))) {
     return mlir::failure();
+  }
   output->keep();
   return mlir::success();
 }
 
-int emitFromKernelIR(llvm::StringRef inputFilename, KernelIREmit emit, bool verifyDiagnostics) {
+/// Parses and compiles one buffer (the whole input, or one chunk of -split-input-file) in its
+/// own context, so that every chunk reports its diagnostics independently.
+static mlir::LogicalResult processBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
+                                         KernelIREmit emit, bool verifyDiagnostics) {
   mlir::DialectRegistry registry;
   bundle::registerKernelIRDialects(registry);
   mlir::MLIRContext context(registry);
-  context.allowUnregisteredDialects(false);
-
+  context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
-  std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> input = mlir::openInputFile(inputFilename, &error);
-  if (!input) {
-    llvm::errs() << "nnsc: " << error << "\n";
-    return 1;
-  }
-  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
 
   auto run = [&] {
     mlir::OwningOpRef<mlir::ModuleOp> module =
@@ -95,10 +104,27 @@ int emitFromKernelIR(llvm::StringRef inputFilename, KernelIREmit emit, bool veri
   if (verifyDiagnostics) {
     mlir::SourceMgrDiagnosticVerifierHandler handler(sourceMgr, &context);
     (void)run();
-    return mlir::failed(handler.verify()) ? 1 : 0;
+    return handler.verify();
   }
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-  return mlir::failed(run()) ? 1 : 0;
+  return run();
+}
+
+int emitFromKernelIR(llvm::StringRef inputFilename, KernelIREmit emit, bool verifyDiagnostics,
+                     bool splitInputFile) {
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input = mlir::openInputFile(inputFilename, &error);
+  if (!input) {
+    llvm::errs() << "nnsc: " << error << "\n";
+    return 1;
+  }
+  auto process = [&](std::unique_ptr<llvm::MemoryBuffer> chunk, llvm::raw_ostream &) {
+    return processBuffer(std::move(chunk), emit, verifyDiagnostics);
+  };
+  if (!splitInputFile)
+    return mlir::failed(process(std::move(input), llvm::outs())) ? 1 : 0;
+  return mlir::failed(mlir::splitAndProcessBuffer(std::move(input), process, llvm::outs())) ? 1
+                                                                                            : 0;
 }
 
 } // namespace nnsc

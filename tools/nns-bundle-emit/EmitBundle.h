@@ -1,6 +1,6 @@
 //===- EmitBundle.h - nnsc on kernel-level IR -------------------*- C++ -*-===//
 //
-// `nnsc KERNELS.mlir -emit=llvm|bundle [-o OUT] [--target=cpu|cuda] [--cpu=NAME]`: the back
+// `nnsc KERNELS.mlir -emit=llvm-dialect|llvm|bundle [-o OUT] [--target=cpu|cuda] [--cpu=NAME]`: the back
 // end alone, on kernel-level IR (docs/Compiler.md). Its options live in EmitBundle.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -12,11 +12,17 @@
 
 namespace nnsc {
 
-enum class KernelIREmit { LLVM, Bundle };
+enum class KernelIREmit {
+  LLVMDialect, ///< the module after nns-lower-to-llvm (manifest kept as an attribute)
+  LLVM,        ///< optimized LLVM IR of the bundle
+  Bundle,      ///< the linked shared object
+};
 
 /// Compiles the kernel-level IR in `inputFilename`; returns the process exit code. With
-/// `verifyDiagnostics`, checks the emitted diagnostics against expected-* comments instead.
-int emitFromKernelIR(llvm::StringRef inputFilename, KernelIREmit emit, bool verifyDiagnostics);
+/// `verifyDiagnostics`, checks the emitted diagnostics against expected-* comments instead;
+/// with `splitInputFile`, handles each `// -----` chunk as its own input.
+int emitFromKernelIR(llvm::StringRef inputFilename, KernelIREmit emit, bool verifyDiagnostics,
+                     bool splitInputFile);
 
 } // namespace nnsc
 

@@ -47,6 +47,14 @@ std::unique_ptr<llvm::TargetMachine> createTargetMachine(const CPUOptions &optio
 void optimize(llvm::Module &module, llvm::TargetMachine &machine, unsigned optLevel) {
   module.setTargetTriple(machine.getTargetTriple());
   module.setDataLayout(machine.createDataLayout());
+  // The vectorizer's cost model reads the CPU from each function, not from the machine.
+  for (llvm::Function &function : module) {
+    if (function.isDeclaration())
+      continue;
+    function.addFnAttr("target-cpu", machine.getTargetCPU());
+    if (!machine.getTargetFeatureString().empty())
+      function.addFnAttr("target-features", machine.getTargetFeatureString());
+  }
 
   llvm::LoopAnalysisManager loopAM;
   llvm::FunctionAnalysisManager functionAM;

@@ -8,6 +8,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
@@ -25,6 +26,7 @@ namespace {
 /// the globals they use. Null after an error.
 OwningOpRef<ModuleOp> buildDeviceModule(ModuleOp module, const bundle::Manifest &manifest) {
   MLIRContext *context = module.getContext();
+  context->loadDialect<gpu::GPUDialect, NVVM::NVVMDialect>();
   Location loc = module.getLoc();
   OwningOpRef<ModuleOp> device = ModuleOp::create(loc);
   (*device)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(context));
@@ -41,8 +43,8 @@ OwningOpRef<ModuleOp> buildDeviceModule(ModuleOp module, const bundle::Manifest 
     for (const bundle::SiteEntry &site : trace.sites) {
       if (!done.insert(site.kernel).second)
         continue;
-      auto func = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-          module, StringAttr::get(context, site.kernel));
+      auto func = cast<func::FuncOp>(
+          SymbolTable::lookupSymbolIn(module, StringAttr::get(context, site.kernel)));
       WalkResult calls = func.walk([&](Operation *op) {
         if (!isa<CallOpInterface>(op))
           return WalkResult::advance();
