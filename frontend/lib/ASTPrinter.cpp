@@ -15,19 +15,32 @@ namespace nnsc::ast {
 
 const char *spelling(BinaryOp op) {
   switch (op) {
-  case BinaryOp::Add: return "+";
-  case BinaryOp::Sub: return "-";
-  case BinaryOp::Mul: return "*";
-  case BinaryOp::Div: return "/";
-  case BinaryOp::MatMul: return "@";
-  case BinaryOp::Lt: return "<";
-  case BinaryOp::Le: return "<=";
-  case BinaryOp::Gt: return ">";
-  case BinaryOp::Ge: return ">=";
-  case BinaryOp::Eq: return "==";
-  case BinaryOp::Ne: return "!=";
-  case BinaryOp::And: return "and";
-  case BinaryOp::Or: return "or";
+  case BinaryOp::Add:
+    return "+";
+  case BinaryOp::Sub:
+    return "-";
+  case BinaryOp::Mul:
+    return "*";
+  case BinaryOp::Div:
+    return "/";
+  case BinaryOp::MatMul:
+    return "@";
+  case BinaryOp::Lt:
+    return "<";
+  case BinaryOp::Le:
+    return "<=";
+  case BinaryOp::Gt:
+    return ">";
+  case BinaryOp::Ge:
+    return ">=";
+  case BinaryOp::Eq:
+    return "==";
+  case BinaryOp::Ne:
+    return "!=";
+  case BinaryOp::And:
+    return "and";
+  case BinaryOp::Or:
+    return "or";
   }
   return "?";
 }
@@ -130,8 +143,12 @@ private:
     if (!e)
       return;
     switch (e->getKind()) {
-    case Expr::Kind::Name: line(e->loc()) << "Name " << cast<NameExpr>(e)->name << "\n"; break;
-    case Expr::Kind::IntLit: line(e->loc()) << "Int " << cast<IntLitExpr>(e)->value << "\n"; break;
+    case Expr::Kind::Name:
+      line(e->loc()) << "Name " << cast<NameExpr>(e)->name << "\n";
+      break;
+    case Expr::Kind::IntLit:
+      line(e->loc()) << "Int " << cast<IntLitExpr>(e)->value << "\n";
+      break;
     case Expr::Kind::FloatLit:
       line(e->loc()) << "Float " << cast<FloatLitExpr>(e)->value << "\n";
       break;

@@ -28,8 +28,8 @@ bool StepSet::intersects(const StepSet &other) const {
 
 static std::string quoted(const std::string &path) { return "'" + path + "'"; }
 
-LogicalResult AccessOrder::checkReachable(int order, const std::string &what,
-                                          const StepSet &steps, int invoke, Location loc) {
+LogicalResult AccessOrder::checkReachable(int order, const std::string &what, const StepSet &steps,
+                                          int invoke, Location loc) {
   for (const AccessRecord &r : records) {
     if (!r.steps.intersects(steps))
       continue;
@@ -65,8 +65,8 @@ LogicalResult AccessOrder::access(int site, const StepSet &steps, int invoke, Lo
   }
   if (latest) {
     InFlightDiagnostic diag = emitError(loc)
-                              << "out-of-order access: " << what << " fires before "
-                              << latest->what << ", which this trace already accessed in the "
+                              << "out-of-order access: " << what << " fires before " << latest->what
+                              << ", which this trace already accessed in the "
                               << "same step";
     diag.attachNote(latest->loc) << latest->what << " accessed here";
     return failure();

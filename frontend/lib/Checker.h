@@ -90,8 +90,8 @@ private:
   mlir::LogicalResult checkInvoke(ast::InvokeStmt &stmt);
   mlir::LogicalResult checkCache(ast::CallExpr &call);
   mlir::LogicalResult checkSkip(ast::CallExpr &call);
-  mlir::LogicalResult recordSave(const std::string &name, const ValueType &type,
-                                 mlir::Location loc, bool fromCache);
+  mlir::LogicalResult recordSave(const std::string &name, const ValueType &type, mlir::Location loc,
+                                 bool fromCache);
   mlir::LogicalResult checkWritable(int site, mlir::Location loc);
   mlir::LogicalResult checkInTime(const Avail &avail, int order, mlir::Location loc);
   mlir::LogicalResult checkAssignable(ast::Expr &value, const ValueType &target,
@@ -106,15 +106,14 @@ private:
   mlir::LogicalResult member(ast::MemberExpr &e, Avail &avail);
   mlir::LogicalResult index(ast::IndexExpr &e, Avail &avail);
   mlir::LogicalResult call(ast::CallExpr &e, Avail &avail);
-  mlir::LogicalResult builtin(ast::CallExpr &e, ast::Builtin fn, ast::Expr *receiver,
-                              Avail &avail);
+  mlir::LogicalResult builtin(ast::CallExpr &e, ast::Builtin fn, ast::Expr *receiver, Avail &avail);
   mlir::LogicalResult moduleCall(ast::CallExpr &e, int module, Avail &avail);
   mlir::LogicalResult unary(ast::UnaryExpr &e, Avail &avail);
   mlir::LogicalResult binary(ast::BinaryExpr &e, Avail &avail);
   /// The type of `base[subscripts]`; evaluates index expressions.
   mlir::FailureOr<ValueType> indexType(const ValueType &base,
-                                       std::vector<ast::Subscript> &subscripts,
-                                       mlir::Location loc, Avail &avail);
+                                       std::vector<ast::Subscript> &subscripts, mlir::Location loc,
+                                       Avail &avail);
   mlir::FailureOr<int64_t> constantInt(ast::Expr &e, llvm::StringRef what);
   /// The site `e` names, for cache patterns; `layer` replaces a `*` subscript.
   mlir::FailureOr<int> sitePattern(ast::Expr &e, std::optional<int64_t> layer, bool &wildcard);

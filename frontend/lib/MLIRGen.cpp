@@ -24,10 +24,14 @@ using ast::Builtin;
 
 nns::Phase phaseOf(schema::Phase p) {
   switch (p) {
-  case schema::Phase::Forward: return nns::Phase::Forward;
-  case schema::Phase::Logits: return nns::Phase::Logits;
-  case schema::Phase::Samples: return nns::Phase::Samples;
-  case schema::Phase::Result: return nns::Phase::Result;
+  case schema::Phase::Forward:
+    return nns::Phase::Forward;
+  case schema::Phase::Logits:
+    return nns::Phase::Logits;
+  case schema::Phase::Samples:
+    return nns::Phase::Samples;
+  case schema::Phase::Result:
+    return nns::Phase::Result;
   }
   return nns::Phase::Forward;
 }
@@ -55,9 +59,12 @@ public:
 private:
   Type elemType(ElemType e) {
     switch (e) {
-    case ElemType::F32: return builder.getF32Type();
-    case ElemType::I64: return builder.getI64Type();
-    case ElemType::Bool: return builder.getI1Type();
+    case ElemType::F32:
+      return builder.getF32Type();
+    case ElemType::I64:
+      return builder.getI64Type();
+    case ElemType::Bool:
+      return builder.getI1Type();
     }
     return {};
   }
@@ -88,10 +95,13 @@ private:
     // A literal converts at compile time: `h = 0` on an f32 site writes 0.0.
     if (auto cst = v.getDefiningOp<arith::ConstantOp>(); cst && t.getRank() == 0) {
       auto value = llvm::cast<DenseElementsAttr>(cst.getValue());
-      double d = value.getElementType().isF32() ? value.getSplatValue<APFloat>().convertToDouble()
-                                                : double(value.getSplatValue<APInt>().getSExtValue());
-      return constant(loc, elem.isF32() ? ElemType::F32
-                                        : elem.isInteger(1) ? ElemType::Bool : ElemType::I64,
+      double d = value.getElementType().isF32()
+                     ? value.getSplatValue<APFloat>().convertToDouble()
+                     : double(value.getSplatValue<APInt>().getSExtValue());
+      return constant(loc,
+                      elem.isF32()        ? ElemType::F32
+                      : elem.isInteger(1) ? ElemType::Bool
+                                          : ElemType::I64,
                       d);
     }
     return nns::CastOp::create(builder, loc, withElem(t, elem), v);
@@ -106,8 +116,8 @@ private:
       if (p.resolved.elem == ElemType::F32)
         init = DenseElementsAttr::get(type, builder.getF32FloatAttr(float(v)));
       else
-        init = DenseElementsAttr::get(
-            type, builder.getIntegerAttr(type.getElementType(), int64_t(v)));
+        init =
+            DenseElementsAttr::get(type, builder.getIntegerAttr(type.getElementType(), int64_t(v)));
     }
     paramTypes[p.name] = type;
     nns::ParamOp::create(builder, p.loc, p.name, type, init);
@@ -177,17 +187,18 @@ private:
       SmallVector<Value> indices = subscriptValues(ix.subscripts);
       return extract(base, ix.subscripts, indices, 0, 0);
     }
-    case ast::Expr::Kind::Call: return call(llvm::cast<ast::CallExpr>(e));
+    case ast::Expr::Kind::Call:
+      return call(llvm::cast<ast::CallExpr>(e));
     case ast::Expr::Kind::Unary: {
       auto &u = llvm::cast<ast::UnaryExpr>(e);
       Value x = expr(*u.operand);
-      return nns::UnaryOp::create(builder, loc,
-                                  u.op == ast::UnaryOp::Neg ? nns::UnaryKind::Neg
-                                                            : nns::UnaryKind::Not,
-                                  x);
+      return nns::UnaryOp::create(
+          builder, loc, u.op == ast::UnaryOp::Neg ? nns::UnaryKind::Neg : nns::UnaryKind::Not, x);
     }
-    case ast::Expr::Kind::Binary: return binary(llvm::cast<ast::BinaryExpr>(e));
-    default: break;
+    case ast::Expr::Kind::Binary:
+      return binary(llvm::cast<ast::BinaryExpr>(e));
+    default:
+      break;
     }
     llvm_unreachable("expression kind Sema does not accept as a value");
   }
@@ -232,13 +243,12 @@ private:
       inner = scatter(loc, inner, subs, indices, i + 1, isIndex ? dim : dim + 1, value);
     }
     if (isIndex)
-      return nns::SelectScatterOp::create(builder, sub.loc, typeOf(dest), inner, dest,
-                                          indices[i], builder.getI64IntegerAttr(dim));
+      return nns::SelectScatterOp::create(builder, sub.loc, typeOf(dest), inner, dest, indices[i],
+                                          builder.getI64IntegerAttr(dim));
     auto [start, stop, stride] = sliceBounds(sub);
-    return nns::SliceScatterOp::create(builder, sub.loc, typeOf(dest), inner, dest,
-                                       builder.getI64IntegerAttr(dim),
-                                       builder.getI64IntegerAttr(start), stop,
-                                       builder.getI64IntegerAttr(stride));
+    return nns::SliceScatterOp::create(
+        builder, sub.loc, typeOf(dest), inner, dest, builder.getI64IntegerAttr(dim),
+        builder.getI64IntegerAttr(start), stop, builder.getI64IntegerAttr(stride));
   }
 
   Value extractOne(Value base, const ast::Subscript &sub, Value index, int64_t dim) {
@@ -274,13 +284,20 @@ private:
     case Op::MatMul:
       return nns::MatmulOp::create(builder, loc, tensorType(e.sema.type), castTo(loc, l, f32),
                                    castTo(loc, r, f32));
-    case Op::Add: return binaryOp(loc, nns::BinaryKind::Add, l, r, elemType(e.sema.type.elem));
-    case Op::Sub: return binaryOp(loc, nns::BinaryKind::Sub, l, r, elemType(e.sema.type.elem));
-    case Op::Mul: return binaryOp(loc, nns::BinaryKind::Mul, l, r, elemType(e.sema.type.elem));
-    case Op::Div: return binaryOp(loc, nns::BinaryKind::Div, l, r, f32);
-    case Op::And: return binaryOp(loc, nns::BinaryKind::And, l, r, builder.getI1Type());
-    case Op::Or: return binaryOp(loc, nns::BinaryKind::Or, l, r, builder.getI1Type());
-    default: break;
+    case Op::Add:
+      return binaryOp(loc, nns::BinaryKind::Add, l, r, elemType(e.sema.type.elem));
+    case Op::Sub:
+      return binaryOp(loc, nns::BinaryKind::Sub, l, r, elemType(e.sema.type.elem));
+    case Op::Mul:
+      return binaryOp(loc, nns::BinaryKind::Mul, l, r, elemType(e.sema.type.elem));
+    case Op::Div:
+      return binaryOp(loc, nns::BinaryKind::Div, l, r, f32);
+    case Op::And:
+      return binaryOp(loc, nns::BinaryKind::And, l, r, builder.getI1Type());
+    case Op::Or:
+      return binaryOp(loc, nns::BinaryKind::Or, l, r, builder.getI1Type());
+    default:
+      break;
     }
     nns::CompareKind kind = e.op == Op::Lt   ? nns::CompareKind::LT
                             : e.op == Op::Le ? nns::CompareKind::LE
@@ -299,8 +316,7 @@ private:
     RankedTensorType result = tensorType(s.type);
     if (s.module >= 0 && s.builtin != Builtin::Skip) {
       Value x = expr(*e.args[0].value);
-      return nns::CallModuleOp::create(builder, loc, result,
-                                       arch.modules()[s.module].path, x);
+      return nns::CallModuleOp::create(builder, loc, result, arch.modules()[s.module].path, x);
     }
     // Positional arguments, the receiver of a method first, then keywords by name.
     SmallVector<const ast::Expr *> pos;
@@ -329,30 +345,44 @@ private:
     case Builtin::Max:
     case Builtin::Min:
       if (s.intArg < 0 && pos.size() == 2 && kw.empty())
-        return binaryOp(loc, s.builtin == Builtin::Max ? nns::BinaryKind::Max
-                                                       : nns::BinaryKind::Min,
-                        x, expr(*pos[1]), elem);
-      return reduce(s.builtin == Builtin::Max ? nns::ReduceKind::Max : nns::ReduceKind::Min,
-                    elem);
-    case Builtin::Sum: return reduce(nns::ReduceKind::Sum, elem);
-    case Builtin::Mean: return reduce(nns::ReduceKind::Mean, f32);
-    case Builtin::Norm: return reduce(nns::ReduceKind::Norm, f32);
-    case Builtin::ArgMax: return reduce(nns::ReduceKind::ArgMax, intOrSame);
-    case Builtin::ArgMin: return reduce(nns::ReduceKind::ArgMin, intOrSame);
+        return binaryOp(loc,
+                        s.builtin == Builtin::Max ? nns::BinaryKind::Max : nns::BinaryKind::Min, x,
+                        expr(*pos[1]), elem);
+      return reduce(s.builtin == Builtin::Max ? nns::ReduceKind::Max : nns::ReduceKind::Min, elem);
+    case Builtin::Sum:
+      return reduce(nns::ReduceKind::Sum, elem);
+    case Builtin::Mean:
+      return reduce(nns::ReduceKind::Mean, f32);
+    case Builtin::Norm:
+      return reduce(nns::ReduceKind::Norm, f32);
+    case Builtin::ArgMax:
+      return reduce(nns::ReduceKind::ArgMax, intOrSame);
+    case Builtin::ArgMin:
+      return reduce(nns::ReduceKind::ArgMin, intOrSame);
     case Builtin::Softmax:
     case Builtin::LogSoftmax:
       return nns::SoftmaxOp::create(builder, loc, result, castTo(loc, x, f32), uint64_t(s.intArg),
                                     s.builtin == Builtin::LogSoftmax);
-    case Builtin::Exp: return unary(nns::UnaryKind::Exp);
-    case Builtin::Log: return unary(nns::UnaryKind::Log);
-    case Builtin::Sqrt: return unary(nns::UnaryKind::Sqrt);
-    case Builtin::Abs: return unary(nns::UnaryKind::Abs);
-    case Builtin::Relu: return unary(nns::UnaryKind::Relu);
-    case Builtin::Gelu: return unary(nns::UnaryKind::Gelu);
-    case Builtin::Silu: return unary(nns::UnaryKind::Silu);
-    case Builtin::Tanh: return unary(nns::UnaryKind::Tanh);
-    case Builtin::Sigmoid: return unary(nns::UnaryKind::Sigmoid);
-    case Builtin::Float: return castTo(loc, x, f32);
+    case Builtin::Exp:
+      return unary(nns::UnaryKind::Exp);
+    case Builtin::Log:
+      return unary(nns::UnaryKind::Log);
+    case Builtin::Sqrt:
+      return unary(nns::UnaryKind::Sqrt);
+    case Builtin::Abs:
+      return unary(nns::UnaryKind::Abs);
+    case Builtin::Relu:
+      return unary(nns::UnaryKind::Relu);
+    case Builtin::Gelu:
+      return unary(nns::UnaryKind::Gelu);
+    case Builtin::Silu:
+      return unary(nns::UnaryKind::Silu);
+    case Builtin::Tanh:
+      return unary(nns::UnaryKind::Tanh);
+    case Builtin::Sigmoid:
+      return unary(nns::UnaryKind::Sigmoid);
+    case Builtin::Float:
+      return castTo(loc, x, f32);
     case Builtin::ZerosLike:
     case Builtin::OnesLike:
       return nns::BroadcastOp::create(
@@ -370,7 +400,8 @@ private:
     }
     case Builtin::TopK:
       return nns::TopKOp::create(builder, loc, result, x, uint64_t(s.intArg));
-    default: break;
+    default:
+      break;
     }
     llvm_unreachable("builtin without a value");
   }
@@ -386,20 +417,29 @@ private:
 
   void stmt(const ast::Stmt &s) {
     switch (s.getKind()) {
-    case ast::Stmt::Kind::Assign: return assign(llvm::cast<ast::AssignStmt>(s));
-    case ast::Stmt::Kind::Expr: return exprStmt(llvm::cast<ast::ExprStmt>(s));
-    case ast::Stmt::Kind::If: return ifStmt(llvm::cast<ast::IfStmt>(s));
-    case ast::Stmt::Kind::For: return forStmt(llvm::cast<ast::ForStmt>(s));
-    case ast::Stmt::Kind::Invoke: return invoke(llvm::cast<ast::InvokeStmt>(s));
+    case ast::Stmt::Kind::Assign:
+      return assign(llvm::cast<ast::AssignStmt>(s));
+    case ast::Stmt::Kind::Expr:
+      return exprStmt(llvm::cast<ast::ExprStmt>(s));
+    case ast::Stmt::Kind::If:
+      return ifStmt(llvm::cast<ast::IfStmt>(s));
+    case ast::Stmt::Kind::For:
+      return forStmt(llvm::cast<ast::ForStmt>(s));
+    case ast::Stmt::Kind::Invoke:
+      return invoke(llvm::cast<ast::InvokeStmt>(s));
     }
   }
 
   nns::BinaryKind binaryKindOf(ast::AssignOp op) {
     switch (op) {
-    case ast::AssignOp::Add: return nns::BinaryKind::Add;
-    case ast::AssignOp::Sub: return nns::BinaryKind::Sub;
-    case ast::AssignOp::Mul: return nns::BinaryKind::Mul;
-    default: return nns::BinaryKind::Div;
+    case ast::AssignOp::Add:
+      return nns::BinaryKind::Add;
+    case ast::AssignOp::Sub:
+      return nns::BinaryKind::Sub;
+    case ast::AssignOp::Mul:
+      return nns::BinaryKind::Mul;
+    default:
+      return nns::BinaryKind::Div;
     }
   }
 
@@ -419,8 +459,7 @@ private:
         Value old = lookup(n->name);
         Type elem = a.op == ast::AssignOp::Div
                         ? builder.getF32Type()
-                        : elemType(promote(n->sema.type.elem,
-                                           ElemType(a.value->sema.type.elem)));
+                        : elemType(promote(n->sema.type.elem, ElemType(a.value->sema.type.elem)));
         v = binaryOp(loc, binaryKindOf(a.op), old, v, elem);
       }
       bind(n->name, v);
@@ -438,8 +477,10 @@ private:
       Value old = lookup(n.name);
       Value v = expr(*a.value);
       SmallVector<Value> indices = subscriptValues(*subs);
-      v = updated(loc, a.op, [&] { return extract(old, *subs, indices, 0, 0); }, v);
-      bind(n.name, scatter(loc, old, *subs, indices, 0, 0, castTo(loc, v, typeOf(old).getElementType())));
+      v = updated(
+          loc, a.op, [&] { return extract(old, *subs, indices, 0, 0); }, v);
+      bind(n.name,
+           scatter(loc, old, *subs, indices, 0, 0, castTo(loc, v, typeOf(old).getElementType())));
       return;
     }
     int i = siteExpr->sema.site;
@@ -465,7 +506,8 @@ private:
     // SITE[IDX] op= v: read, update the part, scatter it back, write the whole.
     Value old = readSite(loc, i, siteType);
     SmallVector<Value> indices = subscriptValues(*subs);
-    v = updated(loc, a.op, [&] { return extract(old, *subs, indices, 0, 0); }, v);
+    v = updated(
+        loc, a.op, [&] { return extract(old, *subs, indices, 0, 0); }, v);
     Value full = scatter(loc, old, *subs, indices, 0, 0, castTo(loc, v, siteType.getElementType()));
     nns::SiteWriteOp::create(builder, loc, full, path, order, phaseAttr(i),
                              TypeAttr::get(siteType));
@@ -484,8 +526,12 @@ private:
     auto &call = llvm::cast<ast::CallExpr>(*s.expr);
     Location loc = call.loc();
     switch (call.sema.builtin) {
-    case Builtin::Stop: nns::StopOp::create(builder, loc); return;
-    case Builtin::Finish: nns::FinishOp::create(builder, loc); return;
+    case Builtin::Stop:
+      nns::StopOp::create(builder, loc);
+      return;
+    case Builtin::Finish:
+      nns::FinishOp::create(builder, loc);
+      return;
     case Builtin::Cache:
       for (int i : call.sema.cacheSites) {
         ValueType t;
@@ -503,7 +549,8 @@ private:
       nns::SkipOp::create(builder, loc, m.path, m.inputSite, m.outputSite, v, out);
       return;
     }
-    default: break;
+    default:
+      break;
     }
     llvm_unreachable("expression statement Sema does not accept");
   }

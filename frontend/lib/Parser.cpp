@@ -112,9 +112,8 @@ private:
       } else {
         iter = expr(s->iter);
       }
-      return std::make_unique<ast::ForStmt>(loc(s), s->var->getText(), loc(s->var),
-                                            std::move(lo), std::move(hi), std::move(iter),
-                                            block(s->block()));
+      return std::make_unique<ast::ForStmt>(loc(s), s->var->getText(), loc(s->var), std::move(lo),
+                                            std::move(hi), std::move(iter), block(s->block()));
     }
     if (G::InvokeStmtContext *s = ctx->invokeStmt())
       return std::make_unique<ast::InvokeStmt>(loc(s), s->name ? s->name->getText() : "",
@@ -201,8 +200,8 @@ private:
   }
 
   ast::Subscript subscript(G::SubscriptContext *ctx) {
-    ast::Subscript sub{ast::Subscript::Kind::Wildcard, loc(ctx), nullptr, nullptr, nullptr,
-                       nullptr};
+    ast::Subscript sub{
+        ast::Subscript::Kind::Wildcard, loc(ctx), nullptr, nullptr, nullptr, nullptr};
     if (auto *s = dynamic_cast<G::IndexSubContext *>(ctx)) {
       sub.kind = ast::Subscript::Kind::Index;
       sub.index = expr(s->expr());
@@ -224,8 +223,8 @@ private:
     if (auto *p = dynamic_cast<G::IntLitContext *>(ctx))
       return std::make_unique<ast::IntLitExpr>(loc(p), parseInt(p->INT()->getSymbol()));
     if (auto *p = dynamic_cast<G::FloatLitContext *>(ctx))
-      return std::make_unique<ast::FloatLitExpr>(loc(p), std::strtod(p->getText().c_str(),
-                                                                     nullptr));
+      return std::make_unique<ast::FloatLitExpr>(loc(p),
+                                                 std::strtod(p->getText().c_str(), nullptr));
     if (auto *p = dynamic_cast<G::StringLitContext *>(ctx)) {
       std::string text = p->getText();
       return std::make_unique<ast::StringLitExpr>(loc(p), text.substr(1, text.size() - 2));

@@ -30,22 +30,23 @@ Binding *Checker::lookup(StringRef name) {
 }
 
 bool Checker::isReserved(StringRef name) const {
-  static const char *const kReserved[] = {"model", "logits", "samples", "result", "steps",
-                                          "step", "true", "false"};
+  static const char *const kReserved[] = {"model", "logits", "samples", "result",
+                                          "steps", "step",   "true",    "false"};
   return schema::Architecture::expandAlias(name) || llvm::is_contained(kReserved, name);
 }
 
 std::vector<std::string> Checker::visibleNames() const {
-  std::vector<std::string> names = {"layers", "embed", "norm", "lm_head", "model", "logits",
-                                    "samples", "result", "steps"};
+  std::vector<std::string> names = {"layers", "embed",   "norm",   "lm_head", "model",
+                                    "logits", "samples", "result", "steps"};
   for (const Scope &scope : scopes)
     llvm::append_range(names, scope.order);
   for (const auto &[name, decl] : params)
     names.push_back(name);
-  for (const char *f : {"sum", "mean", "max", "min", "argmax", "argmin", "softmax",
-                        "log_softmax", "exp", "log", "sqrt", "abs", "relu", "gelu", "silu",
-                        "tanh", "sigmoid", "clamp", "where", "zeros_like", "ones_like", "topk",
-                        "stop", "finish", "cache"})
+  for (const char *f :
+       {"sum",         "mean", "max",     "min",   "argmax", "argmin",     "softmax",
+        "log_softmax", "exp",  "log",     "sqrt",  "abs",    "relu",       "gelu",
+        "silu",        "tanh", "sigmoid", "clamp", "where",  "zeros_like", "ones_like",
+        "topk",        "stop", "finish",  "cache"})
     names.push_back(f);
   return names;
 }
@@ -168,8 +169,7 @@ LogicalResult Checker::checkParam(ast::ParamDecl &p) {
                                                : init.type.elem == p.resolved.elem;
   if (!fits) {
     emitError(p.init->loc()) << "the default of param '" << p.name << "' has type "
-                             << init.type.str() << ", which does not fit "
-                             << p.resolved.str();
+                             << init.type.str() << ", which does not fit " << p.resolved.str();
     return failure();
   }
   return success();
@@ -184,9 +184,8 @@ LogicalResult Checker::checkTrace(ast::TraceDecl &trace) {
   scopes.assign(1, Scope{Scope::Kind::Trace, {}, {}});
   ctx = StmtContext();
   ctx.trace = trace.name.empty() ? "main" : trace.name;
-  ctx.traceHasInvokes = llvm::any_of(trace.body.stmts, [](const ast::StmtPtr &s) {
-    return isa<ast::InvokeStmt>(s.get());
-  });
+  ctx.traceHasInvokes = llvm::any_of(
+      trace.body.stmts, [](const ast::StmtPtr &s) { return isa<ast::InvokeStmt>(s.get()); });
   return success(checkBlock(trace.body));
 }
 
@@ -199,11 +198,16 @@ bool Checker::checkBlock(ast::Block &block) {
 
 LogicalResult Checker::checkStmt(ast::Stmt &stmt) {
   switch (stmt.getKind()) {
-  case ast::Stmt::Kind::Assign: return checkAssign(cast<ast::AssignStmt>(stmt));
-  case ast::Stmt::Kind::Expr: return checkExprStmt(cast<ast::ExprStmt>(stmt));
-  case ast::Stmt::Kind::If: return checkIf(cast<ast::IfStmt>(stmt));
-  case ast::Stmt::Kind::For: return checkFor(cast<ast::ForStmt>(stmt));
-  case ast::Stmt::Kind::Invoke: return checkInvoke(cast<ast::InvokeStmt>(stmt));
+  case ast::Stmt::Kind::Assign:
+    return checkAssign(cast<ast::AssignStmt>(stmt));
+  case ast::Stmt::Kind::Expr:
+    return checkExprStmt(cast<ast::ExprStmt>(stmt));
+  case ast::Stmt::Kind::If:
+    return checkIf(cast<ast::IfStmt>(stmt));
+  case ast::Stmt::Kind::For:
+    return checkFor(cast<ast::ForStmt>(stmt));
+  case ast::Stmt::Kind::Invoke:
+    return checkInvoke(cast<ast::InvokeStmt>(stmt));
   }
   return failure();
 }
@@ -261,9 +265,10 @@ LogicalResult Checker::checkAssignable(ast::Expr &value, const ValueType &target
                 (target.elem == ElemType::F32 && v.elem != ElemType::F32) ||
                 (target.elem == ElemType::I64 && v.elem == ElemType::Bool);
   auto shape = broadcast(v.dims, target.dims);
-  if (!elemOk || !shape || llvm::ArrayRef<int64_t>(*shape) != llvm::ArrayRef<int64_t>(target.dims)) {
-    emitError(loc) << "shape mismatch: cannot write a value of type " << v.str() << " to "
-                   << what << " of type " << target.str();
+  if (!elemOk || !shape ||
+      llvm::ArrayRef<int64_t>(*shape) != llvm::ArrayRef<int64_t>(target.dims)) {
+    emitError(loc) << "shape mismatch: cannot write a value of type " << v.str() << " to " << what
+                   << " of type " << target.str();
     return failure();
   }
   return success();
@@ -278,7 +283,7 @@ LogicalResult Checker::checkAssign(ast::AssignStmt &stmt) {
   if (auto *n = dyn_cast<ast::NameExpr>(&target)) {
     Binding *existing = lookup(n->name);
     bool isStep = existing && existing->source == ast::NameSource::Step;
-    if (!existing && (params.count(n->name) || isReserved(n->name) || n->name == "step") ) {
+    if (!existing && (params.count(n->name) || isReserved(n->name) || n->name == "step")) {
       // `logits = ...` and `samples = ...` are site writes.
       if (n->name == "logits" || n->name == "samples" || n->name == "result")
         return checkSiteAssign(stmt, target, nullptr);
@@ -325,8 +330,8 @@ LogicalResult Checker::checkAssign(ast::AssignStmt &stmt) {
         return failure();
       }
       avail.merge(existing->avail);
-      ElemType elem = stmt.op == ast::AssignOp::Div ? ElemType::F32
-                                                    : promote(existing->type.elem, type.elem);
+      ElemType elem =
+          stmt.op == ast::AssignOp::Div ? ElemType::F32 : promote(existing->type.elem, type.elem);
       type = {elem, *shape};
       n->sema.type = existing->type;
     }
@@ -390,8 +395,8 @@ LogicalResult Checker::checkSiteAssign(ast::AssignStmt &stmt, ast::Expr &siteExp
   }
   if (failed(checkInTime(avail, site, stmt.value->loc())))
     return failure();
-  if (stmt.op != ast::AssignOp::Set && (slot.elem != ElemType::F32 ||
-                                        stmt.value->sema.type.elem == ElemType::Bool)) {
+  if (stmt.op != ast::AssignOp::Set &&
+      (slot.elem != ElemType::F32 || stmt.value->sema.type.elem == ElemType::Bool)) {
     emitError(stmt.loc()) << "in-place update of '" << s.path << "' of type " << slot.str()
                           << " with " << stmt.value->sema.type.str()
                           << "; only f32 sites can be updated with numbers";
@@ -415,13 +420,12 @@ LogicalResult Checker::checkLocalIndexAssign(ast::AssignStmt &stmt, ast::IndexEx
   FailureOr<ValueType> slot = indexType(b->type, target.subscripts, target.loc(), avail);
   if (failed(slot) || failed(value(*stmt.value, avail)))
     return failure();
-  if (stmt.op != ast::AssignOp::Set && (slot->elem == ElemType::Bool ||
-                                        stmt.value->sema.type.elem == ElemType::Bool)) {
+  if (stmt.op != ast::AssignOp::Set &&
+      (slot->elem == ElemType::Bool || stmt.value->sema.type.elem == ElemType::Bool)) {
     emitError(stmt.loc()) << "in-place update of a bool value";
     return failure();
   }
-  if (failed(checkAssignable(*stmt.value, *slot, "'" + n.name + "' (indexed)",
-                             stmt.value->loc())))
+  if (failed(checkAssignable(*stmt.value, *slot, "'" + n.name + "' (indexed)", stmt.value->loc())))
     return failure();
   target.sema.type = *slot;
   return bind(n.name, b->type, n.loc(), avail);
@@ -556,8 +560,7 @@ LogicalResult Checker::checkIf(ast::IfStmt &stmt) {
     return failure();
   const ast::ExprSema &cond = stmt.cond->sema;
   if (cond.type.elem != ElemType::Bool || !cond.type.isScalar()) {
-    emitError(stmt.cond->loc()) << "the condition must be a bool scalar; got "
-                                << cond.type.str()
+    emitError(stmt.cond->loc()) << "the condition must be a bool scalar; got " << cond.type.str()
                                 << (cond.type.isScalar() ? "" : " (reduce it, e.g. with .max())");
     return failure();
   }
@@ -698,8 +701,8 @@ LogicalResult Checker::checkInvoke(ast::InvokeStmt &stmt) {
   if (stmt.name.empty())
     stmt.name = "invoke" + std::to_string(index);
   if (auto [it, inserted] = ctx.invokeNames.emplace(stmt.name, stmt.loc()); !inserted) {
-    InFlightDiagnostic diag = emitError(stmt.loc()) << "invoke '" << stmt.name
-                                                    << "' is defined twice in this trace";
+    InFlightDiagnostic diag = emitError(stmt.loc())
+                              << "invoke '" << stmt.name << "' is defined twice in this trace";
     diag.attachNote(it->second) << "first invoke '" << stmt.name << "' here";
     return failure();
   }

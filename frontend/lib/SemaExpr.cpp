@@ -28,21 +28,34 @@ struct BuiltinName {
 // `norm` as a free function is the alias of `model.norm` (LANGUAGE.md: `lm_head(norm(h))`), so
 // torch's norm is a method only.
 const BuiltinName kBuiltins[] = {
-    {"sum", Builtin::Sum, true, true},         {"mean", Builtin::Mean, true, true},
-    {"max", Builtin::Max, true, true},         {"min", Builtin::Min, true, true},
-    {"argmax", Builtin::ArgMax, true, true},   {"argmin", Builtin::ArgMin, true, true},
-    {"norm", Builtin::Norm, false, true},      {"softmax", Builtin::Softmax, true, true},
+    {"sum", Builtin::Sum, true, true},
+    {"mean", Builtin::Mean, true, true},
+    {"max", Builtin::Max, true, true},
+    {"min", Builtin::Min, true, true},
+    {"argmax", Builtin::ArgMax, true, true},
+    {"argmin", Builtin::ArgMin, true, true},
+    {"norm", Builtin::Norm, false, true},
+    {"softmax", Builtin::Softmax, true, true},
     {"log_softmax", Builtin::LogSoftmax, true, true},
-    {"exp", Builtin::Exp, true, true},         {"log", Builtin::Log, true, true},
-    {"sqrt", Builtin::Sqrt, true, true},       {"abs", Builtin::Abs, true, true},
-    {"relu", Builtin::Relu, true, true},       {"gelu", Builtin::Gelu, true, true},
-    {"silu", Builtin::Silu, true, true},       {"tanh", Builtin::Tanh, true, true},
-    {"sigmoid", Builtin::Sigmoid, true, true}, {"clamp", Builtin::Clamp, true, true},
-    {"where", Builtin::Where, true, false},    {"zeros_like", Builtin::ZerosLike, true, false},
+    {"exp", Builtin::Exp, true, true},
+    {"log", Builtin::Log, true, true},
+    {"sqrt", Builtin::Sqrt, true, true},
+    {"abs", Builtin::Abs, true, true},
+    {"relu", Builtin::Relu, true, true},
+    {"gelu", Builtin::Gelu, true, true},
+    {"silu", Builtin::Silu, true, true},
+    {"tanh", Builtin::Tanh, true, true},
+    {"sigmoid", Builtin::Sigmoid, true, true},
+    {"clamp", Builtin::Clamp, true, true},
+    {"where", Builtin::Where, true, false},
+    {"zeros_like", Builtin::ZerosLike, true, false},
     {"ones_like", Builtin::OnesLike, true, false},
-    {"topk", Builtin::TopK, true, true},       {"float", Builtin::Float, false, true},
-    {"save", Builtin::Save, false, true},      {"stop", Builtin::Stop, true, false},
-    {"finish", Builtin::Finish, true, false},  {"cache", Builtin::Cache, true, false},
+    {"topk", Builtin::TopK, true, true},
+    {"float", Builtin::Float, false, true},
+    {"save", Builtin::Save, false, true},
+    {"stop", Builtin::Stop, true, false},
+    {"finish", Builtin::Finish, true, false},
+    {"cache", Builtin::Cache, true, false},
 };
 
 const BuiltinName *findBuiltin(StringRef name, bool method) {
@@ -70,9 +83,8 @@ bool isFloatLike(ElemType e) { return e != ElemType::Bool; }
 
 void Avail::merge(const Avail &other) {
   for (const Dep &d : other.deps) {
-    auto it = llvm::find_if(deps, [&](const Dep &x) {
-      return x.invoke == d.invoke && x.stepZero == d.stepZero;
-    });
+    auto it = llvm::find_if(
+        deps, [&](const Dep &x) { return x.invoke == d.invoke && x.stepZero == d.stepZero; });
     if (it == deps.end())
       deps.push_back(d);
     else if (d.order > it->order)
@@ -90,13 +102,19 @@ ValueType Checker::siteType(int site) const {
 
 std::string Checker::describe(const ast::Expr &e) const {
   switch (e.sema.entity) {
-  case Entity::Site: return "site '" + arch.sites()[e.sema.site].path + "'";
+  case Entity::Site:
+    return "site '" + arch.sites()[e.sema.site].path + "'";
   case Entity::Module:
-  case Entity::Layers: return "module '" + arch.modules()[e.sema.module].path + "'";
-  case Entity::Function: return "function";
-  case Entity::Method: return "method";
-  case Entity::Steps: return "'steps'";
-  default: return "value";
+  case Entity::Layers:
+    return "module '" + arch.modules()[e.sema.module].path + "'";
+  case Entity::Function:
+    return "function";
+  case Entity::Method:
+    return "method";
+  case Entity::Steps:
+    return "'steps'";
+  default:
+    return "value";
   }
 }
 
@@ -108,7 +126,9 @@ LogicalResult Checker::expr(ast::Expr &e, Avail &avail) {
   Avail own;
   LogicalResult result = failure();
   switch (e.getKind()) {
-  case ast::Expr::Kind::Name: result = name(cast<ast::NameExpr>(e), own); break;
+  case ast::Expr::Kind::Name:
+    result = name(cast<ast::NameExpr>(e), own);
+    break;
   case ast::Expr::Kind::IntLit:
     e.sema.entity = Entity::Value;
     e.sema.type = scalar(ElemType::I64);
@@ -131,11 +151,21 @@ LogicalResult Checker::expr(ast::Expr &e, Avail &avail) {
     emitError(e.loc()) << "a string is not a value; strings have no use in this version of "
                           "the language";
     break;
-  case ast::Expr::Kind::Member: result = member(cast<ast::MemberExpr>(e), own); break;
-  case ast::Expr::Kind::Index: result = index(cast<ast::IndexExpr>(e), own); break;
-  case ast::Expr::Kind::Call: result = call(cast<ast::CallExpr>(e), own); break;
-  case ast::Expr::Kind::Unary: result = unary(cast<ast::UnaryExpr>(e), own); break;
-  case ast::Expr::Kind::Binary: result = binary(cast<ast::BinaryExpr>(e), own); break;
+  case ast::Expr::Kind::Member:
+    result = member(cast<ast::MemberExpr>(e), own);
+    break;
+  case ast::Expr::Kind::Index:
+    result = index(cast<ast::IndexExpr>(e), own);
+    break;
+  case ast::Expr::Kind::Call:
+    result = call(cast<ast::CallExpr>(e), own);
+    break;
+  case ast::Expr::Kind::Unary:
+    result = unary(cast<ast::UnaryExpr>(e), own);
+    break;
+  case ast::Expr::Kind::Binary:
+    result = binary(cast<ast::BinaryExpr>(e), own);
+    break;
   }
   if (failed(result))
     e.sema.entity = Entity::Unresolved;
@@ -148,7 +178,8 @@ LogicalResult Checker::value(ast::Expr &e, Avail &avail) {
   if (failed(expr(e, avail)))
     return failure();
   switch (e.sema.entity) {
-  case Entity::Value: return success();
+  case Entity::Value:
+    return success();
   case Entity::Site: {
     int site = e.sema.site;
     const schema::Site &s = arch.sites()[site];
@@ -185,7 +216,8 @@ LogicalResult Checker::value(ast::Expr &e, Avail &avail) {
   case Entity::Method:
     emitError(e.loc()) << "a " << describe(e) << " is not a value; call it";
     return failure();
-  case Entity::Unresolved: break;
+  case Entity::Unresolved:
+    break;
   }
   return failure();
 }
@@ -272,8 +304,8 @@ LogicalResult Checker::member(ast::MemberExpr &e, Avail &avail) {
     std::vector<std::string> candidates = {"output", "input", "skip"};
     for (int child : m.children)
       candidates.push_back(arch.modules()[child].name);
-    emitError(e.loc()) << "unknown module or accessor '" << e.member << "' in '" << m.path
-                       << "'" << didYouMean(e.member, candidates);
+    emitError(e.loc()) << "unknown module or accessor '" << e.member << "' in '" << m.path << "'"
+                       << didYouMean(e.member, candidates);
     return failure();
   }
   case Entity::Layers:
@@ -326,9 +358,9 @@ LogicalResult Checker::index(ast::IndexExpr &e, Avail &avail) {
       return failure();
     int64_t n = arch.config().layers;
     if (*layer < -n || *layer >= n) {
-      emitError(e.subscripts[0].loc) << "layer index " << *layer
-                                     << " is out of range: the model has " << n
-                                     << " layers (0.." << n - 1 << ", or -" << n << "..-1)";
+      emitError(e.subscripts[0].loc)
+          << "layer index " << *layer << " is out of range: the model has " << n << " layers (0.."
+          << n - 1 << ", or -" << n << "..-1)";
       return failure();
     }
     int64_t i = *layer < 0 ? *layer + n : *layer;
@@ -380,8 +412,8 @@ FailureOr<ValueType> Checker::indexType(const ValueType &base,
         return failure();
       }
       if (idx.constant && size >= 0 && (*idx.constant < -size || *idx.constant >= size)) {
-        emitError(sub.loc) << "index " << *idx.constant << " is out of range for dimension "
-                           << dim << " of size " << size;
+        emitError(sub.loc) << "index " << *idx.constant << " is out of range for dimension " << dim
+                           << " of size " << size;
         return failure();
       }
       type.dims.erase(type.dims.begin() + dim);
@@ -454,8 +486,7 @@ LogicalResult Checker::binary(ast::BinaryExpr &e, Avail &avail) {
   using Op = ast::BinaryOp;
   if (e.op == Op::MatMul) {
     if (l.dims.empty() || l.dims.size() > 2 || r.dims.empty() || r.dims.size() > 2) {
-      emitError(e.loc()) << "'@' needs 1-D or 2-D operands; got " << l.str() << " @ "
-                         << r.str();
+      emitError(e.loc()) << "'@' needs 1-D or 2-D operands; got " << l.str() << " @ " << r.str();
       return failure();
     }
     if (l.elem == ElemType::Bool || r.elem == ElemType::Bool) {
@@ -485,8 +516,8 @@ LogicalResult Checker::binary(ast::BinaryExpr &e, Avail &avail) {
   bool logical = e.op == Op::And || e.op == Op::Or;
   if (logical) {
     if (l.elem != ElemType::Bool || r.elem != ElemType::Bool) {
-      emitError(e.loc()) << "'" << ast::spelling(e.op) << "' needs bool operands; got "
-                         << l.str() << " and " << r.str();
+      emitError(e.loc()) << "'" << ast::spelling(e.op) << "' needs bool operands; got " << l.str()
+                         << " and " << r.str();
       return failure();
     }
     e.sema.type.elem = ElemType::Bool;
@@ -505,16 +536,35 @@ LogicalResult Checker::binary(ast::BinaryExpr &e, Avail &avail) {
   bool ints = l.elem != ElemType::F32 && r.elem != ElemType::F32;
   if (lc && rc && ints) {
     switch (e.op) {
-    case Op::Add: e.sema.constant = *lc + *rc; break;
-    case Op::Sub: e.sema.constant = *lc - *rc; break;
-    case Op::Mul: e.sema.constant = *lc * *rc; break;
-    case Op::Lt: e.sema.constant = *lc < *rc; break;
-    case Op::Le: e.sema.constant = *lc <= *rc; break;
-    case Op::Gt: e.sema.constant = *lc > *rc; break;
-    case Op::Ge: e.sema.constant = *lc >= *rc; break;
-    case Op::Eq: e.sema.constant = *lc == *rc; break;
-    case Op::Ne: e.sema.constant = *lc != *rc; break;
-    default: break;
+    case Op::Add:
+      e.sema.constant = *lc + *rc;
+      break;
+    case Op::Sub:
+      e.sema.constant = *lc - *rc;
+      break;
+    case Op::Mul:
+      e.sema.constant = *lc * *rc;
+      break;
+    case Op::Lt:
+      e.sema.constant = *lc < *rc;
+      break;
+    case Op::Le:
+      e.sema.constant = *lc <= *rc;
+      break;
+    case Op::Gt:
+      e.sema.constant = *lc > *rc;
+      break;
+    case Op::Ge:
+      e.sema.constant = *lc >= *rc;
+      break;
+    case Op::Eq:
+      e.sema.constant = *lc == *rc;
+      break;
+    case Op::Ne:
+      e.sema.constant = *lc != *rc;
+      break;
+    default:
+      break;
     }
   }
   return success();
@@ -530,8 +580,10 @@ LogicalResult Checker::call(ast::CallExpr &e, Avail &avail) {
     return failure();
   const ast::ExprSema &callee = e.callee->sema;
   switch (callee.entity) {
-  case Entity::Module: return moduleCall(e, callee.module, avail);
-  case Entity::Function: return builtin(e, callee.builtin, nullptr, avail);
+  case Entity::Module:
+    return moduleCall(e, callee.module, avail);
+  case Entity::Function:
+    return builtin(e, callee.builtin, nullptr, avail);
   case Entity::Method:
     if (callee.builtin == Builtin::Skip) {
       emitError(e.loc()) << "'.skip(...)' is a statement; it has no value";
@@ -573,9 +625,8 @@ LogicalResult Checker::moduleCall(ast::CallExpr &e, int module, Avail &avail) {
   llvm::SmallVector<int64_t, 4> want = trailing(in);
   const ValueType &x = arg.sema.type;
   ElemType wantElem = in.elementType == schema::ElementType::F32 ? ElemType::F32 : ElemType::I64;
-  bool shapeOk = x.dims.size() >= want.size() &&
-                 llvm::ArrayRef<int64_t>(x.dims).take_back(want.size()) ==
-                     llvm::ArrayRef<int64_t>(want);
+  bool shapeOk = x.dims.size() >= want.size() && llvm::ArrayRef<int64_t>(x.dims).take_back(
+                                                     want.size()) == llvm::ArrayRef<int64_t>(want);
   if (!shapeOk || (wantElem == ElemType::I64 && x.elem != ElemType::I64) ||
       (wantElem == ElemType::F32 && x.elem == ElemType::Bool)) {
     ValueType expected{wantElem, want};
@@ -587,15 +638,13 @@ LogicalResult Checker::moduleCall(ast::CallExpr &e, int module, Avail &avail) {
   }
   e.sema.entity = Entity::Value;
   e.sema.module = module;
-  e.sema.type.elem =
-      out.elementType == schema::ElementType::F32 ? ElemType::F32 : ElemType::I64;
+  e.sema.type.elem = out.elementType == schema::ElementType::F32 ? ElemType::F32 : ElemType::I64;
   e.sema.type.dims.assign(x.dims.begin(), x.dims.end() - want.size());
   llvm::append_range(e.sema.type.dims, trailing(out));
   return success();
 }
 
-LogicalResult Checker::builtin(ast::CallExpr &e, Builtin fn, ast::Expr *receiver,
-                               Avail &avail) {
+LogicalResult Checker::builtin(ast::CallExpr &e, Builtin fn, ast::Expr *receiver, Avail &avail) {
   std::vector<ast::Expr *> pos;
   if (receiver)
     pos.push_back(receiver);
@@ -659,7 +708,8 @@ LogicalResult Checker::builtin(ast::CallExpr &e, Builtin fn, ast::Expr *receiver
     emitError(e.loc()) << "'" << fnName << "(...)' is a statement; it has no value";
     return failure();
   case Builtin::Save:
-  case Builtin::Skip: llvm_unreachable("handled by the statement checks");
+  case Builtin::Skip:
+    llvm_unreachable("handled by the statement checks");
   case Builtin::Max:
   case Builtin::Min:
     // max(x, y) with a tensor y is the elementwise maximum, as torch.max(a, b).
@@ -672,8 +722,8 @@ LogicalResult Checker::builtin(ast::CallExpr &e, Builtin fn, ast::Expr *receiver
         const ValueType &a = pos[0]->sema.type, &b = pos[1]->sema.type;
         auto shape = broadcast(a.dims, b.dims);
         if (!shape || a.elem == ElemType::Bool || b.elem == ElemType::Bool) {
-          emitError(e.loc()) << "'" << fnName << "' of " << a.str() << " and " << b.str()
-                             << ": " << (shape ? "needs numbers" : "shapes do not broadcast");
+          emitError(e.loc()) << "'" << fnName << "' of " << a.str() << " and " << b.str() << ": "
+                             << (shape ? "needs numbers" : "shapes do not broadcast");
           return failure();
         }
         e.sema.type = {promote(a.elem, b.elem), *shape};
@@ -776,8 +826,8 @@ LogicalResult Checker::builtin(ast::CallExpr &e, Builtin fn, ast::Expr *receiver
     auto ab = broadcast(a.dims, b.dims);
     auto all = ab ? broadcast(c.dims, *ab) : std::nullopt;
     if (!all) {
-      emitError(e.loc()) << "shape mismatch: 'where' of " << c.str() << ", " << a.str()
-                         << " and " << b.str() << " do not broadcast";
+      emitError(e.loc()) << "shape mismatch: 'where' of " << c.str() << ", " << a.str() << " and "
+                         << b.str() << " do not broadcast";
       return failure();
     }
     e.sema.type = {promote(a.elem, b.elem), *all};
@@ -810,8 +860,7 @@ LogicalResult Checker::builtin(ast::CallExpr &e, Builtin fn, ast::Expr *receiver
   llvm_unreachable("unknown builtin");
 }
 
-FailureOr<int> Checker::sitePattern(ast::Expr &e, std::optional<int64_t> layer,
-                                    bool &wildcard) {
+FailureOr<int> Checker::sitePattern(ast::Expr &e, std::optional<int64_t> layer, bool &wildcard) {
   // Patterns are paths, resolved structurally so that `*` can stand for a layer index.
   if (auto *n = dyn_cast<ast::NameExpr>(&e)) {
     if (n->name == "logits" || n->name == "samples" || n->name == "result")
@@ -820,8 +869,8 @@ FailureOr<int> Checker::sitePattern(ast::Expr &e, std::optional<int64_t> layer,
     if (n->name == "model")
       path = "model";
     if (!path) {
-      emitError(e.loc()) << "cache(...) takes site paths such as 'layers[*].output'; '"
-                         << n->name << "' is not a module or site";
+      emitError(e.loc()) << "cache(...) takes site paths such as 'layers[*].output'; '" << n->name
+                         << "' is not a module or site";
       return failure();
     }
     return -2 - arch.findModule(*path); // a module, encoded below -1
@@ -845,9 +894,9 @@ FailureOr<int> Checker::sitePattern(ast::Expr &e, std::optional<int64_t> layer,
         return failure();
       int64_t n = arch.config().layers;
       if (*v < -n || *v >= n) {
-        emitError(ix->subscripts[0].loc) << "layer index " << *v
-                                         << " is out of range: the model has " << n
-                                         << " layers (0.." << n - 1 << ", or -" << n << "..-1)";
+        emitError(ix->subscripts[0].loc)
+            << "layer index " << *v << " is out of range: the model has " << n << " layers (0.."
+            << n - 1 << ", or -" << n << "..-1)";
         return failure();
       }
       i = *v < 0 ? *v + n : *v;
@@ -877,8 +926,8 @@ FailureOr<int> Checker::sitePattern(ast::Expr &e, std::optional<int64_t> layer,
         return -2 - child;
       candidates.push_back(arch.modules()[child].name);
     }
-    emitError(e.loc()) << "unknown module or accessor '" << m->member << "' in '" << mod.path
-                       << "'" << didYouMean(m->member, candidates);
+    emitError(e.loc()) << "unknown module or accessor '" << m->member << "' in '" << mod.path << "'"
+                       << didYouMean(m->member, candidates);
     return failure();
   }
   emitError(e.loc()) << "cache(...) takes site paths such as 'layers[*].output'";

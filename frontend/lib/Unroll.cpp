@@ -36,8 +36,7 @@ public:
     case K::FloatLit:
       return std::make_unique<ast::FloatLitExpr>(e->loc(), cast<ast::FloatLitExpr>(e)->value);
     case K::StringLit:
-      return std::make_unique<ast::StringLitExpr>(e->loc(),
-                                                  cast<ast::StringLitExpr>(e)->value);
+      return std::make_unique<ast::StringLitExpr>(e->loc(), cast<ast::StringLitExpr>(e)->value);
     case K::BoolLit:
       return std::make_unique<ast::BoolLitExpr>(e->loc(), cast<ast::BoolLitExpr>(e)->value);
     case K::Member: {
@@ -102,9 +101,9 @@ public:
     }
     case ast::Stmt::Kind::For: {
       auto *f = cast<ast::ForStmt>(s);
-      result = std::make_unique<ast::ForStmt>(f->loc(), f->var, f->varLoc, expr(f->lo.get()),
-                                              expr(f->hi.get()), expr(f->iter.get()),
-                                              block(f->body));
+      result =
+          std::make_unique<ast::ForStmt>(f->loc(), f->var, f->varLoc, expr(f->lo.get()),
+                                         expr(f->hi.get()), expr(f->iter.get()), block(f->body));
       break;
     }
     case ast::Stmt::Kind::Invoke: {
@@ -134,10 +133,14 @@ std::optional<int64_t> constantBound(const ast::Expr *e) {
     auto l = constantBound(b->lhs.get()), r = constantBound(b->rhs.get());
     if (l && r && std::abs(*l) < (int64_t(1) << 31) && std::abs(*r) < (int64_t(1) << 31)) {
       switch (b->op) {
-      case ast::BinaryOp::Add: return *l + *r;
-      case ast::BinaryOp::Sub: return *l - *r;
-      case ast::BinaryOp::Mul: return *l * *r;
-      default: break;
+      case ast::BinaryOp::Add:
+        return *l + *r;
+      case ast::BinaryOp::Sub:
+        return *l - *r;
+      case ast::BinaryOp::Mul:
+        return *l * *r;
+      default:
+        break;
       }
     }
   }
@@ -173,8 +176,8 @@ LogicalResult unrollRangeLoops(ast::Block &block) {
     }
     if (*hi - *lo > kMaxIterations) {
       emitError(f->loc()) << "loop 'for " << f->var << " in " << *lo << ".." << *hi
-                          << "' unrolls to " << *hi - *lo << " copies; at most "
-                          << kMaxIterations << " are allowed";
+                          << "' unrolls to " << *hi - *lo << " copies; at most " << kMaxIterations
+                          << " are allowed";
       ok = false;
       continue;
     }

@@ -6,9 +6,12 @@ namespace nnsc {
 
 const char *elemTypeName(ElemType elem) {
   switch (elem) {
-  case ElemType::F32: return "f32";
-  case ElemType::I64: return "i64";
-  case ElemType::Bool: return "bool";
+  case ElemType::F32:
+    return "f32";
+  case ElemType::I64:
+    return "i64";
+  case ElemType::Bool:
+    return "bool";
   }
   return "?";
 }

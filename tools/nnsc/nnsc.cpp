@@ -24,32 +24,34 @@ static cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input .nns 
                                           cl::init("-"), cl::value_desc("filename"));
 
 enum class Action { Syntax, AST, Saves, MLIR };
-static cl::opt<Action> emitAction(
-    "emit", cl::desc("What to produce"), cl::init(Action::MLIR),
-    cl::values(clEnumValN(Action::Syntax, "syntax", "check the syntax only"),
-               clEnumValN(Action::AST, "ast", "print the syntax tree"),
-               clEnumValN(Action::Saves, "saves",
-                          "print what each trace saves: name, type, per step or not"),
-               clEnumValN(Action::MLIR, "mlir", "print the verified nns IR (default)")));
+static cl::opt<Action>
+    emitAction("emit", cl::desc("What to produce"), cl::init(Action::MLIR),
+               cl::values(clEnumValN(Action::Syntax, "syntax", "check the syntax only"),
+                          clEnumValN(Action::AST, "ast", "print the syntax tree"),
+                          clEnumValN(Action::Saves, "saves",
+                                     "print what each trace saves: name, type, per step or not"),
+                          clEnumValN(Action::MLIR, "mlir", "print the verified nns IR (default)")));
 
-static cl::opt<std::string> modelPath(
-    "model", cl::desc("Model to compile against: a .gguf file or a Hugging Face model "
-                      "directory (default: the bundled SmolLM2, or $NNSC_MODEL)"),
-    cl::value_desc("path"), cl::init(""));
+static cl::opt<std::string>
+    modelPath("model",
+              cl::desc("Model to compile against: a .gguf file or a Hugging Face model "
+                       "directory (default: the bundled SmolLM2, or $NNSC_MODEL)"),
+              cl::value_desc("path"), cl::init(""));
 
-static cl::opt<bool> printSites(
-    "print-sites", cl::desc("Print the model's sites in firing order with their shapes and exit"),
-    cl::init(false));
+static cl::opt<bool>
+    printSites("print-sites",
+               cl::desc("Print the model's sites in firing order with their shapes and exit"),
+               cl::init(false));
 
 static cl::opt<bool> verifyDiagnostics(
     "verify-diagnostics",
     cl::desc("Check that emitted diagnostics match expected-* lines in the input"),
     cl::init(false));
 
-static cl::opt<bool> splitInputFile(
-    "split-input-file",
-    cl::desc("Split the input at '# -----' lines and compile each chunk on its own"),
-    cl::init(false));
+static cl::opt<bool>
+    splitInputFile("split-input-file",
+                   cl::desc("Split the input at '# -----' lines and compile each chunk on its own"),
+                   cl::init(false));
 
 static std::string resolveModelPath() {
   if (!modelPath.empty())
@@ -71,16 +73,14 @@ static void printSiteTable(const nnsc::schema::Architecture &arch) {
       else
         llvm::outs() << site.shape[i];
     }
-    llvm::outs() << "] "
-                 << (site.elementType == nnsc::schema::ElementType::F32 ? "f32" : "i64")
+    llvm::outs() << "] " << (site.elementType == nnsc::schema::ElementType::F32 ? "f32" : "i64")
                  << (site.writable ? "" : " read-only") << "\n";
   }
 }
 
 /// Parses, checks and lowers one buffer; diagnostics go through `context`'s handler.
 static mlir::LogicalResult compile(llvm::SourceMgr &sourceMgr, mlir::MLIRContext &context,
-                                   const nnsc::schema::Architecture *arch,
-                                   llvm::raw_ostream &os) {
+                                   const nnsc::schema::Architecture *arch, llvm::raw_ostream &os) {
   std::optional<nnsc::ast::Program> program = nnsc::parseProgram(sourceMgr, context);
   if (!program)
     return mlir::failure();
@@ -89,8 +89,11 @@ static mlir::LogicalResult compile(llvm::SourceMgr &sourceMgr, mlir::MLIRContext
     os << sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBufferIdentifier()
        << ": syntax ok\n";
     return mlir::success();
-  case Action::AST: nnsc::ast::print(*program, os); return mlir::success();
-  default: break;
+  case Action::AST:
+    nnsc::ast::print(*program, os);
+    return mlir::success();
+  default:
+    break;
   }
   std::vector<nnsc::SaveInfo> saves;
   if (mlir::failed(nnsc::checkProgram(*program, *arch, context, saves)))

@@ -49,8 +49,7 @@ static LogicalResult verifyBroadcastsTo(Operation *op, RankedTensorType value,
   SmallVector<int64_t> shape;
   if (failed(broadcastShapes(value.getShape(), target.getShape(), shape)) ||
       ArrayRef<int64_t>(shape) != target.getShape())
-    return op->emitOpError() << what << " of type " << value << " does not broadcast to "
-                             << target;
+    return op->emitOpError() << what << " of type " << value << " does not broadcast to " << target;
   return success();
 }
 
@@ -65,20 +64,19 @@ static LogicalResult verifySitePath(Operation *op, StringRef path, Phase phase, 
                      .Default(std::nullopt);
   if (special) {
     if (*special != phase)
-      return op->emitOpError("site '") << path << "' fires in phase '"
-                                       << stringifyPhase(*special) << "', not '"
-                                       << stringifyPhase(phase) << "'";
+      return op->emitOpError("site '") << path << "' fires in phase '" << stringifyPhase(*special)
+                                       << "', not '" << stringifyPhase(phase) << "'";
     return success();
   }
   SmallVector<StringRef> parts;
   path.split(parts, '.');
   if (parts.size() < 2 || llvm::any_of(parts, [](StringRef p) { return p.empty(); }))
-    return op->emitOpError("site '") << path
-                                     << "' is not a dotted module path ending in an accessor";
+    return op->emitOpError("site '")
+           << path << "' is not a dotted module path ending in an accessor";
   StringRef accessor = parts.back();
   if (accessor != "output" && accessor != "input")
-    return op->emitOpError("site '") << path << "' has accessor '" << accessor
-                                     << "'; expected 'output' or 'input'";
+    return op->emitOpError("site '")
+           << path << "' has accessor '" << accessor << "'; expected 'output' or 'input'";
   if (phase != Phase::Forward)
     return op->emitOpError("module site '") << path << "' fires in phase 'forward'";
   return success();
@@ -148,8 +146,8 @@ static LogicalResult verifyYield(Operation *op, Region &region, TypeRange types)
     return success();
   auto yield = cast<YieldOp>(region.front().getTerminator());
   if (TypeRange(yield.getValues().getTypes()) != types)
-    return op->emitOpError("yields ") << yield.getValues().size()
-                                      << " values whose types do not match its results";
+    return op->emitOpError("yields ")
+           << yield.getValues().size() << " values whose types do not match its results";
   return success();
 }
 
@@ -158,8 +156,8 @@ LogicalResult InvokeOp::verify() {
   for (Operation *prev = (*this)->getPrevNode(); prev; prev = prev->getPrevNode())
     index += isa<InvokeOp>(prev);
   if (getIndexAttr().getInt() != index)
-    return emitOpError("index ") << getIndexAttr().getInt() << " does not match its position " << index
-                                 << " among the trace's invokes";
+    return emitOpError("index ") << getIndexAttr().getInt() << " does not match its position "
+                                 << index << " among the trace's invokes";
   return verifyYield(*this, getBody(), getResultTypes());
 }
 
@@ -170,8 +168,8 @@ LogicalResult StepsOp::verify() {
   if (getStrideAttr().getInt() < 1)
     return emitOpError("stride must be positive");
   if (IntegerAttr stop = getStopAttr(); stop && stop.getInt() <= start)
-    return emitOpError("stop step ") << stop.getInt() << " must be greater than the start step "
-                                     << start;
+    return emitOpError("stop step ")
+           << stop.getInt() << " must be greater than the start step " << start;
   Block &body = getBody().front();
   auto stepType = RankedTensorType::get({}, IntegerType::get(getContext(), 64));
   if (body.getNumArguments() != 1 || body.getArgument(0).getType() != stepType)
@@ -200,8 +198,8 @@ LogicalResult SiteWriteOp::verify() {
     return failure();
   if (getPhase() == Phase::Result)
     return emitOpError("site 'result' is read-only");
-  return verifyBroadcastsTo(*this, tensorType(getValue()),
-                            cast<RankedTensorType>(getSiteType()), "value");
+  return verifyBroadcastsTo(*this, tensorType(getValue()), cast<RankedTensorType>(getSiteType()),
+                            "value");
 }
 
 LogicalResult SiteUpdateOp::verify() {
@@ -209,8 +207,8 @@ LogicalResult SiteUpdateOp::verify() {
     return failure();
   if (getPhase() == Phase::Result)
     return emitOpError("site 'result' is read-only");
-  return verifyBroadcastsTo(*this, tensorType(getValue()),
-                            cast<RankedTensorType>(getSiteType()), "value");
+  return verifyBroadcastsTo(*this, tensorType(getValue()), cast<RankedTensorType>(getSiteType()),
+                            "value");
 }
 
 LogicalResult CacheOp::verify() {
@@ -221,11 +219,11 @@ LogicalResult SkipOp::verify() {
   if (getModule().empty())
     return emitOpError("module path must not be empty");
   if (getInputOrderAttr().getInt() >= getOutputOrderAttr().getInt())
-    return emitOpError("input site order ") << getInputOrderAttr().getInt()
-                                            << " must precede the output site order "
-                                            << getOutputOrderAttr().getInt();
-  return verifyBroadcastsTo(*this, tensorType(getValue()),
-                            cast<RankedTensorType>(getOutputType()), "value");
+    return emitOpError("input site order ")
+           << getInputOrderAttr().getInt() << " must precede the output site order "
+           << getOutputOrderAttr().getInt();
+  return verifyBroadcastsTo(*this, tensorType(getValue()), cast<RankedTensorType>(getOutputType()),
+                            "value");
 }
 
 LogicalResult SaveOp::verify() {
@@ -348,11 +346,9 @@ LogicalResult WhereOp::verify() {
   if (!getCondition().getType().getElementType().isInteger(1))
     return emitOpError("condition must have element type i1");
   Type elem = getLhs().getType().getElementType();
-  if (elem != getRhs().getType().getElementType() ||
-      elem != getResult().getType().getElementType())
+  if (elem != getRhs().getType().getElementType() || elem != getResult().getType().getElementType())
     return emitOpError("values and result must have the same element type");
-  return verifyElementwiseShape(*this, {getCondition(), getLhs(), getRhs()},
-                                getResult().getType());
+  return verifyElementwiseShape(*this, {getCondition(), getLhs(), getRhs()}, getResult().getType());
 }
 
 LogicalResult TopKOp::verify() {
@@ -396,8 +392,8 @@ LogicalResult SelectOp::verify() {
   if (!ShapedType::isDynamic(size) && matchPattern(getIndex(), m_ConstantInt(&index))) {
     int64_t i = index.getSExtValue();
     if (i < -size || i >= size)
-      return emitOpError("index ") << i << " is out of range for dimension " << dim
-                                   << " of size " << size;
+      return emitOpError("index ")
+             << i << " is out of range for dimension " << dim << " of size " << size;
   }
   auto expected =
       RankedTensorType::get(withoutDim(source.getShape(), dim), source.getElementType());
@@ -412,9 +408,8 @@ LogicalResult SliceOp::verify() {
     return failure();
   if (getStrideAttr().getInt() < 1)
     return emitOpError("stride must be positive");
-  RankedTensorType expected = inferSliceType(source, getDimAttr().getInt(),
-                                             getStartAttr().getInt(), getStopAttr(),
-                                             getStrideAttr().getInt());
+  RankedTensorType expected = inferSliceType(source, getDimAttr().getInt(), getStartAttr().getInt(),
+                                             getStopAttr(), getStrideAttr().getInt());
   if (getResult().getType() != expected)
     return emitOpError("result type must be ") << expected;
   return success();
@@ -440,7 +435,7 @@ LogicalResult SliceScatterOp::verify() {
   if (getResult().getType() != dest)
     return emitOpError("result type must match the destination type");
   RankedTensorType slot = inferSliceType(dest, getDimAttr().getInt(), getStartAttr().getInt(),
-                                        getStopAttr(), getStrideAttr().getInt());
+                                         getStopAttr(), getStrideAttr().getInt());
   return verifyBroadcastsTo(*this, getValue().getType(), slot, "value");
 }
 

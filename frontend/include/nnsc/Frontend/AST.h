@@ -29,9 +29,35 @@ namespace nnsc::ast {
 /// The built-in functions and methods (PyTorch names), plus the trace statements written as
 /// calls.
 enum class Builtin {
-  Sum, Mean, Max, Min, ArgMax, ArgMin, Norm, Softmax, LogSoftmax, Exp, Log, Sqrt, Abs, Relu,
-  Gelu, Silu, Tanh, Sigmoid, Clamp, Where, ZerosLike, OnesLike, TopK, Float, Save, Skip, Stop,
-  Finish, Cache
+  Sum,
+  Mean,
+  Max,
+  Min,
+  ArgMax,
+  ArgMin,
+  Norm,
+  Softmax,
+  LogSoftmax,
+  Exp,
+  Log,
+  Sqrt,
+  Abs,
+  Relu,
+  Gelu,
+  Silu,
+  Tanh,
+  Sigmoid,
+  Clamp,
+  Where,
+  ZerosLike,
+  OnesLike,
+  TopK,
+  Float,
+  Save,
+  Skip,
+  Stop,
+  Finish,
+  Cache
 };
 
 /// What an expression denotes, decided by Sema.
@@ -73,7 +99,18 @@ struct ExprSema {
 
 class Expr {
 public:
-  enum class Kind { Name, IntLit, FloatLit, StringLit, BoolLit, Member, Index, Call, Unary, Binary };
+  enum class Kind {
+    Name,
+    IntLit,
+    FloatLit,
+    StringLit,
+    BoolLit,
+    Member,
+    Index,
+    Call,
+    Unary,
+    Binary
+  };
 
   virtual ~Expr() = default;
   Kind getKind() const { return kind; }
@@ -142,7 +179,7 @@ struct Subscript {
   enum class Kind { Index, Slice, Wildcard };
   Kind kind;
   mlir::Location loc;
-  ExprPtr index; // Kind::Index
+  ExprPtr index;          // Kind::Index
   ExprPtr lo, hi, stride; // Kind::Slice, each optional
 };
 

@@ -14,9 +14,8 @@ namespace nnsc {
 /// Builds the nns module of a program that checkProgram accepted (it relies on Sema's
 /// annotations): one `nns.param` per param, one `nns.trace` per trace (`@main` when unnamed).
 /// The caller verifies the result.
-mlir::OwningOpRef<mlir::ModuleOp> mlirGen(const ast::Program &program,
-                                          const schema::Architecture &arch,
-                                          mlir::MLIRContext &context);
+mlir::OwningOpRef<mlir::ModuleOp>
+mlirGen(const ast::Program &program, const schema::Architecture &arch, mlir::MLIRContext &context);
 
 } // namespace nnsc
 

@@ -30,9 +30,7 @@ struct ValueType {
   /// Sizes; a negative entry is a token dimension (see tokenDim).
   llvm::SmallVector<int64_t, 4> dims;
 
-  bool operator==(const ValueType &other) const {
-    return elem == other.elem && dims == other.dims;
-  }
+  bool operator==(const ValueType &other) const { return elem == other.elem && dims == other.dims; }
   bool isScalar() const { return dims.empty(); }
   /// "f32[T, 576]", "i64", "bool[5]".
   std::string str() const;
