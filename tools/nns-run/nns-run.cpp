@@ -30,6 +30,8 @@ namespace {
 struct Prompt {
   std::optional<std::string> text;
   std::vector<int32_t> ids;
+  /// A per-request --max-tokens from the prompts file.
+  std::optional<int64_t> maxTokens;
 };
 
 struct Options {
@@ -43,7 +45,19 @@ struct Options {
   SchedulerConfig scheduler;
   bool json = false;
   std::string dumpLogits;
+  /// Sites to save ("all": every forward-pass site) and sites to scale in place.
+  std::vector<std::string> capture;
+  std::vector<std::pair<std::string, double>> scale;
+  std::string save;
   bool quiet = false;
+};
+
+/// Site values saved by --capture: rows of every step, per site and request.
+struct Captures {
+  std::map<std::string, std::vector<torch::Tensor>> rows;
+  /// Sequence number of each site's first firing (its place in firing order).
+  std::map<std::string, int64_t> order;
+  int64_t fired = 0;
 };
 
 [[noreturn]] void fail(const std::string &message) {
@@ -60,7 +74,8 @@ Runs prompts through the paged-attention engine with continuous batching.
   --model PATH               .gguf file or Hugging Face model directory (default: SmolLM2-135M)
   --prompt TEXT              a prompt (repeatable)
   --prompt-ids 1,2,3         a prompt given as token ids (repeatable)
-  --prompts FILE.jsonl       one request per line: {"prompt": ...} or {"ids": [...]}
+  --prompts FILE.jsonl       one request per line: {"prompt": ...} or {"ids": [...]},
+                             optionally with "max_tokens"
   --chat                     wrap each text prompt in the model's chat template
   --max-tokens N             completion tokens per request (default 64)
   --temperature T            0 is greedy (default 0)
@@ -69,6 +84,10 @@ Runs prompts through the paged-attention engine with continuous batching.
   --threads N                intra-op threads (default 2)
   --max-num-seqs N, --max-num-batched-tokens N, --max-model-len N,
   --num-blocks N, --block-size N, --no-prefix-caching
+  --capture SITE             save a site's rows of every step (repeatable; 'all': every
+                             forward-pass site) to the --save file as '<site>.<i>'
+  --scale SITE=F             multiply a site's value by F (replacing it) for every request
+  --save FILE                safetensors file for --capture
   --json                     print one JSON object per request instead of text
   --dump-logits FILE         save every sampled step's logits as safetensors ('logits.<i>')
   --quiet                    no progress or statistics on stderr
@@ -124,6 +143,11 @@ void readJsonl(const std::string &path, std::vector<Prompt> &prompts) {
         fail(where + "'ids' is empty");
     } else {
       fail(where + "needs a string 'prompt' or an array 'ids'");
+    }
+    if (j.contains("max_tokens")) {
+      if (!j["max_tokens"].is_number_integer())
+        fail(where + "'max_tokens' must be an integer");
+      p.maxTokens = j["max_tokens"].get<int64_t>();
     }
     prompts.push_back(std::move(p));
   }
@@ -207,6 +231,20 @@ Options parseOptions(int argc, char **argv) {
       o.json = true;
     } else if (arg == "--dump-logits") {
       o.dumpLogits = value();
+    } else if (arg == "--capture") {
+      o.capture.push_back(value());
+    } else if (arg == "--scale") {
+      std::string v = value();
+      size_t eq = v.rfind('=');
+      if (eq == std::string::npos)
+        fail("--scale needs SITE=FACTOR, got '" + v + "'");
+      try {
+        o.scale.emplace_back(v.substr(0, eq), std::stod(v.substr(eq + 1)));
+      } catch (const std::exception &) {
+        fail("--scale: '" + v.substr(eq + 1) + "' is not a number");
+      }
+    } else if (arg == "--save") {
+      o.save = value();
     } else if (arg == "--quiet") {
       o.quiet = true;
     } else {
@@ -215,6 +253,8 @@ Options parseOptions(int argc, char **argv) {
   }
   if (o.prompts.empty())
     fail("no prompt given (use --prompt, --prompt-ids or --prompts)");
+  if (!o.capture.empty() && o.save.empty())
+    fail("--capture needs --save FILE");
   try {
     o.sampling.validate();
   } catch (const std::invalid_argument &e) {
@@ -321,20 +361,75 @@ int main(int argc, char **argv) {
 
   std::unique_ptr<LLMEngine> engine;
   std::vector<std::vector<torch::Tensor>> logits(o.prompts.size());
+  const schema::Architecture &arch = model->architecture();
+  Captures captures;
+  // One hook per site: the --scale factors first, then the capture (which so sees the
+  // replaced value, as a transformers hook registered after the replacing one does).
+  std::map<int, std::shared_ptr<SiteHook>> siteHooks;
+  auto addHook = [&](int site, std::shared_ptr<SiteHook> hook) {
+    std::shared_ptr<SiteHook> &slot = siteHooks[site];
+    if (!slot) {
+      slot = std::move(hook);
+      return;
+    }
+    slot = makeSiteHook([first = slot, second = std::move(hook)](
+                            int index, torch::Tensor &value, std::span<const TokenGroup> groups) {
+      first->run(index, value, groups);
+      second->run(index, value, groups);
+    });
+  };
+  auto siteIndex = [&](const std::string &path) {
+    int site = arch.findSite(path);
+    if (site < 0)
+      fail("no site '" + path + "' in this model (see nnsc --print-sites)");
+    return site;
+  };
+  for (const auto &[path, factor] : o.scale)
+    addHook(siteIndex(path), makeSiteHook([factor](int, torch::Tensor &value,
+                                                                  std::span<const TokenGroup> groups) {
+      for (const TokenGroup &g : groups)
+        value.narrow(0, g.tokenStart, g.tokenCount).mul_(factor);
+    }));
+  std::vector<int> captured;
+  for (const std::string &path : o.capture) {
+    if (path != "all") {
+      captured.push_back(siteIndex(path));
+      continue;
+    }
+    for (const schema::Site &site : arch.sites())
+      if (site.phase == schema::Phase::Forward)
+        captured.push_back(site.order);
+  }
+  for (int site : captured)
+    addHook(site, makeSiteHook([&captures, &arch](int index, torch::Tensor &value,
+                                                                 std::span<const TokenGroup> groups) {
+      const std::string &path = arch.sites()[size_t(index)].path;
+      captures.order.emplace(path, captures.fired++);
+      for (const TokenGroup &g : groups)
+        captures.rows[path + "." + std::to_string(g.request)].push_back(
+            value.narrow(0, g.tokenStart, g.tokenCount).to(torch::kFloat32, false, true));
+    }));
   try {
     engine = std::make_unique<LLMEngine>(model, o.scheduler, o.seed);
     for (size_t i = 0; i < o.prompts.size(); ++i) {
       std::shared_ptr<HookTable> hooks;
+      if (!siteHooks.empty())
+        hooks = std::make_shared<HookTable>(arch);
+      for (const auto &[site, hook] : siteHooks)
+        hooks->bind(site, hook);
       if (!o.dumpLogits.empty()) {
-        hooks = std::make_shared<HookTable>(model->architecture());
+        if (!hooks)
+          hooks = std::make_shared<HookTable>(arch);
         hooks->bind("logits", makeSiteHook([&logits, i](int, torch::Tensor &value,
                                                         std::span<const TokenGroup> groups) {
                       for (const TokenGroup &g : groups)
                         logits[i].push_back(value.narrow(0, g.tokenStart, g.tokenCount).clone());
                     }));
       }
+      SamplingParams params = o.sampling;
+      params.maxTokens = o.prompts[i].maxTokens.value_or(o.sampling.maxTokens);
       try {
-        engine->addRequest(o.prompts[i].ids, o.sampling, hooks);
+        engine->addRequest(o.prompts[i].ids, params, hooks);
       } catch (const std::invalid_argument &e) {
         fail("prompt " + std::to_string(i) + ": " + e.what());
       }
@@ -350,8 +445,12 @@ int main(int argc, char **argv) {
     decoder.emplace(*tok, /*skipSpecial=*/true);
   auto runStart = Clock::now();
   std::vector<RequestResult> results;
+  std::optional<double> firstToken;
   while (!engine->isFinished()) {
-    for (const StepOutput &out : engine->step())
+    std::vector<StepOutput> outputs = engine->step();
+    if (!firstToken && !outputs.empty())
+      firstToken = seconds(runStart, Clock::now());
+    for (const StepOutput &out : outputs)
       if (stream) {
         std::cout << decoder->step(out.token) << std::flush;
       }
@@ -388,11 +487,25 @@ int main(int argc, char **argv) {
         tensors["logits." + std::to_string(i)] = torch::cat(logits[i]);
     writeSafetensors(o.dumpLogits, tensors);
   }
+  if (!o.save.empty()) {
+    std::map<std::string, torch::Tensor> tensors;
+    for (const auto &[name, parts] : captures.rows)
+      tensors[name] = torch::cat(parts);
+    for (const auto &[path, order] : captures.order)
+      tensors[path + ".order"] = torch::tensor(order, torch::kInt64);
+    writeSafetensors(o.save, tensors);
+  }
   if (!o.quiet)
     std::cerr << "requests " << results.size() << ", prompt tokens " << promptTokens
               << ", generated " << generated << " in " << elapsed << " s: "
               << (elapsed > 0 ? double(generated) / elapsed : 0.0) << " tok/s"
               << ", prefix cache hit tokens "
-              << engine->getScheduler().blockManager().numHitTokens() << "\n";
+              << engine->getScheduler().blockManager().numHitTokens() << "\n"
+              << "first token after " << firstToken.value_or(0.0) << " s, then "
+              << (elapsed > firstToken.value_or(0.0)
+                      ? double(generated - int64_t(results.size())) /
+                            (elapsed - firstToken.value_or(0.0))
+                      : 0.0)
+              << " tok/s\n";
   return 0;
 }

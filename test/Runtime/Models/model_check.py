@@ -3,6 +3,7 @@
   model_check.py tiny NNS_RUN WORKDIR     tiny random Llama/Qwen2/Qwen3/Mistral models
   model_check.py smollm NNS_RUN WORKDIR GGUF   SmolLM2-135M from the GGUF (dequantized by transformers)
   model_check.py batching NNS_RUN WORKDIR     64 concurrent requests vs one at a time, prefix hits
+  model_check.py hooks NNS_RUN WORKDIR        site values and replacements vs transformers hooks
 
 Each mode writes models/prompts into WORKDIR, runs nns-run, and compares with transformers:
 logits of every generated step against a transformers forward over prompt + completion
@@ -181,6 +182,104 @@ def mode_batching(nns_run, workdir):
     print("prefix cache: %d hit tokens, outputs identical to prefix caching off" % hits)
 
 
+def first_tensor(value):
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):
+        return value[0]
+    return None
+
+
+def hf_sites(model, ids, scales):
+    """Every module's input and output in hook firing order for one forward over `ids`, with
+    `scales` ({site: factor}) applied by hooks that replace the value, registered first."""
+    events, handles = [], []
+
+    def register(name, module, kind, hook):
+        if kind == "input":
+            handles.append(module.register_forward_pre_hook(hook, with_kwargs=True))
+        else:
+            handles.append(module.register_forward_hook(hook, with_kwargs=True))
+
+    def scaler(factor, kind):
+        def pre(mod, args, kwargs):
+            if args:
+                return (args[0] * factor,) + tuple(args[1:]), kwargs
+            return args, dict(kwargs, hidden_states=kwargs["hidden_states"] * factor)
+
+        def post(mod, args, kwargs, out):
+            if isinstance(out, tuple):
+                return (out[0] * factor,) + tuple(out[1:])
+            return out * factor
+        return pre if kind == "input" else post
+
+    modules = [(n, m) for n, m in model.named_modules()
+               if n and n != "model" and not n.endswith("rotary_emb")]
+    for name, module in modules:
+        for kind in ("input", "output"):
+            if name + "." + kind in scales:
+                register(name, module, kind, scaler(scales[name + "." + kind], kind))
+    for name, module in modules:
+        def pre(mod, args, kwargs, name=name):
+            x = first_tensor(args[0]) if args else first_tensor(kwargs.get("hidden_states"))
+            events.append((name + ".input", x[0].detach().clone()))
+
+        def post(mod, args, kwargs, out, name=name):
+            events.append((name + ".output", first_tensor(out)[0].detach().clone()))
+        register(name, module, "input", pre)
+        register(name, module, "output", post)
+    with torch.no_grad():
+        model(torch.tensor([ids]))
+    for handle in handles:
+        handle.remove()
+    return events
+
+
+def mode_hooks(nns_run, workdir):
+    """Every forward-pass site captured by nns-run (prefill and one decode step) equals the
+    transformers hook value, sites fire in transformers' hook order, and values replaced at a
+    few sites (input and output sites, residual and branch) flow as transformers hooks'."""
+    rng = random.Random(5)
+    scales = {"model.layers.0.self_attn.q_proj.input": 1.5,
+              "model.layers.0.post_attention_layernorm.input": 0.5,
+              "model.layers.1.mlp.output": 0.25,
+              "model.layers.1.input": 2.0,
+              "model.layers.1.mlp.up_proj.input": 3.0}
+    for kind in ("qwen3", "llama"):
+        config = tiny_configs()[kind]
+        model, path = make_tiny(kind, config, workdir)
+        prompts = random_prompts(rng, config.vocab_size, 2, 5, 20)
+        save = os.path.join(workdir, kind + ".sites.safetensors")
+        extra = ["--max-tokens", "2", "--capture", "all", "--save", save]
+        for site, factor in scales.items():
+            extra += ["--scale", "%s=%s" % (site, factor)]
+        results, logits, _ = run_nns(nns_run, path, prompts, workdir, kind + "-hooks", extra)
+        saved = load_file(save)
+        order = sorted((int(v), k[:-len(".order")]) for k, v in saved.items()
+                       if k.endswith(".order"))
+        worst, count = 0.0, 0
+        for i, ids in enumerate(prompts):
+            full = ids + results[i]["ids"][:1]
+            events = hf_sites(model, full, scales)
+            if i == 0 and [n for n, _ in events] != [n for _, n in order]:
+                sys.exit("%s: site firing order differs from transformers" % kind)
+            for name, ref in events:
+                ours = torch.from_numpy(saved["%s.%d" % (name, i)])
+                if name.startswith("lm_head."):
+                    ref = ref[len(ids) - 1:]
+                ref = ref.float().reshape(ours.shape)
+                worst = max(worst, (ours - ref).abs().max().item())
+                count += 1
+            ref_logits = events[-1][1][len(ids) - 1:]
+            worst = max(worst, (torch.from_numpy(logits["logits.%d" % i]) - ref_logits)
+                        .abs().max().item())
+        if worst > TOL:
+            sys.exit("%s: site values differ from transformers by %.3g" % (kind, worst))
+        print("%s hooks: %d site values (prefill and decode, %d replaced sites) equal"
+              " transformers' within %.2e, firing order identical" % (kind, count, len(scales),
+                                                                     worst))
+
+
 def main():
     mode, nns_run, workdir = sys.argv[1:4]
     os.makedirs(workdir, exist_ok=True)
@@ -189,6 +288,8 @@ def main():
         mode_tiny(nns_run, workdir)
     elif mode == "smollm":
         mode_smollm(nns_run, workdir, sys.argv[4])
+    elif mode == "hooks":
+        mode_hooks(nns_run, workdir)
     elif mode == "batching":
         mode_batching(nns_run, workdir)
     else:

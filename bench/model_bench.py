@@ -1,0 +1,142 @@
+"""Engine benchmarks: decode vs the bandwidth roofline, throughput vs transformers generate,
+prefill, prefix-cache speedup. Every number comes from this run on this machine.
+
+usage: .venv/bin/python bench/model_bench.py [--build DIR] [--model GGUF] [--hf-requests N]
+                                             [--skip-hf] [--dtypes fp32,bf16]
+
+Progress goes to stderr; the results table (Markdown) to stdout.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def log(msg):
+    print("[bench] " + msg, file=sys.stderr, flush=True)
+
+
+def nns_run(args, build, model, prompts, extra):
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        for p in prompts:
+            f.write(json.dumps(p) + "\n")
+    cmd = [os.path.join(build, "bin", "nns-run"), "--model", model, "--prompts", f.name,
+           "--json", "--temperature", "0", "--ignore-eos", *extra]
+    log("$ " + " ".join(cmd))
+    start = time.time()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(proc.stderr)
+    os.unlink(f.name)
+    stats = proc.stderr.splitlines()
+    line = next(l for l in stats if l.startswith("requests "))
+    after = next(l for l in stats if l.startswith("first token after "))
+    m = re.search(r"prompt tokens (\d+), generated (\d+) in ([0-9.e+-]+) s", line)
+    hits = int(re.search(r"prefix cache hit tokens (\d+)", line).group(1))
+    ttft, decode = re.search(r"after ([0-9.e+-]+) s, then ([0-9.e+-]+) tok/s", after).groups()
+    return dict(prompt=int(m.group(1)), generated=int(m.group(2)), seconds=float(m.group(3)),
+                hits=hits, ttft=float(ttft), decode=float(decode), wall=time.time() - start)
+
+
+def weight_bytes(model, dtype):
+    """Bytes of weights a decode step reads: every parameter once (tied lm_head = embedding,
+    which decode reads as lm_head; the embedding lookup reads one row)."""
+    import gguf
+    r = gguf.GGUFReader(model)
+    params = sum(int(t.n_elements) for t in r.tensors)
+    return params * (4 if dtype == "fp32" else 2)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--model", default=os.path.join(ROOT, "models",
+                                                    "SmolLM2-135M-Instruct.Q4_1.gguf"))
+    ap.add_argument("--hf-requests", type=int, default=8,
+                    help="requests of the workload run through transformers generate")
+    ap.add_argument("--skip-hf", action="store_true")
+    ap.add_argument("--dtypes", default="fp32,bf16")
+    a = ap.parse_args()
+    rows = []
+
+    log("read bandwidth (2 threads)")
+    out = subprocess.run([os.path.join(a.build, "bin", "nnsc-bench-bandwidth"), "--threads",
+                          "2"], capture_output=True, text=True, check=True).stdout
+    bandwidth = float(re.search(r"([0-9.]+) GB/s", out).group(1))
+    rows.append(("read bandwidth, 2 threads", "%.1f GB/s" % bandwidth))
+
+    rng = random.Random(0)
+    short = [{"ids": [rng.randrange(1, 49152) for _ in range(8)]}]
+    for dtype in a.dtypes.split(","):
+        log("batch-1 decode, %s" % dtype)
+        r = nns_run(a, a.build, a.model, short, ["--max-tokens", "128", "--dtype", dtype])
+        roof = bandwidth * 1e9 / weight_bytes(a.model, dtype)
+        rows.append(("batch-1 decode %s" % dtype, "%.1f tok/s = %.0f%% of roofline %.1f tok/s"
+                     % (r["decode"], 100 * r["decode"] / roof, roof)))
+
+    log("prefill: 16 prompts x 512 tokens, fp32")
+    long_prompts = [{"ids": [rng.randrange(1, 49152) for _ in range(512)], "max_tokens": 1}
+                    for _ in range(16)]
+    r = nns_run(a, a.build, a.model, long_prompts, ["--max-tokens", "1"])
+    rows.append(("prefill fp32 (16 x 512 tokens)", "%.0f tok/s" % (r["prompt"] / r["seconds"])))
+
+    log("prefix cache: 32 prompts sharing a 480-token prefix")
+    prefix = [rng.randrange(1, 49152) for _ in range(480)]
+    shared = [{"ids": prefix + [rng.randrange(1, 49152) for _ in range(32)], "max_tokens": 1}
+              for _ in range(32)]
+    limit = ["--max-tokens", "1", "--max-num-batched-tokens", "1024"]
+    on = nns_run(a, a.build, a.model, shared, limit)
+    off = nns_run(a, a.build, a.model, shared, limit + ["--no-prefix-caching"])
+    rows.append(("prefix cache (32 x 512 tokens, 480 shared)",
+                 "%.2f s vs %.2f s without: %.1fx (%d hit tokens)"
+                 % (on["seconds"], off["seconds"], off["seconds"] / on["seconds"], on["hits"])))
+
+    log("throughput: 64 requests, in/out lengths U(32, 256)")
+    work = [{"ids": [rng.randrange(1, 49152) for _ in range(rng.randint(32, 256))],
+             "max_tokens": rng.randint(32, 256)} for _ in range(64)]
+    r = nns_run(a, a.build, a.model, work, ["--max-tokens", "256"])
+    ours = r["generated"] / r["seconds"]
+    rows.append(("throughput fp32, 64 requests", "%d tokens in %.1f s = %.1f tok/s"
+                 % (r["generated"], r["seconds"], ours)))
+
+    if not a.skip_hf:
+        import torch
+        import transformers
+        sys.path.insert(0, os.path.join(ROOT, "test", "Runtime", "Models"))
+        from model_check import load_gguf_model
+        torch.set_num_threads(2)
+        log("transformers: loading the same GGUF")
+        model = load_gguf_model(*os.path.split(a.model))
+        n = min(a.hf_requests, len(work))
+        generated, seconds = 0, 0.0
+        for i, req in enumerate(work[:n]):
+            log("transformers generate %d/%d (%d in, %d out)" % (i + 1, n, len(req["ids"]),
+                                                                 req["max_tokens"]))
+            ids = torch.tensor([req["ids"]])
+            start = time.time()
+            with torch.no_grad():
+                out = model.generate(ids, max_new_tokens=req["max_tokens"], do_sample=False,
+                                     min_new_tokens=req["max_tokens"], pad_token_id=0)
+            seconds += time.time() - start
+            generated += out.shape[1] - ids.shape[1]
+        hf = generated / seconds
+        rows.append(("transformers generate fp32 (first %d requests, one at a time)" % n,
+                     "%d tokens in %.1f s = %.1f tok/s" % (generated, seconds, hf)))
+        rows.append(("throughput ratio", "%.1fx" % (ours / hf)))
+
+    print("| benchmark | result |\n|---|---|")
+    for k, v in rows:
+        print("| %s | %s |" % (k, v))
+    print("\nload average during the run: %s" % open("/proc/loadavg").read().split()[:3])
+
+
+if __name__ == "__main__":
+    main()
