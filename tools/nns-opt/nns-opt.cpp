@@ -11,11 +11,15 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 #include "nnsc/Dialect/NNS/NNSDialect.h"
+#include "nnsc/Pipelines/Pipelines.h"
+#include "nnsc/Target/Bundle/KernelIR.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<nnsc::nns::NNSDialect, mlir::arith::ArithDialect, mlir::func::FuncDialect,
                   mlir::tensor::TensorDialect>();
+  nnsc::bundle::registerKernelIRDialects(registry);
+  nnsc::registerPipelines();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "nns dialect optimizer driver\n", registry));
 }

@@ -1,6 +1,7 @@
 // nns-lower-to-llvm: kernel-level IR (func/scf/arith/memref/llvm) becomes LLVM dialect only.
 // The memref views built from the nnsc_tensor fields fold into address arithmetic: no memref,
 // scf, arith or unrealized casts remain, and the kernel keeps the ABI's C signature.
+// RUN: nns-opt --nns-lower-to-llvm %nnsc_src_root/test/Target/Bundle/steer.mlir | FileCheck %s
 // RUN: nns-bundle-emit %nnsc_src_root/test/Target/Bundle/steer.mlir -emit=llvm-dialect | FileCheck %s
 
 // CHECK-LABEL: llvm.func @steer(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i32, %{{.*}}: !llvm.ptr) -> i32
