@@ -35,7 +35,7 @@ namespace {
 /// Builds the constant tables of one module; every global is private and constant.
 class Emitter {
 public:
-  Emitter(llvm::Module &module)
+  explicit Emitter(llvm::Module &module)
       : module(module), context(module.getContext()), types(ManifestTypes::get(context)),
         ptr(llvm::PointerType::get(context, 0)), i32(llvm::Type::getInt32Ty(context)),
         i64(llvm::Type::getInt64Ty(context)) {}
