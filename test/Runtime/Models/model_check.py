@@ -21,6 +21,9 @@ import torch
 import transformers
 from safetensors.numpy import load_file
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "lib"))
+import reference  # noqa: E402
+
 TOL = 1e-3
 
 
@@ -109,26 +112,8 @@ def mode_tiny(nns_run, workdir):
         compare(kind, model, prompts, results, logits)
 
 
-def load_gguf_model(directory, name):
-    """transformers' own GGUF loading (config, dequantization, q/k un-permutation), as in
-    from_pretrained(directory, gguf_file=name) minus its device placement, which needs
-    accelerate."""
-    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
-    config = transformers.AutoConfig.from_pretrained(directory, gguf_file=name)
-    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    state = load_gguf_checkpoint(os.path.join(directory, name), return_tensors=True,
-                                 model_to_load=model)["tensors"]
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    if unexpected or [m for m in missing if m != "lm_head.weight"]:
-        sys.exit("transformers GGUF load: missing %s, unexpected %s" % (missing, unexpected))
-    model.tie_weights()
-    return model.eval()
-
-
 def mode_smollm(nns_run, workdir, gguf):
-    directory, name = os.path.split(gguf)
-    tok = transformers.AutoTokenizer.from_pretrained(directory, gguf_file=name)
-    model = load_gguf_model(directory, name)
+    model, tok = reference.load_gguf_reference(gguf)
     texts = [
         "The capital of France is", "def fibonacci(n):", "Once upon a time, in a small village,",
         "The three primary colors are", "Water boils at", "import numpy as np\nx = np.",
