@@ -85,6 +85,10 @@ static mlir::LogicalResult compile(mlir::ModuleOp module, KernelIREmit emit) {
   return mlir::success();
 }
 
+mlir::LogicalResult emitFromModule(mlir::ModuleOp module, KernelIREmit emit) {
+  return compile(module, emit);
+}
+
 /// Parses and compiles one buffer (the whole input, or one chunk of -split-input-file) in its
 /// own context, so that every chunk reports its diagnostics independently.
 static mlir::LogicalResult processBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,

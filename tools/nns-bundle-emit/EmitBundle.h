@@ -8,6 +8,7 @@
 #ifndef NNSC_TOOLS_EMITBUNDLE_H
 #define NNSC_TOOLS_EMITBUNDLE_H
 
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringRef.h"
 
 namespace nnsc {
@@ -17,6 +18,10 @@ enum class KernelIREmit {
   LLVM,        ///< optimized LLVM IR of the bundle
   Bundle,      ///< the linked shared object
 };
+
+/// Compiles `module`, kernel-level IR in a context with the kernel-level IR dialects, as the
+/// options of EmitBundle.cpp (-o, --target, ...) say: the nnsc driver's back end.
+mlir::LogicalResult emitFromModule(mlir::ModuleOp module, KernelIREmit emit);
 
 /// Compiles the kernel-level IR in `inputFilename`; returns the process exit code. With
 /// `verifyDiagnostics`, checks the emitted diagnostics against expected-* comments instead;

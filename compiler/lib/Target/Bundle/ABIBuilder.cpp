@@ -141,7 +141,11 @@ static Value makeView(OpBuilder &builder, Location loc, Value data, Value offset
   Type i64 = builder.getI64Type();
   auto array = LLVM::LLVMArrayType::get(i64, rank);
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  auto descriptorType = LLVM::LLVMStructType::getLiteral(ctx, {ptr, ptr, i64, array, array});
+  // A 0-d memref's descriptor has no size and stride arrays.
+  SmallVector<Type> fields{ptr, ptr, i64};
+  if (rank > 0)
+    fields.append({array, array});
+  auto descriptorType = LLVM::LLVMStructType::getLiteral(ctx, fields);
   Value descriptor = LLVM::UndefOp::create(builder, loc, descriptorType);
   descriptor = LLVM::InsertValueOp::create(builder, loc, descriptor, data, ArrayRef<int64_t>{0});
   descriptor = LLVM::InsertValueOp::create(builder, loc, descriptor, data, ArrayRef<int64_t>{1});
@@ -176,6 +180,11 @@ Value ABIBuilder::view(Value tensor, int64_t rank, Type elementType) {
     sizes.push_back(shape(tensor, d));
     strides.push_back(stride(tensor, d));
   }
+  return makeView(builder, loc, data, i64(0), sizes, strides, elementType);
+}
+
+Value ABIBuilder::pointerView(Value data, ArrayRef<Value> sizes, ArrayRef<Value> strides,
+                               Type elementType) {
   return makeView(builder, loc, data, i64(0), sizes, strides, elementType);
 }
 

@@ -67,6 +67,10 @@ public:
                        mlir::Type elementType);
   /// The whole tensor (a param) as a strided memref of static rank `rank`.
   mlir::Value view(mlir::Value tensor, int64_t rank, mlir::Type elementType);
+  /// A strided memref of static rank `sizes.size()` over raw memory at `data` (an !llvm.ptr,
+  /// e.g. a frame slot or a heap copy), with element strides `strides` and offset 0.
+  mlir::Value pointerView(mlir::Value data, llvm::ArrayRef<mlir::Value> sizes,
+                          llvm::ArrayRef<mlir::Value> strides, mlir::Type elementType);
   /// i1: 0 <= row and row + rows <= shape[0].
   mlir::Value rowsInBounds(mlir::Value tensor, mlir::Value row, mlir::Value rows);
 
