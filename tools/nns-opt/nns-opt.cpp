@@ -10,7 +10,9 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
+#include "nnsc/Conversion/Passes.h"
 #include "nnsc/Dialect/NNS/NNSDialect.h"
+#include "nnsc/Dialect/NNS/Passes.h"
 #include "nnsc/Pipelines/Pipelines.h"
 #include "nnsc/Target/Bundle/KernelIR.h"
 
@@ -20,6 +22,8 @@ int main(int argc, char **argv) {
                   mlir::tensor::TensorDialect>();
   nnsc::bundle::registerKernelIRDialects(registry);
   nnsc::registerPipelines();
+  nnsc::nns::registerNNSPasses();
+  nnsc::registerNNSCConversionPasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "nns dialect optimizer driver\n", registry));
 }

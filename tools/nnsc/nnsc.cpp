@@ -3,6 +3,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/ToolUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -10,7 +11,12 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "EmitBundle.h"
+#include "nnsc/Conversion/Passes.h"
+#include "nnsc/Conversion/TargetInfo.h"
 #include "nnsc/Dialect/NNS/NNSDialect.h"
+#include "nnsc/Dialect/NNS/Passes.h"
+#include "nnsc/Target/Bundle/KernelIR.h"
 #include "nnsc/Frontend/MLIRGen.h"
 #include "nnsc/Frontend/Parser.h"
 #include "nnsc/Frontend/Sema.h"
@@ -23,14 +29,19 @@ namespace cl = llvm::cl;
 static cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<input .nns file>"),
                                           cl::init("-"), cl::value_desc("filename"));
 
-enum class Action { Syntax, AST, Saves, MLIR };
+enum class Action { Syntax, AST, Saves, MLIR, Scheduled, LLVM, Bundle };
 static cl::opt<Action>
     emitAction("emit", cl::desc("What to produce"), cl::init(Action::MLIR),
                cl::values(clEnumValN(Action::Syntax, "syntax", "check the syntax only"),
                           clEnumValN(Action::AST, "ast", "print the syntax tree"),
                           clEnumValN(Action::Saves, "saves",
                                      "print what each trace saves: name, type, per step or not"),
-                          clEnumValN(Action::MLIR, "mlir", "print the verified nns IR (default)")));
+                          clEnumValN(Action::MLIR, "mlir", "print the verified nns IR (default)"),
+                          clEnumValN(Action::Scheduled, "scheduled",
+                                     "print the per-site kernels after the scheduling passes"),
+                          clEnumValN(Action::LLVM, "llvm", "print the bundle's LLVM IR"),
+                          clEnumValN(Action::Bundle, "bundle",
+                                     "write the bundle (.nnsb shared object) to -o")));
 
 static cl::opt<std::string>
     modelPath("model",
@@ -78,6 +89,29 @@ static void printSiteTable(const nnsc::schema::Architecture &arch) {
   }
 }
 
+/// Schedules verified nns IR into per-site kernels and, past -emit=scheduled, hands the
+/// kernel-level IR to the back end (tools/nns-bundle-emit/EmitBundle.h, which owns -o and
+/// --target).
+static mlir::LogicalResult compileToBundle(mlir::ModuleOp module,
+                                          const nnsc::schema::Architecture &arch,
+                                          llvm::StringRef source, llvm::raw_ostream &os) {
+  if (mlir::failed(nnsc::kernels::annotateTarget(module, arch, source)))
+    return mlir::failure();
+  mlir::PassManager pm(module.getContext());
+  nnsc::nns::buildSchedulePipeline(pm);
+  if (emitAction != Action::Scheduled)
+    pm.addPass(nnsc::createNNSLowerToKernels());
+  if (mlir::failed(pm.run(module)))
+    return mlir::failure();
+  if (emitAction == Action::Scheduled) {
+    module.print(os);
+    os << "\n";
+    return mlir::success();
+  }
+  return nnsc::emitFromModule(module, emitAction == Action::LLVM ? nnsc::KernelIREmit::LLVM
+                                                                 : nnsc::KernelIREmit::Bundle);
+}
+
 /// Parses, checks and lowers one buffer; diagnostics go through `context`'s handler.
 static mlir::LogicalResult compile(llvm::SourceMgr &sourceMgr, mlir::MLIRContext &context,
                                    const nnsc::schema::Architecture *arch, llvm::raw_ostream &os) {
@@ -107,6 +141,10 @@ static mlir::LogicalResult compile(llvm::SourceMgr &sourceMgr, mlir::MLIRContext
   mlir::OwningOpRef<mlir::ModuleOp> module = nnsc::mlirGen(*program, *arch, context);
   if (mlir::failed(mlir::verify(*module)))
     return mlir::failure();
+  if (emitAction != Action::MLIR) {
+    llvm::StringRef source = sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();
+    return compileToBundle(*module, *arch, source, os);
+  }
   module->print(os);
   os << "\n";
   return mlir::success();
@@ -142,7 +180,9 @@ int main(int argc, char **argv) {
                           llvm::raw_ostream &os) -> mlir::LogicalResult {
     llvm::SourceMgr sourceMgr;
     sourceMgr.AddNewSourceBuffer(std::move(chunk), llvm::SMLoc());
-    mlir::MLIRContext context;
+    mlir::DialectRegistry registry;
+    nnsc::bundle::registerKernelIRDialects(registry);
+    mlir::MLIRContext context(registry);
     context.getOrLoadDialect<nnsc::nns::NNSDialect>();
     if (verifyDiagnostics) {
       mlir::SourceMgrDiagnosticVerifierHandler handler(sourceMgr, &context);

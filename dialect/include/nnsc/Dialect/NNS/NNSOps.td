@@ -567,4 +567,6 @@ def NNS_SliceScatterOp : NNS_Op<"slice_scatter", [Pure]> {
   let hasVerifier = 1;
 }
 
+include "nnsc/Dialect/NNS/NNSScheduleOps.td"
+
 #endif // NNSC_DIALECT_NNS_NNSOPS_TD

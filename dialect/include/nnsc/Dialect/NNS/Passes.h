@@ -1,0 +1,33 @@
+//===- Passes.h - scheduling passes of the nns dialect ----------*- C++ -*-===//
+
+#ifndef NNSC_DIALECT_NNS_PASSES_H
+#define NNSC_DIALECT_NNS_PASSES_H
+
+#include "nnsc/Dialect/NNS/NNSOps.h"
+
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace nnsc::nns {
+
+#define GEN_PASS_DECL
+#include "nnsc/Dialect/NNS/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "nnsc/Dialect/NNS/Passes.h.inc"
+
+/// The scheduling passes in order: assign sites, step guards, order invokes, allocate the
+/// frame, fuse sites.
+void buildSchedulePipeline(mlir::OpPassManager &pm);
+
+/// Names of the attributes the scheduling passes attach.
+constexpr const char *kAtAttr = "nns.at";
+constexpr const char *kGuardAttr = "nns.guard";
+constexpr const char *kInvokeAttr = "nns.invoke";
+constexpr const char *kFrameAttr = "nns.frame";
+constexpr const char *kFrameBytesAttr = "nns.frame_bytes";
+constexpr const char *kTracesAttr = "nns.traces";
+
+} // namespace nnsc::nns
+
+#endif // NNSC_DIALECT_NNS_PASSES_H

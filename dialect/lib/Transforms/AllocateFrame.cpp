@@ -1,0 +1,53 @@
+//===- AllocateFrame.cpp - nns-allocate-frame -----------------------------===//
+
+#include "ScheduleUtils.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+
+namespace nnsc::nns {
+#define GEN_PASS_DEF_NNSALLOCATEFRAME
+#include "nnsc/Dialect/NNS/Passes.h.inc"
+
+namespace {
+
+/// Bytes of a frame slot: the elements inline, or a pointer and a row count when the shape has
+/// the token dimension.
+int64_t slotBytes(RankedTensorType type) {
+  if (!type.hasStaticShape())
+    return 16;
+  int64_t elementBytes = type.getElementType().isInteger(1) ? 1 : type.getElementTypeBitWidth() / 8;
+  return llvm::alignTo(type.getNumElements() * elementBytes, 8);
+}
+
+struct AllocateFrame : impl::NNSAllocateFrameBase<AllocateFrame> {
+  void runOnOperation() override {
+    OpBuilder builder(&getContext());
+    for (auto trace : getOperation().getOps<TraceOp>()) {
+      int64_t bytes = 0;
+      trace.walk([&](Operation *op) {
+        if (op->getNumResults() == 0 || siteOf(op) < 0 || isa<TraceOp>(op))
+          return;
+        RunContext context = contextOf(op);
+        SmallVector<int64_t> offsets;
+        bool any = false;
+        for (Value result : op->getResults()) {
+          bool crosses = llvm::any_of(result.getUsers(),
+                                      [&](Operation *user) { return contextOf(user) != context; });
+          offsets.push_back(crosses ? bytes : -1);
+          if (crosses) {
+            bytes += slotBytes(cast<RankedTensorType>(result.getType()));
+            any = true;
+          }
+        }
+        if (any)
+          op->setAttr(kFrameAttr, builder.getDenseI64ArrayAttr(offsets));
+      });
+      trace->setAttr(kFrameBytesAttr, builder.getI64IntegerAttr(bytes));
+    }
+  }
+};
+
+} // namespace
+} // namespace nnsc::nns

@@ -1,0 +1,93 @@
+//===- AssignSites.cpp - nns-assign-sites ---------------------------------===//
+
+#include "ScheduleUtils.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+
+namespace nnsc::nns {
+#define GEN_PASS_DEF_NNSASSIGNSITES
+#include "nnsc/Dialect/NNS/Passes.h.inc"
+
+namespace {
+
+/// The firing order a side effect is bound to, if it is bound to one.
+std::optional<int64_t> fixedSite(Operation *op) {
+  if (auto read = dyn_cast<SiteReadOp>(op))
+    return read.getOrder();
+  if (auto write = dyn_cast<SiteWriteOp>(op))
+    return write.getOrder();
+  if (auto update = dyn_cast<SiteUpdateOp>(op))
+    return update.getOrder();
+  if (auto cache = dyn_cast<CacheOp>(op))
+    return cache.getOrder();
+  if (auto skip = dyn_cast<SkipOp>(op))
+    return skip.getInputOrder();
+  return std::nullopt;
+}
+
+struct AssignSites : impl::NNSAssignSitesBase<AssignSites> {
+  void runOnOperation() override {
+    for (auto trace : getOperation().getOps<TraceOp>())
+      if (failed(assign(trace)))
+        return signalPassFailure();
+  }
+
+  LogicalResult assign(TraceOp trace) {
+    int64_t first = -1, last = -1;
+    trace.walk([&](Operation *op) {
+      if (std::optional<int64_t> site = fixedSite(op)) {
+        first = first < 0 ? *site : std::min(first, *site);
+        last = std::max(last, *site);
+      }
+    });
+    OpBuilder builder(trace.getContext());
+    auto set = [&](Operation *op, int64_t site) {
+      op->setAttr(kAtAttr, builder.getI64IntegerAttr(site));
+    };
+    // Post-order: an op's operands and nested ops are assigned before the op itself.
+    WalkResult result = trace.walk([&](Operation *op) -> WalkResult {
+      if (isa<TraceOp, StepsOp, YieldOp>(op))
+        return WalkResult::advance();
+      int64_t site = -1;
+      Operation *source = nullptr;
+      for (Value operand : op->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (def && siteOf(def) > site) {
+          site = siteOf(def);
+          source = def;
+        }
+      }
+      for (Region &region : op->getRegions())
+        region.walk([&](Operation *nested) {
+          if (!isa<YieldOp>(nested))
+            site = std::max(site, siteOf(nested));
+        });
+      if (std::optional<int64_t> own = fixedSite(op)) {
+        if (site > *own) {
+          InFlightDiagnostic diag = op->emitError()
+                                    << "uses a value that exists only at site event " << site
+                                    << ", after this site (" << *own << ") has fired";
+          diag.attachNote(source->getLoc()) << "the value is computed here";
+          return WalkResult::interrupt();
+        }
+        site = *own;
+      } else if (isa<StopOp, FinishOp>(op)) {
+        site = last;
+      } else if (isa<SaveOp>(op) && site < 0) {
+        site = first;
+      }
+      if (site < 0 && (isa<SaveOp, StopOp, FinishOp>(op))) {
+        op->emitError() << "'" << op->getName() << "' needs at least one site in its trace";
+        return WalkResult::interrupt();
+      }
+      set(op, site);
+      return WalkResult::advance();
+    });
+    return failure(result.wasInterrupted());
+  }
+};
+
+} // namespace
+} // namespace nnsc::nns

@@ -1,0 +1,303 @@
+//===- FuseSites.cpp - nns-fuse-sites -------------------------------------===//
+
+#include "ScheduleUtils.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace nnsc::nns {
+#define GEN_PASS_DEF_NNSFUSESITES
+#include "nnsc/Dialect/NNS/Passes.h.inc"
+
+namespace {
+
+/// Path, phase and access of one site as a trace uses it.
+struct SiteUse {
+  std::string path;
+  Phase phase = Phase::Forward;
+  bool read = false, write = false, skip = false;
+};
+
+/// The frame slot holding `value`, or -1.
+int64_t frameOffset(Value value) {
+  auto result = dyn_cast<OpResult>(value);
+  if (!result)
+    return -1;
+  auto offsets = result.getOwner()->getAttrOfType<DenseI64ArrayAttr>(kFrameAttr);
+  return offsets ? offsets[result.getResultNumber()] : -1;
+}
+
+bool guardIncludesPrefill(Attribute guard) {
+  auto range = dyn_cast_or_null<DenseI64ArrayAttr>(guard);
+  return !range || range[0] == 0;
+}
+
+/// Builds the kernel of one site of one trace by copying the ops assigned to it.
+class KernelBuilder {
+public:
+  KernelBuilder(KernelOp kernel, int64_t site) : kernel(kernel), site(site) {}
+
+  void copyBlock(Block &source, OpBuilder &builder) {
+    for (Operation &op : source) {
+      if (isa<YieldOp>(op))
+        continue;
+      if (auto ifOp = dyn_cast<IfOp>(op)) {
+        if (containsSite(ifOp))
+          copyIf(ifOp, builder);
+        continue;
+      }
+      if (siteOf(&op) != site)
+        continue;
+      for (Value operand : op.getOperands())
+        mapping.map(operand, lookup(operand, &op, builder));
+      Operation *copy = builder.clone(op, mapping);
+      copy->removeAttr(kFrameAttr);
+      storeResults(&op, copy, builder);
+    }
+  }
+
+private:
+  bool containsSite(IfOp ifOp) {
+    return ifOp
+        ->walk([&](Operation *op) {
+          return !isa<IfOp, YieldOp>(op) && siteOf(op) == site ? WalkResult::interrupt()
+                                                               : WalkResult::advance();
+        })
+        .wasInterrupted();
+  }
+
+  void copyIf(IfOp ifOp, OpBuilder &builder) {
+    bool producesResults = siteOf(ifOp) == site;
+    Value condition = lookup(ifOp.getCondition(), ifOp, builder);
+    TypeRange types = producesResults ? TypeRange(ifOp.getResultTypes()) : TypeRange();
+    auto copy = IfOp::create(builder, ifOp.getLoc(), types, condition);
+    copy->setDiscardableAttrs(ifOp->getDiscardableAttrDictionary());
+    copy->removeAttr(kFrameAttr);
+    for (auto [from, to] : llvm::zip(ifOp->getRegions(), copy->getRegions())) {
+      if (from.empty())
+        continue;
+      Block *block = to.empty() ? builder.createBlock(&to) : &to.front();
+      OpBuilder inner = OpBuilder::atBlockBegin(block);
+      if (!block->empty())
+        inner.setInsertionPoint(block->getTerminator());
+      copyBlock(from.front(), inner);
+      SmallVector<Value> yielded;
+      if (producesResults)
+        for (Value v : cast<YieldOp>(from.front().getTerminator()).getValues())
+          yielded.push_back(lookup(v, ifOp, inner));
+      if (block->empty() || !isa<YieldOp>(block->back()))
+        YieldOp::create(inner, ifOp.getLoc(), yielded);
+    }
+    mapping.map(ifOp.getResults(), copy.getResults());
+    if (producesResults)
+      storeResults(ifOp, copy, builder);
+  }
+
+  /// Frame accesses run under the step guard and invoke of the op they serve.
+  template <typename OpTy> OpTy markContext(OpTy op, Operation *served) {
+    Operation *top = topLevelOp(served);
+    for (StringRef name : {kGuardAttr, kInvokeAttr})
+      if (Attribute attr = top->getAttr(name))
+        op->setAttr(name, attr);
+    return op;
+  }
+
+  /// Keeps the results of `original` (copied as `copy`) that later site events need.
+  void storeResults(Operation *original, Operation *copy, OpBuilder &builder) {
+    for (auto [from, to] : llvm::zip(original->getResults(), copy->getResults())) {
+      int64_t offset = frameOffset(from);
+      if (offset >= 0)
+        markContext(FrameStoreOp::create(builder, original->getLoc(), to, offset), original);
+    }
+  }
+
+  /// The value of `value` for `user` inside this kernel: the copy made here when it runs in
+  /// the same context, a recomputation of site-independent values, or a frame load.
+  Value lookup(Value value, Operation *user, OpBuilder &builder) {
+    Operation *def = value.getDefiningOp();
+    assert(def && "trace values are op results once loops and invokes are inlined");
+    if (siteOf(def) < 0)
+      return recompute(def, value);
+    int64_t offset = frameOffset(value);
+    if (offset < 0 || contextOf(def) == contextOf(user)) {
+      Value mapped = mapping.lookupOrNull(value);
+      assert(mapped && "a value used in its own context is copied before its use");
+      return mapped;
+    }
+    auto key = std::make_pair(value, builder.getInsertionBlock());
+    auto it = loads.find(key);
+    if (it != loads.end())
+      return it->second;
+    Value loaded =
+        markContext(FrameLoadOp::create(builder, def->getLoc(), value.getType(), offset), user);
+    loads[key] = loaded;
+    return loaded;
+  }
+
+  /// Site-independent values (constants, params, the step) are computed again at the start of
+  /// the kernel, where they dominate every use.
+  Value recompute(Operation *def, Value value) {
+    if (Value mapped = mapping.lookupOrNull(value))
+      return mapped;
+    OpBuilder builder(kernel.getContext());
+    Block &body = kernel.getBody().front();
+    if (lastRecomputed)
+      builder.setInsertionPointAfter(lastRecomputed);
+    else
+      builder.setInsertionPointToStart(&body);
+    for (Value operand : def->getOperands())
+      recompute(operand.getDefiningOp(), operand);
+    if (lastRecomputed)
+      builder.setInsertionPointAfter(lastRecomputed);
+    else
+      builder.setInsertionPointToStart(&body);
+    Operation *copy = builder.clone(*def, mapping);
+    copy->removeAttr(kGuardAttr);
+    copy->removeAttr(kInvokeAttr);
+    lastRecomputed = copy;
+    return mapping.lookup(value);
+  }
+
+  KernelOp kernel;
+  int64_t site;
+  IRMapping mapping;
+  llvm::DenseMap<std::pair<Value, Block *>, Value> loads;
+  Operation *lastRecomputed = nullptr;
+};
+
+struct FuseSites : impl::NNSFuseSitesBase<FuseSites> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    OpBuilder builder(&getContext());
+    SmallVector<Attribute> traces;
+    for (auto trace : llvm::make_early_inc_range(module.getOps<TraceOp>())) {
+      traces.push_back(describeTrace(trace, builder));
+      std::map<int64_t, SiteUse> sites = collectSites(trace);
+      for (auto &[site, use] : sites) {
+        SmallVector<Attribute> access;
+        for (auto [flag, name] : {std::pair{use.read, "read"}, std::pair{use.write, "write"},
+                                  std::pair{use.skip, "skip"}})
+          if (flag)
+            access.push_back(builder.getStringAttr(name));
+        builder.setInsertionPointToEnd(module.getBody());
+        auto kernel = KernelOp::create(
+            builder, trace.getLoc(), (trace.getSymName() + "_" + llvm::Twine(site)).str(),
+            trace.getSymName(), site, use.path, use.phase, builder.getArrayAttr(access));
+        OpBuilder inner = OpBuilder::atBlockBegin(builder.createBlock(&kernel.getBody()));
+        KernelBuilder(kernel, site).copyBlock(trace.getBody().front(), inner);
+      }
+      trace.erase();
+    }
+    module->setAttr(kTracesAttr, builder.getArrayAttr(traces));
+  }
+
+  std::map<int64_t, SiteUse> collectSites(TraceOp trace) {
+    std::map<int64_t, SiteUse> sites;
+    auto note = [&](int64_t order, StringRef path, Phase phase) -> SiteUse & {
+      SiteUse &use = sites[order];
+      use.path = path.str();
+      use.phase = phase;
+      return use;
+    };
+    trace.walk([&](Operation *op) {
+      if (auto read = dyn_cast<SiteReadOp>(op))
+        note(read.getOrder(), read.getPath(), read.getPhase()).read = true;
+      else if (auto cache = dyn_cast<CacheOp>(op))
+        note(cache.getOrder(), cache.getPath(), cache.getPhase()).read = true;
+      else if (auto write = dyn_cast<SiteWriteOp>(op))
+        note(write.getOrder(), write.getPath(), write.getPhase()).write = true;
+      else if (auto update = dyn_cast<SiteUpdateOp>(op)) {
+        SiteUse &use = note(update.getOrder(), update.getPath(), update.getPhase());
+        use.read = use.write = true;
+      } else if (auto skip = dyn_cast<SkipOp>(op)) {
+        SiteUse &use =
+            note(skip.getInputOrder(), (skip.getModule() + ".input").str(), Phase::Forward);
+        use.write = use.skip = true;
+      }
+    });
+    // Work computed from earlier sites that runs at a site nothing else touches (a save at
+    // the last site, `stop`) still needs that site: it is read.
+    trace.walk([&](Operation *op) {
+      int64_t site = siteOf(op);
+      if (site >= 0 && !sites.count(site))
+        op->emitError("internal: op assigned to site ") << site << " that the trace never names";
+    });
+    return sites;
+  }
+
+  /// The manifest facts of a trace: name, invokes, frame size, flags, saves.
+  Attribute describeTrace(TraceOp trace, OpBuilder &builder) {
+    bool readsPrompt = false, writesPrompt = false, stops = false;
+    SmallVector<Attribute> saves;
+    int64_t saveIndex = 0;
+    trace.walk([&](Operation *op) {
+      if (op == trace.getOperation())
+        return;
+      Attribute guard = topLevelOp(op)->getAttr(kGuardAttr);
+      bool prefill = guardIncludesPrefill(guard);
+      auto forward = [&](Phase phase) { return prefill && phase == Phase::Forward; };
+      if (auto read = dyn_cast<SiteReadOp>(op))
+        readsPrompt |= forward(read.getPhase());
+      if (auto cache = dyn_cast<CacheOp>(op))
+        readsPrompt |= forward(cache.getPhase());
+      if (auto write = dyn_cast<SiteWriteOp>(op))
+        writesPrompt |= forward(write.getPhase());
+      if (auto update = dyn_cast<SiteUpdateOp>(op)) {
+        readsPrompt |= forward(update.getPhase());
+        writesPrompt |= forward(update.getPhase());
+      }
+      if (isa<SkipOp>(op))
+        writesPrompt |= prefill;
+      stops |= isa<StopOp>(op);
+      RankedTensorType type;
+      StringRef name;
+      if (auto save = dyn_cast<SaveOp>(op)) {
+        type = save.getValue().getType();
+        name = save.getName();
+      } else if (auto cache = dyn_cast<CacheOp>(op)) {
+        type = cast<RankedTensorType>(cache.getSiteType());
+        name = cache.getPath();
+      } else {
+        return;
+      }
+      auto range = dyn_cast_or_null<DenseI64ArrayAttr>(guard);
+      bool perStep = range && !(range[0] == 0 && range[1] == 1);
+      op->setAttr("nns.save_index", builder.getI64IntegerAttr(saveIndex++));
+      saves.push_back(builder.getDictionaryAttr(
+          {builder.getNamedAttr("name", builder.getStringAttr(name)),
+           builder.getNamedAttr("type", TypeAttr::get(type)),
+           builder.getNamedAttr("per_step", builder.getBoolAttr(perStep))}));
+    });
+    SmallVector<Attribute> flags;
+    if (readsPrompt)
+      flags.push_back(builder.getStringAttr("reads_prompt"));
+    if (writesPrompt)
+      flags.push_back(builder.getStringAttr("writes_prompt"));
+    if (stops)
+      flags.push_back(builder.getStringAttr("stops"));
+    auto invokes = trace->getAttrOfType<ArrayAttr>("nns.invokes");
+    return builder.getDictionaryAttr(
+        {builder.getNamedAttr("name", trace.getSymNameAttr()),
+         builder.getNamedAttr("invokes", invokes ? invokes : builder.getArrayAttr({})),
+         builder.getNamedAttr("frame_bytes", trace->getAttr(kFrameBytesAttr)),
+         builder.getNamedAttr("flags", builder.getArrayAttr(flags)),
+         builder.getNamedAttr("saves", builder.getArrayAttr(saves))});
+  }
+};
+
+} // namespace
+
+void buildSchedulePipeline(OpPassManager &pm) {
+  pm.addPass(createNNSAssignSites());
+  pm.addPass(createNNSStepGuards());
+  pm.addPass(createNNSOrderInvokes());
+  pm.addPass(createNNSAllocateFrame());
+  pm.addPass(createNNSFuseSites());
+}
+
+} // namespace nnsc::nns

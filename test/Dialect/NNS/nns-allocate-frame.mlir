@@ -1,0 +1,22 @@
+// RUN: nns-opt %s --nns-assign-sites --nns-step-guards --nns-order-invokes --nns-allocate-frame | FileCheck %s
+
+// Values used at a later site or another step guard get 8-byte aligned slots; T-shaped values
+// take a pointer and a row count (16 bytes); values used where they are made take none.
+// CHECK-LABEL: nns.trace @main
+// CHECK-SAME: nns.frame_bytes = 2328 : i64
+// CHECK: nns.site.read "model.layers.1.output" {{.*}}nns.frame = array<i64: 0>
+// CHECK: %[[LAST:.*]] = nns.select {{.*}}nns.frame = array<i64: 16>
+// CHECK: %[[SUM:.*]] = nns.reduce sum {{.*}}nns.frame = array<i64: 2320>
+// CHECK-NOT: nns.frame =
+nns.trace @main {
+  %h = nns.site.read "model.layers.1.output" at 53 forward : tensor<?x576xf32>
+  %m1 = arith.constant dense<-1> : tensor<i64>
+  %last = nns.select %h[%m1] dim 0 : tensor<?x576xf32>, tensor<i64> -> tensor<576xf32>
+  %sum = nns.reduce sum %last dim 0 : tensor<576xf32> -> tensor<f32>
+  nns.site.write %h to "model.layers.3.output" at 105 forward : tensor<?x576xf32> into tensor<?x576xf32>
+  nns.steps from 1 by 1 {
+  ^bb0(%step: tensor<i64>):
+    nns.site.update add %last to "model.layers.1.output" at 53 forward : tensor<576xf32> into tensor<?x576xf32>
+    nns.save "s", %sum : tensor<f32>
+  }
+}

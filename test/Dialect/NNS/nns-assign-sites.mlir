@@ -1,0 +1,30 @@
+// RUN: nns-opt %s --nns-assign-sites --split-input-file --verify-diagnostics | FileCheck %s
+
+// Every op gets the latest site among its operands; site ops keep their own; constants and
+// params (-1) depend on none; stop goes to the trace's last site event.
+// CHECK-LABEL: nns.trace @main
+nns.param @dir : tensor<576xf32>
+nns.trace @main {
+  // CHECK: nns.site.read "model.layers.2.output" at 79 forward {nns.at = 79 : i64}
+  %h = nns.site.read "model.layers.2.output" at 79 forward : tensor<?x576xf32>
+  // CHECK: nns.get_param @dir {nns.at = -1 : i64}
+  %d = nns.get_param @dir : tensor<576xf32>
+  // CHECK: nns.matmul {{.*}} {nns.at = 79 : i64}
+  %s = nns.matmul %h, %d : tensor<?x576xf32>, tensor<576xf32> -> tensor<?xf32>
+  // CHECK: nns.save "s", {{.*}} {nns.at = 79 : i64}
+  nns.save "s", %s : tensor<?xf32>
+  // CHECK: nns.site.read "model.layers.5.output" at 157 forward {nns.at = 157 : i64}
+  %g = nns.site.read "model.layers.5.output" at 157 forward : tensor<?x576xf32>
+  // CHECK: nns.stop {nns.at = 157 : i64}
+  nns.stop
+}
+
+// -----
+
+// A write that needs a value from a later site is rejected.
+nns.trace @main {
+  // expected-note @+1 {{the value is computed here}}
+  %h = nns.site.read "model.layers.5.output" at 157 forward : tensor<?x576xf32>
+  // expected-error @+1 {{uses a value that exists only at site event 157, after this site (79) has fired}}
+  nns.site.write %h to "model.layers.2.output" at 79 forward : tensor<?x576xf32> into tensor<?x576xf32>
+}
