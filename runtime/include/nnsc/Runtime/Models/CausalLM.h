@@ -37,6 +37,12 @@ public:
   torch::Tensor forward(const torch::Tensor &tokens, const AttentionMetadata &meta,
                         KVCache &cache, const HookDispatch *hooks) const;
 
+  /// Applies module `module` (index in architecture().modules()) to `input` [rows, in] with
+  /// the real weights and no hooks, as a trace's `norm(h)` or `layers[3].mlp(x)` does.
+  /// Supports the RMSNorms, the linears, act_fn, mlp and lm_head; throws std::invalid_argument
+  /// for another module or an input of the wrong width.
+  torch::Tensor applyModule(int module, const torch::Tensor &input) const;
+
 private:
   /// Site indices of one decoder layer.
   struct LayerSites {

@@ -1,0 +1,30 @@
+//===- BundleParams.h - params of a trace from the command line -*- C++ -*-===//
+//
+// `--param NAME=VALUE` where VALUE is a number, `true`/`false`, a comma list (row-major, one
+// value per element) or `@FILE.safetensors[:KEY]` (KEY defaults to the file's only tensor, or
+// to NAME). Every param of the trace must be given or have a default; each value must have
+// the param's exact element count or shape. Nothing runs when one is wrong.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_BUNDLE_BUNDLEPARAMS_H
+#define NNSC_RUNTIME_BUNDLE_BUNDLEPARAMS_H
+
+#include "nnsc/Runtime/Bundle/Bundle.h"
+
+#include <torch/torch.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nnsc {
+
+/// The params of `trace` in its param order, from `specs` ("NAME=VALUE") and the defaults.
+/// Returns nullopt and sets `error` naming the param and what is wrong.
+std::optional<std::vector<torch::Tensor>>
+bindParams(const BundleTrace &trace, const std::vector<std::string> &specs, std::string &error);
+
+} // namespace nnsc
+
+#endif // NNSC_RUNTIME_BUNDLE_BUNDLEPARAMS_H

@@ -1,0 +1,80 @@
+//===- BundleRequest.h - one request's bundle state -------------*- C++ -*-===//
+//
+// What a request bound to a bundle trace carries through the engine: its params (as tensors
+// and as the nnsc_tensor views the kernels get), its zeroed frame, the saves the kernels made
+// and whether a kernel failed, stopped or finished it. The kernels see it as the opaque
+// `nnsc_group.request` handed back to the runtime callbacks.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_BUNDLE_BUNDLEREQUEST_H
+#define NNSC_RUNTIME_BUNDLE_BUNDLEREQUEST_H
+
+#include "nnsc/Runtime/Bundle/Bundle.h"
+
+#include <torch/torch.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nnsc {
+
+/// The bundle state of one request.
+class BundleRequest {
+public:
+  /// `params` in the trace's param order, already checked (bindParams).
+  BundleRequest(const BundleTrace &trace, std::vector<torch::Tensor> params, int32_t invoke = 0);
+
+  const BundleTrace &trace() const { return traceDesc; }
+  int32_t invoke() const { return invokeIndex; }
+  void *frame() { return frameBytes.numel() ? frameBytes.data_ptr() : nullptr; }
+  const nnsc_tensor *params() const { return views.empty() ? nullptr : views.data(); }
+
+  /// Records save `index` (at `step` for per-step saves) as a copy of `value`. Returns an
+  /// error message when the value does not match the save's declared dtype and shape.
+  std::optional<std::string> save(int32_t index, int64_t step, const torch::Tensor &value);
+  /// Saved tensors by name ("h", "h.3" for a per-step save at step 3).
+  const std::map<std::string, torch::Tensor> &saves() const { return saved; }
+
+  /// Fails the request; the first message is kept and no later kernel sees it.
+  void fail(const std::string &message);
+  const std::optional<std::string> &error() const { return failure; }
+
+  /// stop(): the rest of the forward pass at (step, position) skips this request.
+  void stop(int64_t step, int64_t position) { stoppedAt = {step, position}; }
+  bool stopped(int64_t step, int64_t position) const {
+    return stoppedAt && stoppedAt->first == step && stoppedAt->second == position;
+  }
+  /// finish(): the trace asked to end generation.
+  void finish() { finishRequested = true; }
+  bool finishRequested = false;
+
+private:
+  const BundleTrace &traceDesc;
+  int32_t invokeIndex;
+  std::vector<torch::Tensor> paramValues;
+  std::vector<nnsc_tensor> views;
+  torch::Tensor frameBytes;
+  std::map<std::string, torch::Tensor> saved;
+  std::optional<std::string> failure;
+  std::optional<std::pair<int64_t, int64_t>> stoppedAt;
+};
+
+/// The torch dtype of an ABI dtype and back (nullopt for dtypes the ABI has no name for).
+torch::ScalarType toTorchDtype(nnsc_dtype dtype);
+std::optional<nnsc_dtype> toABIDtype(torch::ScalarType dtype);
+/// "f32", "bf16", "f16", "i64", "bool".
+const char *dtypeName(nnsc_dtype dtype);
+/// "f32[576]", "i64[]", "f32[T, 576]".
+std::string describeType(nnsc_dtype dtype, const std::vector<int64_t> &shape);
+
+/// The nnsc_tensor view of a CPU tensor of rank <= NNSC_MAX_RANK (strides in elements).
+nnsc_tensor viewOf(const torch::Tensor &t);
+/// The tensor an nnsc_tensor describes, without copying.
+torch::Tensor tensorOf(const nnsc_tensor &t);
+
+} // namespace nnsc
+
+#endif // NNSC_RUNTIME_BUNDLE_BUNDLEREQUEST_H

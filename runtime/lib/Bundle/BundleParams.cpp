@@ -1,0 +1,174 @@
+//===- BundleParams.cpp - params of a trace from the command line -*- C++ -*-===//
+
+#include "nnsc/Runtime/Bundle/BundleParams.h"
+
+#include "nnsc/Runtime/Bundle/BundleRequest.h"
+#include "nnsc/Runtime/Models/SafetensorsFile.h"
+
+#include <map>
+
+namespace nnsc {
+
+namespace {
+
+int64_t numElements(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::optional<torch::ScalarType> safetensorsDtype(const std::string &dtype) {
+  static const std::map<std::string, torch::ScalarType> types = {
+      {"F32", torch::kFloat32}, {"F16", torch::kFloat16}, {"BF16", torch::kBFloat16},
+      {"F64", torch::kFloat64}, {"I64", torch::kInt64},   {"I32", torch::kInt32},
+      {"I16", torch::kInt16},   {"I8", torch::kInt8},     {"U8", torch::kUInt8},
+      {"BOOL", torch::kBool}};
+  auto it = types.find(dtype);
+  return it == types.end() ? std::nullopt : std::optional(it->second);
+}
+
+/// VALUE of `@FILE[:KEY]`.
+std::optional<torch::Tensor> fromFile(const BundleParam &p, const std::string &spec,
+                                      std::string &error) {
+  std::string path = spec, key;
+  size_t colon = spec.rfind(':');
+  if (colon != std::string::npos && spec.find(".safetensors", colon) == std::string::npos) {
+    path = spec.substr(0, colon);
+    key = spec.substr(colon + 1);
+  }
+  std::string openError;
+  auto file = SafetensorsFile::open(path, openError);
+  if (!file) {
+    error = "param '" + p.name + "': " + openError;
+    return std::nullopt;
+  }
+  const SafetensorInfo *info = nullptr;
+  if (!key.empty()) {
+    info = file->find(key);
+  } else if (file->tensors().size() == 1) {
+    info = &file->tensors().begin()->second;
+  } else {
+    key = p.name;
+    info = file->find(key);
+  }
+  if (!info) {
+    error = "param '" + p.name + "': '" + path + "' has no tensor '" + key + "'";
+    return std::nullopt;
+  }
+  std::optional<torch::ScalarType> dtype = safetensorsDtype(info->dtype);
+  if (!dtype) {
+    error = "param '" + p.name + "': tensor '" + info->name + "' has dtype " + info->dtype +
+            ", which cannot be read";
+    return std::nullopt;
+  }
+  if (info->shape != p.shape) {
+    error = "param '" + p.name + "' is " + describeType(p.dtype, p.shape) + " but tensor '" +
+            info->name + "' in '" + path + "' has shape " +
+            describeType(p.dtype, info->shape).substr(std::string(dtypeName(p.dtype)).size());
+    return std::nullopt;
+  }
+  torch::Tensor t = torch::from_blob(const_cast<uint8_t *>(info->data), info->shape,
+                                     torch::TensorOptions().dtype(*dtype));
+  return t.to(toTorchDtype(p.dtype), false, true);
+}
+
+/// VALUE given inline: one number per element, comma separated.
+std::optional<torch::Tensor> fromText(const BundleParam &p, const std::string &text,
+                                      std::string &error) {
+  std::vector<double> values;
+  size_t pos = 0;
+  while (true) {
+    size_t end = text.find(',', pos);
+    std::string item = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (p.dtype == NNSC_DTYPE_BOOL && (item == "true" || item == "false")) {
+      values.push_back(item == "true" ? 1 : 0);
+    } else {
+      size_t used = 0;
+      double v = 0;
+      try {
+        v = std::stod(item, &used);
+      } catch (const std::exception &) {
+        used = 0;
+      }
+      bool integral = p.dtype == NNSC_DTYPE_I64 || p.dtype == NNSC_DTYPE_BOOL;
+      if (item.empty() || used != item.size() || (integral && v != double(int64_t(v))) ||
+          (p.dtype == NNSC_DTYPE_BOOL && v != 0 && v != 1)) {
+        error = "param '" + p.name + "' is " + describeType(p.dtype, p.shape) + ": '" + item +
+                "' is not " +
+                (p.dtype == NNSC_DTYPE_BOOL ? "true or false"
+                 : integral                 ? "an integer"
+                                            : "a number");
+        return std::nullopt;
+      }
+      values.push_back(v);
+    }
+    if (end == std::string::npos)
+      break;
+    pos = end + 1;
+  }
+  int64_t n = numElements(p.shape);
+  if (int64_t(values.size()) != n) {
+    error = "param '" + p.name + "' is " + describeType(p.dtype, p.shape) + " and needs " +
+            std::to_string(n) + " value" + (n == 1 ? "" : "s") + ", got " +
+            std::to_string(values.size());
+    return std::nullopt;
+  }
+  return torch::tensor(values, torch::kFloat64).reshape(p.shape).to(toTorchDtype(p.dtype));
+}
+
+} // namespace
+
+std::optional<std::vector<torch::Tensor>>
+bindParams(const BundleTrace &trace, const std::vector<std::string> &specs, std::string &error) {
+  std::vector<std::optional<torch::Tensor>> values(trace.params.size());
+  for (const std::string &spec : specs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      error = "--param needs NAME=VALUE, got '" + spec + "'";
+      return std::nullopt;
+    }
+    std::string name = spec.substr(0, eq), text = spec.substr(eq + 1);
+    size_t index = 0;
+    while (index < trace.params.size() && trace.params[index].name != name)
+      ++index;
+    if (index == trace.params.size()) {
+      std::string known;
+      for (const BundleParam &p : trace.params)
+        known += (known.empty() ? "" : ", ") + p.name;
+      error = "the trace has no param '" + name +
+              "' (its params: " + (known.empty() ? "none" : known) + ")";
+      return std::nullopt;
+    }
+    const BundleParam &p = trace.params[index];
+    if (values[index]) {
+      error = "param '" + name + "' is given twice";
+      return std::nullopt;
+    }
+    values[index] =
+        text.starts_with("@") ? fromFile(p, text.substr(1), error) : fromText(p, text, error);
+    if (!values[index])
+      return std::nullopt;
+  }
+  std::vector<torch::Tensor> out;
+  for (size_t i = 0; i < trace.params.size(); ++i) {
+    const BundleParam &p = trace.params[i];
+    if (values[i]) {
+      out.push_back(*values[i]);
+      continue;
+    }
+    if (!p.defaultValue) {
+      error = "param '" + p.name + "' (" + describeType(p.dtype, p.shape) +
+              ") has no default; give it with --param " + p.name + "=VALUE";
+      return std::nullopt;
+    }
+    out.push_back(torch::from_blob(const_cast<void *>(p.defaultValue), p.shape,
+                                   torch::TensorOptions().dtype(toTorchDtype(p.dtype)))
+                      .clone());
+  }
+  return out;
+}
+
+} // namespace nnsc

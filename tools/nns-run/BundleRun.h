@@ -1,0 +1,51 @@
+//===- BundleRun.h - nns-run's bundle requests and results ------*- C++ -*-===//
+//
+// --trace / --bundle: the bundle is loaded and checked against the model, the trace chosen
+// and its params bound before any request runs; every bundled request then gets its own
+// BundleRequest on one shared BundleHook. --save-dir: per request, in prompt order,
+// <i>.safetensors with its saves and <i>.json with its prompt and completion.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_TOOLS_NNSRUN_BUNDLERUN_H
+#define NNSC_TOOLS_NNSRUN_BUNDLERUN_H
+
+#include "Options.h"
+
+#include "nnsc/Runtime/Bundle/BundleHook.h"
+#include "nnsc/Runtime/Engine/LLMEngine.h"
+#include "nnsc/Runtime/Tokenizer/Tokenizer.h"
+
+#include <memory>
+#include <optional>
+
+namespace nnsrun {
+
+/// The trace every bundled request of the run binds.
+struct BoundTrace {
+  std::shared_ptr<nnsc::Bundle> bundle;
+  std::shared_ptr<nnsc::BundleHook> hook;
+  std::vector<torch::Tensor> params;
+  /// One per prompt; null for a plain request.
+  std::vector<std::shared_ptr<nnsc::BundleRequest>> requests;
+};
+
+/// Compiles (--trace) or loads (--bundle) the bundle, checks it against `model`, picks the
+/// trace and binds the params; exits with a message when anything is wrong. Null without
+/// --trace or --bundle.
+std::unique_ptr<BoundTrace> loadTrace(const Options &o,
+                                      const std::shared_ptr<const nnsc::CausalLM> &model);
+
+/// Queues prompt `index` on `engine`, bound to the trace unless it runs plain.
+void addBundledRequest(BoundTrace &bound, nnsc::LLMEngine &engine, const Prompt &prompt,
+                       size_t index, const nnsc::SamplingParams &params);
+
+/// Writes DIR/<i>.safetensors and DIR/<i>.json for every request (results sorted by request
+/// id, which is prompt order). Returns the number of requests a kernel failed.
+int writeResults(const std::string &dir, const std::vector<Prompt> &prompts,
+                 const std::vector<nnsc::RequestResult> &results, const BoundTrace *bound,
+                 const nnsc::tokenizer::Tokenizer *tok);
+
+} // namespace nnsrun
+
+#endif // NNSC_TOOLS_NNSRUN_BUNDLERUN_H

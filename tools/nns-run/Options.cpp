@@ -1,0 +1,259 @@
+//===- Options.cpp - nns-run command line -----------------------*- C++ -*-===//
+
+#include "Options.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+
+namespace nnsrun {
+
+[[noreturn]] void fail(const std::string &message) {
+  std::cerr << "nns-run: error: " << message << "\n";
+  std::exit(1);
+}
+
+namespace {
+
+void usage() {
+  std::cout <<
+      R"(USAGE: nns-run [options]
+
+Runs prompts through the paged-attention engine with continuous batching.
+
+  --model PATH               .gguf file or Hugging Face model directory (default: SmolLM2-135M)
+  --prompt TEXT              a prompt (repeatable)
+  --prompt-ids 1,2,3         a prompt given as token ids (repeatable)
+  --prompts FILE.jsonl       one request per line: {"prompt": ...} or {"ids": [...]},
+                             optionally with "max_tokens" and "bundle": false (run plain)
+  --chat                     wrap each text prompt in the model's chat template
+  --max-tokens N             completion tokens per request (default 64)
+  --temperature T            0 is greedy (default 0)
+  --top-k K, --top-p P, --seed S, --ignore-eos
+  --dtype fp32|bf16          compute dtype (default fp32)
+  --threads N                intra-op threads (default 2)
+  --max-num-seqs N, --max-num-batched-tokens N, --max-model-len N,
+  --num-blocks N, --block-size N, --no-prefix-caching
+  --capture SITE             save a site's rows of every step (repeatable; 'all': every
+                             forward-pass site) to the --save file as '<site>.<i>'
+  --scale SITE=F             multiply a site's value by F (replacing it) for every request
+  --save FILE                safetensors file for --capture
+  --json                     print one JSON object per request instead of text
+  --dump-logits FILE         save every sampled step's logits as safetensors ('logits.<i>')
+  --quiet                    no progress or statistics on stderr
+  --print-schema-hash        print the model's schema hash (what a bundle must be built for)
+                             and exit
+
+Interventions (docs/Runtime.md, "Bundles in the engine"):
+  --trace FILE.nns           compile a trace with the nnsc next to nns-run and bind it to every
+                             request
+  --bundle FILE.nnsb         bind a compiled bundle instead
+  --trace-name NAME          which trace of the bundle (default: the unnamed or only one)
+  --param NAME=VALUE         a param: a number, true/false, a comma list, or
+                             @FILE.safetensors[:KEY] (repeatable)
+  --save-dir DIR             write each request's saves to DIR/<i>.safetensors and its prompt
+                             and completion to DIR/<i>.json (i: request index in prompt order)
+)";
+}
+
+std::vector<int32_t> parseIds(const std::string &text) {
+  std::vector<int32_t> ids;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(',', pos);
+    std::string item = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    try {
+      size_t used = 0;
+      long long v = std::stoll(item, &used);
+      if (used != item.size() || v < 0 || v > INT32_MAX)
+        throw std::invalid_argument(item);
+      ids.push_back(int32_t(v));
+    } catch (const std::exception &) {
+      fail("--prompt-ids: '" + item + "' is not a token id");
+    }
+    if (end == std::string::npos)
+      break;
+    pos = end + 1;
+  }
+  if (ids.empty())
+    fail("--prompt-ids: no token ids given");
+  return ids;
+}
+
+void readJsonl(const std::string &path, std::vector<Prompt> &prompts) {
+  std::ifstream in(path);
+  if (!in)
+    fail("cannot read '" + path + "'");
+  std::string line;
+  for (int lineNo = 1; std::getline(in, line); ++lineNo) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    std::string where = path + ":" + std::to_string(lineNo) + ": ";
+    if (j.is_discarded() || !j.is_object())
+      fail(where + "not a JSON object");
+    Prompt p;
+    if (j.contains("prompt") && j["prompt"].is_string()) {
+      p.text = j["prompt"].get<std::string>();
+    } else if (j.contains("ids") && j["ids"].is_array()) {
+      for (const auto &id : j["ids"]) {
+        if (!id.is_number_integer() || id.get<int64_t>() < 0)
+          fail(where + "'ids' must hold non-negative integers");
+        p.ids.push_back(id.get<int32_t>());
+      }
+      if (p.ids.empty())
+        fail(where + "'ids' is empty");
+    } else {
+      fail(where + "needs a string 'prompt' or an array 'ids'");
+    }
+    if (j.contains("max_tokens")) {
+      if (!j["max_tokens"].is_number_integer())
+        fail(where + "'max_tokens' must be an integer");
+      p.maxTokens = j["max_tokens"].get<int64_t>();
+    }
+    if (j.contains("bundle")) {
+      if (!j["bundle"].is_boolean())
+        fail(where + "'bundle' must be true or false");
+      p.bundled = j["bundle"].get<bool>();
+    }
+    prompts.push_back(std::move(p));
+  }
+}
+
+} // namespace
+
+Options parseOptions(int argc, char **argv) {
+  Options o;
+  o.sampling.temperature = 0;
+  o.sampling.maxTokens = 64;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        fail(arg + " needs a value");
+      return argv[++i];
+    };
+    auto number = [&]() -> double {
+      std::string v = value();
+      try {
+        size_t used = 0;
+        double d = std::stod(v, &used);
+        if (used == v.size())
+          return d;
+      } catch (const std::exception &) {
+      }
+      fail(arg + ": '" + v + "' is not a number");
+    };
+    auto integer = [&]() -> int64_t {
+      double d = number();
+      if (d != double(int64_t(d)))
+        fail(arg + " needs an integer");
+      return int64_t(d);
+    };
+    if (arg == "--help" || arg == "-h") {
+      usage();
+      std::exit(0);
+    } else if (arg == "--model") {
+      o.model = value();
+    } else if (arg == "--prompt") {
+      o.prompts.push_back({value(), {}});
+    } else if (arg == "--prompt-ids") {
+      o.prompts.push_back({std::nullopt, parseIds(value())});
+    } else if (arg == "--prompts") {
+      readJsonl(value(), o.prompts);
+    } else if (arg == "--chat") {
+      o.chat = true;
+    } else if (arg == "--max-tokens") {
+      o.sampling.maxTokens = integer();
+    } else if (arg == "--temperature") {
+      o.sampling.temperature = float(number());
+    } else if (arg == "--top-k") {
+      o.sampling.topK = integer();
+    } else if (arg == "--top-p") {
+      o.sampling.topP = float(number());
+    } else if (arg == "--seed") {
+      o.seed = uint64_t(integer());
+      o.sampling.seed = o.seed;
+    } else if (arg == "--ignore-eos") {
+      o.sampling.ignoreEos = true;
+    } else if (arg == "--dtype") {
+      o.dtype = value();
+      if (o.dtype != "fp32" && o.dtype != "bf16")
+        fail("--dtype must be fp32 or bf16, got '" + o.dtype + "'");
+    } else if (arg == "--threads") {
+      o.threads = int(integer());
+      if (o.threads < 1)
+        fail("--threads must be at least 1");
+    } else if (arg == "--max-num-seqs") {
+      o.scheduler.maxNumSeqs = integer();
+    } else if (arg == "--max-num-batched-tokens") {
+      o.scheduler.maxNumBatchedTokens = integer();
+    } else if (arg == "--max-model-len") {
+      o.scheduler.maxModelLen = integer();
+    } else if (arg == "--num-blocks") {
+      o.scheduler.numBlocks = integer();
+    } else if (arg == "--block-size") {
+      o.scheduler.blockSize = integer();
+    } else if (arg == "--no-prefix-caching") {
+      o.scheduler.enablePrefixCaching = false;
+    } else if (arg == "--json") {
+      o.json = true;
+    } else if (arg == "--dump-logits") {
+      o.dumpLogits = value();
+    } else if (arg == "--capture") {
+      o.capture.push_back(value());
+    } else if (arg == "--scale") {
+      std::string v = value();
+      size_t eq = v.rfind('=');
+      if (eq == std::string::npos)
+        fail("--scale needs SITE=FACTOR, got '" + v + "'");
+      try {
+        o.scale.emplace_back(v.substr(0, eq), std::stod(v.substr(eq + 1)));
+      } catch (const std::exception &) {
+        fail("--scale: '" + v.substr(eq + 1) + "' is not a number");
+      }
+    } else if (arg == "--save") {
+      o.save = value();
+    } else if (arg == "--print-schema-hash") {
+      o.printSchemaHash = true;
+    } else if (arg == "--trace") {
+      o.traceFile = value();
+    } else if (arg == "--bundle") {
+      o.bundle = value();
+    } else if (arg == "--trace-name") {
+      o.traceName = value();
+    } else if (arg == "--param") {
+      o.params.push_back(value());
+    } else if (arg == "--save-dir") {
+      o.saveDir = value();
+    } else if (arg == "--quiet") {
+      o.quiet = true;
+    } else {
+      fail("unknown option '" + arg + "' (see --help)");
+    }
+  }
+  if (o.prompts.empty() && !o.printSchemaHash)
+    fail("no prompt given (use --prompt, --prompt-ids or --prompts)");
+  if (!o.capture.empty() && o.save.empty())
+    fail("--capture needs --save FILE");
+  if (!o.traceFile.empty() && !o.bundle.empty())
+    fail("give either --trace or --bundle, not both");
+  const bool bound = !o.traceFile.empty() || !o.bundle.empty();
+  if (!bound && (!o.params.empty() || !o.traceName.empty() || !o.saveDir.empty()))
+    fail(std::string(!o.params.empty()      ? "--param"
+                     : !o.traceName.empty() ? "--trace-name"
+                                            : "--save-dir") +
+         " needs --trace or --bundle");
+  if (bound && (!o.capture.empty() || !o.scale.empty()))
+    fail("--capture and --scale cannot be combined with --trace or --bundle");
+  try {
+    o.sampling.validate();
+  } catch (const std::invalid_argument &e) {
+    fail(e.what());
+  }
+  return o;
+}
+
+} // namespace nnsrun

@@ -1,0 +1,62 @@
+//===- Options.h - nns-run command line -------------------------*- C++ -*-===//
+//
+// The options of nns-run and their parsing; a wrong option exits with a message.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_TOOLS_NNSRUN_OPTIONS_H
+#define NNSC_TOOLS_NNSRUN_OPTIONS_H
+
+#include "nnsc/Runtime/Engine/SamplingParams.h"
+#include "nnsc/Runtime/Engine/Scheduler.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nnsrun {
+
+struct Prompt {
+  std::optional<std::string> text;
+  std::vector<int32_t> ids;
+  /// A per-request --max-tokens from the prompts file.
+  std::optional<int64_t> maxTokens;
+  /// False for a request that runs without the bundle ("bundle": false in the prompts file).
+  bool bundled = true;
+};
+
+struct Options {
+  std::string model = NNSC_DEFAULT_MODEL;
+  std::vector<Prompt> prompts;
+  bool chat = false;
+  nnsc::SamplingParams sampling;
+  std::string dtype = "fp32";
+  int threads = 2;
+  uint64_t seed = 0;
+  nnsc::SchedulerConfig scheduler;
+  bool json = false;
+  std::string dumpLogits;
+  /// Sites to save ("all": every forward-pass site) and sites to scale in place.
+  std::vector<std::string> capture;
+  std::vector<std::pair<std::string, double>> scale;
+  std::string save;
+  bool quiet = false;
+  bool printSchemaHash = false;
+  /// --trace FILE.nns (compiled on the fly) or --bundle FILE.nnsb, the trace to bind to every
+  /// bundled request, its --param specs and where the results go.
+  std::string traceFile;
+  std::string bundle;
+  std::string traceName;
+  std::vector<std::string> params;
+  std::string saveDir;
+};
+
+/// Prints "nns-run: error: MESSAGE" and exits with status 1.
+[[noreturn]] void fail(const std::string &message);
+
+/// Parses argv; exits on a wrong option.
+Options parseOptions(int argc, char **argv);
+
+} // namespace nnsrun
+
+#endif // NNSC_TOOLS_NNSRUN_OPTIONS_H
