@@ -55,6 +55,9 @@ std::unique_ptr<BoundTrace> loadTrace(const Options &o,
                                       const std::shared_ptr<const CausalLM> &model) {
   if (o.traceFile.empty() && o.bundle.empty())
     return nullptr;
+  // Site kernels read and write the site values as the f32 their manifest was compiled for.
+  if (model->dtype() != torch::kFloat32)
+    fail("bundles run on fp32 models; drop --dtype " + o.dtype);
   std::string path = o.bundle.empty() ? compileTrace(o.traceFile, o.model) : o.bundle;
   std::string error;
   std::unique_ptr<Bundle> loaded = loadBundle(path, model->architecture(), error);
