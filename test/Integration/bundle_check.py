@@ -4,6 +4,8 @@ Usage: bundle_check.py NNS_RUN GGUF STEER.nnsb CAPTURE.nnsb WORKDIR
 
 - capture.nnsb, trace 'lens': the last row of model.layers.3.output saved at every step
   ('h.<step>'); compared with NNsight's generate loop reading the same site.
+- lens.nns, `trace { h = layers[3].output[-1].save() }`, through --trace (compiled by nnsc):
+  'h' equals NNsight's value at the prompt's last position.
 - steer.nnsb: model.layers.0.output += vec, with the default vec and with a vec from a
   safetensors file; greedy tokens compared with transformers under a forward hook that adds
   the same vector.
@@ -32,8 +34,8 @@ def run_nns(bundle, out_dir, extra, plain):
     prompts = os.path.join(WORK, os.path.basename(out_dir) + ".jsonl")
     with open(prompts, "w") as f:
         f.write("\n".join(lines) + "\n")
-    cmd = [NNS_RUN, "--model", GGUF, "--prompts", prompts, "--bundle", bundle,
-           "--max-tokens", str(STEPS), "--ignore-eos", "--save-dir", out_dir, "--quiet"] + extra
+    cmd = [NNS_RUN, "--model", GGUF, "--prompts", prompts] + (["--bundle", bundle] if bundle else [])
+    cmd += ["--max-tokens", str(STEPS), "--ignore-eos", "--save-dir", out_dir, "--quiet"] + extra
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return [(load_file(os.path.join(out_dir, f"{i}.safetensors")),
              json.load(open(os.path.join(out_dir, f"{i}.json")))) for i in range(len(PROMPTS))]
@@ -88,6 +90,20 @@ def main():
             saves += 1
     print(f"lens: {saves} per-step saves equal nnsight's within 1e-3 (max abs diff {worst:.2e}),"
           f" greedy identical, plain request unchanged")
+
+    # The same read written in the language: nns-run --trace compiles it with nnsc.
+    source = os.path.join(WORK, "lens.nns")
+    with open(source, "w") as f:
+        f.write("trace { h = layers[3].output[-1].save() }\n")
+    results = run_nns(None, os.path.join(WORK, "lens-nns"), ["--trace", source], plain={2})
+    for i in (0, 1):
+        with lm.trace([PROMPTS[i]]):
+            ref = lm.model.layers[3].output[0, -1].save()
+        got = results[i][0]["h"]
+        assert results[i][1]["ids"] == plain_tokens[i], (i, results[i][1]["ids"])
+        assert torch.allclose(got, ref.float(), rtol=1e-3, atol=1e-3), (got - ref).abs().max()
+    assert not results[2][0]
+    print("lens.nns: --trace compiled on the fly, saves equal nnsight's within 1e-3")
 
     # Steering with the manifest default (0.5 everywhere) and with a param file.
     hidden = model.config.hidden_size
