@@ -193,23 +193,20 @@ LogicalResult SiteReadOp::verify() {
   return verifySitePath(*this, getPath(), getPhase(), getOrderAttr().getInt());
 }
 
-LogicalResult SiteWriteOp::verify() {
-  if (failed(verifySitePath(*this, getPath(), getPhase(), getOrderAttr().getInt())))
+/// Site writes and in-place updates: a valid site other than 'result', and a value that
+/// broadcasts to the site's type.
+template <typename OpTy> static LogicalResult verifySiteStore(OpTy op) {
+  if (failed(verifySitePath(op, op.getPath(), op.getPhase(), op.getOrderAttr().getInt())))
     return failure();
-  if (getPhase() == Phase::Result)
-    return emitOpError("site 'result' is read-only");
-  return verifyBroadcastsTo(*this, tensorType(getValue()), cast<RankedTensorType>(getSiteType()),
-                            "value");
+  if (op.getPhase() == Phase::Result)
+    return op.emitOpError("site 'result' is read-only");
+  return verifyBroadcastsTo(op, tensorType(op.getValue()),
+                            cast<RankedTensorType>(op.getSiteType()), "value");
 }
 
-LogicalResult SiteUpdateOp::verify() {
-  if (failed(verifySitePath(*this, getPath(), getPhase(), getOrderAttr().getInt())))
-    return failure();
-  if (getPhase() == Phase::Result)
-    return emitOpError("site 'result' is read-only");
-  return verifyBroadcastsTo(*this, tensorType(getValue()), cast<RankedTensorType>(getSiteType()),
-                            "value");
-}
+LogicalResult SiteWriteOp::verify() { return verifySiteStore(*this); }
+
+LogicalResult SiteUpdateOp::verify() { return verifySiteStore(*this); }
 
 LogicalResult CacheOp::verify() {
   return verifySitePath(*this, getPath(), getPhase(), getOrderAttr().getInt());
