@@ -1,13 +1,15 @@
 //===- nns-bundle-info.cpp - print a bundle's manifest ----------*- C++ -*-===//
 //
 // Loads a .nnsb with dlopen, calls nnsc_bundle_query and prints the manifest one fact per line
-// in a stable form for FileCheck. Only BundleABI.h: this is what the runtime sees.
+// in a stable form for FileCheck. Only BundleABI.h and the loader library (no torch, no
+// MLIR): this is what the runtime sees.
 //
 //   nns-bundle-info BUNDLE.nnsb [--ptx]
 //
 //===----------------------------------------------------------------------===//
 
 #include "nnsc/Bundle/BundleABI.h"
+#include "nnsc/Runtime/Bundle/Bundle.h"
 
 #include <dlfcn.h>
 
@@ -17,22 +19,6 @@
 #include <string>
 
 namespace {
-
-const char *dtypeName(nnsc_dtype dtype) {
-  switch (dtype) {
-  case NNSC_DTYPE_F32:
-    return "f32";
-  case NNSC_DTYPE_BF16:
-    return "bf16";
-  case NNSC_DTYPE_F16:
-    return "f16";
-  case NNSC_DTYPE_I64:
-    return "i64";
-  case NNSC_DTYPE_BOOL:
-    return "bool";
-  }
-  return "?";
-}
 
 const char *phaseName(nnsc_phase phase) {
   switch (phase) {
@@ -50,7 +36,7 @@ const char *phaseName(nnsc_phase phase) {
 
 /// "f32[T, 576]"
 std::string typeString(nnsc_dtype dtype, int32_t rank, const int64_t *shape) {
-  std::string text = dtypeName(dtype);
+  std::string text = nnsc::dtypeName(dtype);
   text += "[";
   for (int32_t d = 0; d < rank; ++d) {
     if (d)

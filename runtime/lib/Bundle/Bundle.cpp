@@ -6,6 +6,22 @@
 
 namespace nnsc {
 
+const char *dtypeName(nnsc_dtype dtype) {
+  switch (dtype) {
+  case NNSC_DTYPE_F32:
+    return "f32";
+  case NNSC_DTYPE_BF16:
+    return "bf16";
+  case NNSC_DTYPE_F16:
+    return "f16";
+  case NNSC_DTYPE_I64:
+    return "i64";
+  case NNSC_DTYPE_BOOL:
+    return "bool";
+  }
+  return "?";
+}
+
 const BundleSite *BundleTrace::findSite(int32_t site) const {
   for (const BundleSite &entry : sites)
     if (entry.site == site)

@@ -37,22 +37,6 @@ std::optional<nnsc_dtype> toABIDtype(torch::ScalarType dtype) {
   }
 }
 
-const char *dtypeName(nnsc_dtype dtype) {
-  switch (dtype) {
-  case NNSC_DTYPE_F32:
-    return "f32";
-  case NNSC_DTYPE_BF16:
-    return "bf16";
-  case NNSC_DTYPE_F16:
-    return "f16";
-  case NNSC_DTYPE_I64:
-    return "i64";
-  case NNSC_DTYPE_BOOL:
-    return "bool";
-  }
-  return "?";
-}
-
 std::string describeType(nnsc_dtype dtype, const std::vector<int64_t> &shape) {
   std::string s = std::string(dtypeName(dtype)) + "[";
   for (size_t i = 0; i < shape.size(); ++i)

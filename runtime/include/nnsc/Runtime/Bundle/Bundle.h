@@ -18,6 +18,9 @@
 
 namespace nnsc {
 
+/// "f32", "bf16", "f16", "i64", "bool" ("?" for a value outside the enum).
+const char *dtypeName(nnsc_dtype dtype);
+
 struct BundleParam {
   std::string name;
   nnsc_dtype dtype;

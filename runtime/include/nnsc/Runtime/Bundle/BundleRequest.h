@@ -65,8 +65,6 @@ private:
 /// The torch dtype of an ABI dtype and back (nullopt for dtypes the ABI has no name for).
 torch::ScalarType toTorchDtype(nnsc_dtype dtype);
 std::optional<nnsc_dtype> toABIDtype(torch::ScalarType dtype);
-/// "f32", "bf16", "f16", "i64", "bool".
-const char *dtypeName(nnsc_dtype dtype);
 /// "f32[576]", "i64[]", "f32[T, 576]".
 std::string describeType(nnsc_dtype dtype, const std::vector<int64_t> &shape);
 
