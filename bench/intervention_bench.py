@@ -1,0 +1,196 @@
+"""Intervention benchmarks: what an experiment costs inside the engine, and against NNsight.
+
+For each experiment (none, steering one layer, last-token capture of one layer, capture of every
+layer) the same 200 requests run through `nns-run --bundle` (bundle compiled once, before timing)
+and, one prompt per trace as researchers write it, through nnsight 0.8.1 on transformers with
+the same weights. Both sides get the same token ids, generate the same number of tokens greedily
+(EOS ignored) and return the same saves; the generated tokens of both sides are compared, so a
+fast wrong answer cannot pass as a speedup.
+
+usage: .venv/bin/python bench/intervention_bench.py [--build DIR] [--model GGUF]
+           [--prompts N] [--nnsight-prompts N] [--max-tokens N] [--skip-nnsight] [--repeat R]
+
+Engine time is the time nns-run reports for serving the requests (model loading and bundle
+compilation excluded); NNsight time is the wall time of its traces (model loading excluded).
+Progress goes to stderr; the results table (Markdown) to stdout.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HIDDEN, LAYERS = 576, 30
+
+# name -> (trace source or None for plain requests, needs the steering param)
+EXPERIMENTS = {
+    "none": (None, False),
+    "steering, layer 12": (
+        "param steer: f32[hidden]\n"
+        "trace { for step in steps { layers[12].output += 4.0 * steer } }\n", True),
+    "last-token capture, layer 8": (
+        "trace { for step in steps { h = layers[8].output[-1].save() } }\n", False),
+    "capture of every layer": (
+        "trace { for step in steps { cache(layers[*].output) } }\n", False),
+}
+
+
+def log(msg):
+    print("[bench] " + msg, file=sys.stderr, flush=True)
+
+
+def compile_bundles(build, model, workdir):
+    bundles = {}
+    for name, (source, _) in EXPERIMENTS.items():
+        if source is None:
+            continue
+        stem = os.path.join(workdir, "exp%d" % len(bundles))
+        with open(stem + ".nns", "w") as f:
+            f.write(source)
+        subprocess.run([os.path.join(build, "bin", "nnsc"), stem + ".nns", "--model", model,
+                        "-emit=bundle", "-o", stem + ".nnsb"], check=True)
+        bundles[name] = stem + ".nnsb"
+    return bundles
+
+
+def steering_vector(workdir):
+    import torch
+    from safetensors.torch import save_file
+    gen = torch.Generator().manual_seed(0)
+    steer = torch.randn(HIDDEN, generator=gen)
+    path = os.path.join(workdir, "steer.safetensors")
+    save_file({"steer": steer}, path)
+    return steer, path
+
+
+def run_engine(build, model, requests, max_tokens, bundle, steer_file, workdir):
+    prompts = os.path.join(workdir, "prompts.jsonl")
+    with open(prompts, "w") as f:
+        for ids in requests:
+            f.write(json.dumps({"ids": ids}) + "\n")
+    cmd = [os.path.join(build, "bin", "nns-run"), "--model", model, "--prompts", prompts,
+           "--json", "--temperature", "0", "--ignore-eos", "--max-tokens", str(max_tokens)]
+    if bundle:
+        cmd += ["--bundle", bundle, "--save-dir", os.path.join(workdir, "saves")]
+    if steer_file:
+        cmd += ["--param", "steer=@%s:steer" % steer_file]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit("nns-run failed: %s\n%s" % (" ".join(cmd), proc.stderr[-2000:]))
+    stats = next(l for l in proc.stderr.splitlines() if l.startswith("requests "))
+    seconds = float(re.search(r"generated \d+ in ([0-9.e+-]+) s", stats).group(1))
+    outputs = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
+    outputs.sort(key=lambda r: r["request"])
+    return seconds, [r["ids"] for r in outputs]
+
+
+def nnsight_experiment(lm, name, ids, max_tokens, steer):
+    """One prompt through nnsight, written as a researcher would; returns the generated ids."""
+    import torch
+    layers = lm.model.layers
+    kwargs = dict(max_new_tokens=max_tokens, min_new_tokens=max_tokens, do_sample=False,
+                  pad_token_id=0)
+    with torch.no_grad(), lm.generate([ids], **kwargs) as tracer:
+        if name == "steering, layer 12":
+            for _ in tracer.iter[0:max_tokens]:
+                layers[12].output[:] += 4.0 * steer
+        elif name == "last-token capture, layer 8":
+            saves = list().save()
+            for _ in tracer.iter[0:max_tokens]:
+                saves.append(layers[8].output[0, -1])
+        elif name == "capture of every layer":
+            saves = list().save()
+            for _ in tracer.iter[0:max_tokens]:
+                for i in range(LAYERS):
+                    saves.append(layers[i].output[0])
+        result = tracer.result.save()
+    return result[0, len(ids):].tolist()
+
+
+def run_nnsight(lm, name, requests, max_tokens, steer):
+    start = time.time()
+    outputs = []
+    for i, ids in enumerate(requests):
+        if i % 20 == 0:
+            log("  nnsight %s: prompt %d/%d" % (name, i + 1, len(requests)))
+        outputs.append(nnsight_experiment(lm, name, ids, max_tokens, steer))
+    return time.time() - start, outputs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--model", default=os.path.join(ROOT, "models",
+                                                    "SmolLM2-135M-Instruct.Q4_1.gguf"))
+    ap.add_argument("--prompts", type=int, default=200)
+    ap.add_argument("--nnsight-prompts", type=int, default=200,
+                    help="how many of the prompts also run through nnsight")
+    ap.add_argument("--max-tokens", type=int, default=16)
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="engine runs per experiment, interleaved; the median counts")
+    ap.add_argument("--skip-nnsight", action="store_true")
+    a = ap.parse_args()
+
+    rng = random.Random(0)
+    requests = [[rng.randrange(1, 49152) for _ in range(rng.randint(16, 64))]
+                for _ in range(a.prompts)]
+    workdir = tempfile.mkdtemp(prefix="nnsc-bench-")
+    log("compiling the experiments' bundles")
+    bundles = compile_bundles(a.build, a.model, workdir)
+    steer, steer_file = steering_vector(workdir)
+
+    engine = {name: [] for name in EXPERIMENTS}
+    tokens = {}
+    for r in range(a.repeat):
+        for name, (_, needs_steer) in EXPERIMENTS.items():
+            log("engine, round %d/%d: %s, %d prompts" % (r + 1, a.repeat, name, a.prompts))
+            seconds, out = run_engine(a.build, a.model, requests, a.max_tokens,
+                                      bundles.get(name), steer_file if needs_steer else None,
+                                      workdir)
+            engine[name].append(seconds)
+            tokens[name] = out
+    median = {name: sorted(t)[len(t) // 2] for name, t in engine.items()}
+
+    rows = []
+    for name in EXPERIMENTS:
+        overhead = 100 * (median[name] / median["none"] - 1)
+        rows.append([name, "%.2f s (%s)" % (median[name], ", ".join("%.2f" % t for t in
+                                                                      engine[name])),
+                     "-" if name == "none" else "%+.1f%%" % overhead])
+
+    if not a.skip_nnsight:
+        sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
+        import torch
+        from nnsight import LanguageModel
+        from reference import load_gguf_reference
+        torch.set_num_threads(2)
+        log("nnsight: loading the same GGUF through transformers")
+        hf, tok = load_gguf_reference(a.model)
+        lm = LanguageModel(hf, tokenizer=tok)
+        n = min(a.nnsight_prompts, a.prompts)
+        for row, name in zip(rows, EXPERIMENTS):
+            seconds, out = run_nnsight(lm, name, requests[:n], a.max_tokens, steer)
+            same = sum(x == y for x, y in zip(out, tokens[name][:n]))
+            # Scale the engine's time to the prompts nnsight ran when it ran fewer.
+            ours = median[name] * n / a.prompts
+            row += ["%.1f s" % seconds, "%.1fx" % (seconds / ours), "%d/%d" % (same, n)]
+
+    header = ["experiment (%d prompts x %d tokens)" % (a.prompts, a.max_tokens),
+              "nns-run, median of %d" % a.repeat, "overhead vs none"]
+    if not a.skip_nnsight:
+        header += ["nnsight 0.8.1", "speedup", "greedy tokens equal"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print("\nload average during the run: %s" % open("/proc/loadavg").read().split()[:3])
+
+
+if __name__ == "__main__":
+    main()
