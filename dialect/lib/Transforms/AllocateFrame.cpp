@@ -1,6 +1,7 @@
 //===- AllocateFrame.cpp - nns-allocate-frame -----------------------------===//
 
 #include "ScheduleUtils.h"
+#include "SiteRuns.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -26,15 +27,15 @@ struct AllocateFrame : impl::NNSAllocateFrameBase<AllocateFrame> {
     OpBuilder builder(&getContext());
     for (auto trace : getOperation().getOps<TraceOp>()) {
       int64_t bytes = 0;
+      SiteRuns runs(trace);
       trace.walk([&](Operation *op) {
         if (op->getNumResults() == 0 || siteOf(op) < 0 || isa<TraceOp>(op))
           return;
-        RunContext context = contextOf(op);
         SmallVector<int64_t> offsets;
         bool any = false;
         for (Value result : op->getResults()) {
           bool crosses = llvm::any_of(result.getUsers(),
-                                      [&](Operation *user) { return contextOf(user) != context; });
+                                      [&](Operation *user) { return !runs.sameRun(op, user); });
           offsets.push_back(crosses ? bytes : -1);
           if (crosses) {
             bytes += slotBytes(cast<RankedTensorType>(result.getType()));

@@ -1,6 +1,7 @@
 //===- FuseSites.cpp - nns-fuse-sites -------------------------------------===//
 
 #include "ScheduleUtils.h"
+#include "SiteRuns.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -40,12 +41,28 @@ bool guardIncludesPrefill(Attribute guard) {
 /// Builds the kernel of one site of one trace by copying the ops assigned to it.
 class KernelBuilder {
 public:
-  KernelBuilder(KernelOp kernel, int64_t site) : kernel(kernel), site(site) {}
+  KernelBuilder(KernelOp kernel, int64_t site, const SiteRuns &runs)
+      : kernel(kernel), site(site), runs(runs) {}
 
-  void copyBlock(Block &source, OpBuilder &builder) {
+  /// Copies the trace's ops of this site; its top-level caches go last, since a cache records
+  /// the value the model continues with, after every write of the program there.
+  void copyTrace(TraceOp trace, OpBuilder &builder) {
+    SmallVector<Operation *> caches;
+    copyBlock(trace.getBody().front(), builder, &caches);
+    for (Operation *cache : caches)
+      builder.clone(*cache);
+  }
+
+  void copyBlock(Block &source, OpBuilder &builder,
+                 SmallVectorImpl<Operation *> *caches = nullptr) {
     for (Operation &op : source) {
       if (isa<YieldOp>(op))
         continue;
+      if (caches && isa<CacheOp>(op)) {
+        if (siteOf(&op) == site)
+          caches->push_back(&op);
+        continue;
+      }
       if (auto ifOp = dyn_cast<IfOp>(op)) {
         if (containsSite(ifOp))
           copyIf(ifOp, builder);
@@ -53,9 +70,13 @@ public:
       }
       if (siteOf(&op) != site)
         continue;
+      // Operands are mapped for this op alone: the same value may reach other ops of the
+      // kernel through another run's frame load.
+      IRMapping operands;
       for (Value operand : op.getOperands())
-        mapping.map(operand, lookup(operand, &op, builder));
-      Operation *copy = builder.clone(op, mapping);
+        operands.map(operand, lookup(operand, &op, builder));
+      Operation *copy = builder.clone(op, operands);
+      mapping.map(op.getResults(), copy->getResults());
       copy->removeAttr(kFrameAttr);
       storeResults(&op, copy, builder);
     }
@@ -117,19 +138,21 @@ private:
   }
 
   /// The value of `value` for `user` inside this kernel: the copy made here when it runs in
-  /// the same context, a recomputation of site-independent values, or a frame load.
+  /// the same run, a recomputation of site-independent values, or a frame load (one per run
+  /// and block).
   Value lookup(Value value, Operation *user, OpBuilder &builder) {
     Operation *def = value.getDefiningOp();
     assert(def && "trace values are op results once loops and invokes are inlined");
     if (siteOf(def) < 0)
       return recompute(def, value);
     int64_t offset = frameOffset(value);
-    if (offset < 0 || contextOf(def) == contextOf(user)) {
+    if (runs.sameRun(def, user)) {
       Value mapped = mapping.lookupOrNull(value);
-      assert(mapped && "a value used in its own context is copied before its use");
+      assert(mapped && "a value used in its own run is copied before its use");
       return mapped;
     }
-    auto key = std::make_pair(value, builder.getInsertionBlock());
+    assert(offset >= 0 && "nns-allocate-frame gives a slot to every value leaving its run");
+    auto key = std::make_tuple(value, builder.getInsertionBlock(), runs.runOf(user, site));
     auto it = loads.find(key);
     if (it != loads.end())
       return it->second;
@@ -165,8 +188,9 @@ private:
 
   KernelOp kernel;
   int64_t site;
+  const SiteRuns &runs;
   IRMapping mapping;
-  llvm::DenseMap<std::pair<Value, Block *>, Value> loads;
+  llvm::DenseMap<std::tuple<Value, Block *, int64_t>, Value> loads;
   Operation *lastRecomputed = nullptr;
 };
 
@@ -178,6 +202,7 @@ struct FuseSites : impl::NNSFuseSitesBase<FuseSites> {
     for (auto trace : llvm::make_early_inc_range(module.getOps<TraceOp>())) {
       traces.push_back(describeTrace(trace, builder));
       std::map<int64_t, SiteUse> sites = collectSites(trace);
+      SiteRuns runs(trace);
       for (auto &[site, use] : sites) {
         SmallVector<Attribute> access;
         for (auto [flag, name] : {std::pair{use.read, "read"}, std::pair{use.write, "write"},
@@ -189,7 +214,7 @@ struct FuseSites : impl::NNSFuseSitesBase<FuseSites> {
             builder, trace.getLoc(), (trace.getSymName() + "_" + llvm::Twine(site)).str(),
             trace.getSymName(), site, use.path, use.phase, builder.getArrayAttr(access));
         OpBuilder inner = OpBuilder::atBlockBegin(builder.createBlock(&kernel.getBody()));
-        KernelBuilder(kernel, site).copyBlock(trace.getBody().front(), inner);
+        KernelBuilder(kernel, site, runs).copyTrace(trace, inner);
       }
       trace.erase();
     }

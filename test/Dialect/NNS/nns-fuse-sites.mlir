@@ -1,4 +1,4 @@
-// RUN: nns-opt %s --nns-assign-sites --nns-step-guards --nns-order-invokes --nns-allocate-frame --nns-fuse-sites | FileCheck %s
+// RUN: nns-opt %s --split-input-file --nns-assign-sites --nns-step-guards --nns-order-invokes --nns-allocate-frame --nns-fuse-sites | FileCheck %s
 
 // One kernel per site in firing order; values crossing sites go through the frame; constants
 // and params are recomputed in each kernel that needs them; the trace's manifest facts move
@@ -26,4 +26,86 @@ nns.trace @main {
     %t = nns.reduce argmax %l dim 0 : tensor<49152xf32> -> tensor<i64>
     nns.save "top", %t : tensor<i64>
   }
+}
+
+// -----
+
+// Each use of a frame value gets a load of its own run: the save after the loop does not use
+// the loop's load (another group loop, another guard).
+// CHECK-LABEL: nns.kernel @main_211
+// CHECK: %[[X:.*]] = nns.select
+// CHECK: nns.frame.store %[[X]], 0 {nns.guard = array<i64: 0, 1, 1>}
+// CHECK: %[[L:.*]] = nns.frame.load 0 {nns.guard = array<i64: 0, -1, 1>}
+// CHECK: nns.binary add %[[L]]
+// CHECK: %[[AFTER:.*]] = nns.frame.load 0 {nns.guard = array<i64: 0, 1, 1>}
+// CHECK: nns.save "x", %[[AFTER]]
+nns.trace @main {
+  %h = nns.site.read "model.layers.6.output" at 211 forward : tensor<?x576xf32>
+  %m1 = arith.constant dense<-1> : tensor<i64>
+  %x = nns.select %h[%m1] dim 0 : tensor<?x576xf32>, tensor<i64> -> tensor<576xf32>
+  nns.steps from 0 by 1 {
+  ^bb0(%step: tensor<i64>):
+    %one = arith.constant dense<1.0> : tensor<f32>
+    %y = nns.binary add %x, %one : tensor<576xf32>, tensor<f32> -> tensor<576xf32>
+    nns.save "y", %y : tensor<576xf32>
+  }
+  nns.save "x", %x : tensor<576xf32>
+}
+
+// -----
+
+// A steps loop between a value and its use at the same site and guard splits the kernel into
+// runs (one group loop each): the use reads the value back from the frame.
+// CHECK-LABEL: nns.kernel @main_152
+// CHECK: %[[H:.*]] = nns.site.read "model.layers.5.input"
+// CHECK: nns.frame.store %[[H]], 0 {nns.guard = array<i64: 0, 1, 1>}
+// CHECK: nns.save "s"
+// CHECK: %[[L:.*]] = nns.frame.load 0 {nns.guard = array<i64: 0, 1, 1>}
+// CHECK: nns.binary min %[[L]], %[[L]]
+nns.trace @main {
+  %h = nns.site.read "model.layers.5.input" at 152 forward : tensor<?x576xf32>
+  nns.steps from 0 to 3 by 1 {
+  ^bb0(%step: tensor<i64>):
+    nns.save "s", %step : tensor<i64>
+  }
+  %m = nns.binary min %h, %h : tensor<?x576xf32>, tensor<?x576xf32> -> tensor<?x576xf32>
+  nns.site.write %m to "model.layers.12.mlp.output" at 390 forward : tensor<?x576xf32> into tensor<?x576xf32>
+}
+
+// -----
+
+// Two loops using one earlier value each load it under their own guard.
+// CHECK-LABEL: nns.kernel @main_91
+// CHECK: %[[A:.*]] = nns.frame.load 0 {nns.guard = array<i64: 2, -1, 2>}
+// CHECK: nns.binary sub %[[A]]
+// CHECK: %[[B:.*]] = nns.frame.load 0 {nns.guard = array<i64: 1, -1, 1>}
+// CHECK: nns.unary abs %[[B]]
+nns.param @v : tensor<576xf32>
+nns.trace @main {
+  %h = nns.site.read "model.layers.2.output" at 91 forward : tensor<?x576xf32>
+  %x = nns.reduce mean %h dim 0 : tensor<?x576xf32> -> tensor<576xf32>
+  nns.steps from 2 by 2 {
+  ^bb0(%step: tensor<i64>):
+    %v = nns.get_param @v : tensor<576xf32>
+    %d = nns.binary sub %x, %v : tensor<576xf32>, tensor<576xf32> -> tensor<576xf32>
+    nns.save "d", %d : tensor<576xf32>
+  }
+  nns.steps from 1 by 1 {
+  ^bb0(%step: tensor<i64>):
+    %a = nns.unary abs %x : tensor<576xf32>
+    nns.save "a", %a : tensor<576xf32>
+  }
+}
+
+// -----
+
+// A cache records the value the model continues with: it goes after the writes of its site.
+// CHECK-LABEL: nns.kernel @main_105
+// CHECK: nns.site.update add
+// CHECK-NEXT: nns.cache "model.layers.3.output"
+nns.param @v : tensor<576xf32>
+nns.trace @main {
+  nns.cache "model.layers.3.output" at 105 forward : tensor<?x576xf32>
+  %v = nns.get_param @v : tensor<576xf32>
+  nns.site.update add %v to "model.layers.3.output" at 105 forward : tensor<576xf32> into tensor<?x576xf32>
 }

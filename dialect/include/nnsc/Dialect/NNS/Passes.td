@@ -49,9 +49,10 @@ def NNSOrderInvokes : Pass<"nns-order-invokes", "mlir::ModuleOp"> {
 def NNSAllocateFrame : Pass<"nns-allocate-frame", "mlir::ModuleOp"> {
   let summary = "Keep values that cross site events in a per-request frame";
   let description = [{
-    A value used at another site event, under another step guard or by another invoke than
-    the one that computes it gets a frame slot: `nns.frame = array<i64: offset, ...>` on its
-    defining op (-1 for results that need none) and the trace's `nns.frame_bytes`. A static
+    A value used at another site event, under another step guard, by another invoke, or in
+    another run of its site's kernel (an op of another guard or invoke comes between: each
+    run is its own loop over the groups) than the one that computes it gets a frame slot:
+    `nns.frame = array<i64: offset, ...>` on its defining op (-1 for results that need none) and the trace's `nns.frame_bytes`. A static
     shape is stored inline (8-byte aligned); a shape with the token dimension as a pointer to
     a heap copy and its row count (16 bytes).
   }];
@@ -63,8 +64,9 @@ def NNSFuseSites : Pass<"nns-fuse-sites", "mlir::ModuleOp"> {
   let description = [{
     Replaces every `nns.trace` by one `nns.kernel` per site event it uses, holding the ops
     assigned to it in program order (with the `nns.if` ops around them, recomputed constants
-    and params), reading earlier values with `nns.frame.load` and keeping later-needed ones
-    with `nns.frame.store`. The trace's manifest facts (frame size, invokes, flags) move to
+    and params; top-level caches last, after every write of their site), reading earlier
+    values with `nns.frame.load` (one per run) and keeping later-needed ones with
+    `nns.frame.store`. The trace's manifest facts (frame size, invokes, flags) move to
     `nns.traces` on the module.
   }];
   let dependentDialects = ["nnsc::nns::NNSDialect"];
