@@ -389,10 +389,18 @@ private:
           builder, loc, result,
           constant(loc, s.type.elem, s.builtin == Builtin::OnesLike ? 1.0 : 0.0), x);
     case Builtin::Clamp: {
-      const ast::Expr *lo = pos.size() > 1 ? pos[1] : kw.at("min");
-      const ast::Expr *hi = pos.size() > 2 ? pos[2] : kw.at("max");
-      Value low = binaryOp(loc, nns::BinaryKind::Max, x, expr(*lo), elem);
-      return binaryOp(loc, nns::BinaryKind::Min, low, expr(*hi), elem);
+      auto bound = [&](size_t position, const char *name) -> const ast::Expr * {
+        if (pos.size() > position)
+          return pos[position];
+        auto it = kw.find(name);
+        return it == kw.end() ? nullptr : it->second;
+      };
+      Value clamped = x;
+      if (const ast::Expr *lo = bound(1, "min"))
+        clamped = binaryOp(loc, nns::BinaryKind::Max, clamped, expr(*lo), elem);
+      if (const ast::Expr *hi = bound(2, "max"))
+        clamped = binaryOp(loc, nns::BinaryKind::Min, clamped, expr(*hi), elem);
+      return clamped;
     }
     case Builtin::Where: {
       Value a = castTo(loc, expr(*pos[1]), elem), b = castTo(loc, expr(*pos[2]), elem);

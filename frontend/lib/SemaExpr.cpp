@@ -793,12 +793,15 @@ LogicalResult Checker::builtin(ast::CallExpr &e, Builtin fn, ast::Expr *receiver
       return failure();
     ast::Expr *lo = pos.size() > 1 ? pos[1] : (kw.count("min") ? kw["min"] : nullptr);
     ast::Expr *hi = pos.size() > 2 ? pos[2] : (kw.count("max") ? kw["max"] : nullptr);
-    if (!lo || !hi) {
-      emitError(e.loc()) << "'clamp' needs both bounds, as in 'clamp(x, -1, 1)'";
+    // As torch.clamp, either bound may be left out, not both.
+    if (!lo && !hi) {
+      emitError(e.loc()) << "'clamp' needs a bound, as in 'clamp(x, -1, 1)' or 'clamp(x, min=0)'";
       return failure();
     }
     ValueType t = pos[0]->sema.type;
     for (ast::Expr *b : {lo, hi}) {
+      if (!b)
+        continue;
       if (failed(value(*b, avail)))
         return failure();
       auto shape = broadcast(t.dims, b->sema.type.dims);

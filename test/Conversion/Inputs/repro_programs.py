@@ -1,8 +1,8 @@
-"""Value checks of the reduced random-differential repros: each repro's bundle runs through the
-C ABI (bundle_ctypes) on staggered requests over several steps (prompts of 1-5 tokens, then
-one-token steps, so one kernel call mixes token counts and steps; each request keeps its
-frame), and every site write and save is compared with the program written out here in torch.
-The .nns files declare the params w, v, a, tok, u, m in this order.
+"""Value checks of the reduced random-differential repros and small programs like them: each
+bundle runs through the C ABI (bundle_ctypes) on staggered requests over several steps
+(prompts of 1-5 tokens, then one-token steps, so one kernel call mixes token counts and steps;
+each request keeps its frame), and every site write and save is compared with the program
+written out here in torch. The .nns files declare the params w, v, a, tok, u, m in this order.
 Usage: repro_programs.py BUNDLE NAME
 """
 import ctypes as C
@@ -91,6 +91,15 @@ def cache_order(env, sites, p, step, saves, cache):
         cache.append("model.layers.3.output")
 
 
+def clamp_one_bound(env, sites, p, step, saves, cache):
+    # for step in steps { layers[3].output = layers[3].output.clamp(min=-0.5) }
+    # x = clamp(layers[3].output * a, max=v).save()
+    site = sites["model.layers.3.output"]
+    site[:] = site.clamp(min=-0.5)
+    if step == 0:
+        saves["x"] = torch.minimum(site * p["a"], p["v"])
+
+
 REPROS = {
     "dead-loop": Repro({"model.layers.6.output": D}, dead_loop),
     "loop-between": Repro({"model.layers.5.input": D, "model.layers.12.mlp.output": D},
@@ -99,6 +108,7 @@ REPROS = {
     "loop-outer-name": Repro({"model.layers.2.output": D, "model.layers.8.mlp.output": D,
                               "model.layers.14.self_attn.output": D}, loop_outer_name),
     "cache-order": Repro({"model.layers.3.output": D}, cache_order),
+    "clamp-one-bound": Repro({"model.layers.3.output": D}, clamp_one_bound),
 }
 
 
