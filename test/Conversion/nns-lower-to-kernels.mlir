@@ -36,3 +36,35 @@ module attributes {
 // expected-error @+1 {{nns-lower-to-kernels needs 'nns.target' and 'nns.traces'}}
 module {
 }
+
+// -----
+
+// The ops of a run-time `if` branch stay in the branch, after the condition: only the
+// unguarded ops of the kernel body (constants, params) form the prologue of a run
+// (random-if-indexed-write.nns, random-if-site-view.nns, random-if-site-read-write.nns).
+// CHECK-LABEL: func.func @main_121
+// CHECK-NOT: memref.subview
+// CHECK: %[[C:.*]] = memref.load %{{.*}}[] : memref<i1, {{.*}}>
+// CHECK-NEXT: scf.if %[[C]] {
+// CHECK: memref.subview
+module attributes {
+  nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
+                intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
+                modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
+  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 0 : i64, invokes = [],
+                 name = "main", saves = []}]} {
+  nns.param @v : tensor<64xf32>
+  nns.param @a : tensor<f32>
+  nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access ["read", "write"] {
+    %a = nns.get_param @a : tensor<f32>
+    %half = arith.constant dense<5.000000e-01> : tensor<f32>
+    %c = nns.compare gt %a, %half : tensor<f32>, tensor<f32> -> tensor<i1>
+    %v = nns.get_param @v : tensor<64xf32>
+    %zero = arith.constant dense<0> : tensor<i64>
+    nns.if %c : tensor<i1> {
+      %h = nns.site.read "model.layers.3.output" at 121 forward : tensor<?x64xf32>
+      %s = nns.select_scatter %v into %h[%zero] dim 0 : tensor<64xf32>, tensor<?x64xf32>, tensor<i64> -> tensor<?x64xf32>
+      nns.site.write %s to "model.layers.3.output" at 121 forward : tensor<?x64xf32> into tensor<?x64xf32>
+    } {nns.guard = array<i64: 0, 1, 1>}
+  }
+}

@@ -102,7 +102,8 @@ private:
     for (auto [from, to] : llvm::zip(ifOp->getRegions(), copy->getRegions())) {
       if (from.empty())
         continue;
-      Block *block = to.empty() ? builder.createBlock(&to) : &to.front();
+      // Not builder.createBlock: the ops after the `if` still go after it, not into the branch.
+      Block *block = to.empty() ? &to.emplaceBlock() : &to.front();
       OpBuilder inner = OpBuilder::atBlockBegin(block);
       if (!block->empty())
         inner.setInsertionPoint(block->getTerminator());

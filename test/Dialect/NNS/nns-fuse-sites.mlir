@@ -109,3 +109,60 @@ nns.trace @main {
   %v = nns.get_param @v : tensor<576xf32>
   nns.site.update add %v to "model.layers.3.output" at 105 forward : tensor<576xf32> into tensor<?x576xf32>
 }
+
+// -----
+
+// Ops after a run-time `if` stay after it, not in its branch: the site touched again and a
+// cache (random-after-if.nns, random-cache-after-if.nns); a later site's kernel has no `if`.
+// CHECK-LABEL: nns.kernel @main_105
+// CHECK: nns.if %{{.*}} : tensor<i1> {
+// CHECK-NEXT: nns.site.update add
+// CHECK-NEXT: nns.save "s"
+// CHECK-NEXT: {{^ *}}}
+// CHECK-NEXT: nns.site.update add
+// CHECK-NEXT: nns.cache "model.layers.3.output"
+// CHECK-NEXT: {{^ *}}}
+// CHECK-LABEL: nns.kernel @main_133
+// CHECK-NOT: nns.if
+// CHECK: nns.site.update add
+// CHECK-NEXT: {{^ *}}}
+nns.param @v : tensor<576xf32>
+nns.param @a : tensor<f32>
+nns.trace @main {
+  %a = nns.get_param @a : tensor<f32>
+  %half = arith.constant dense<5.000000e-01> : tensor<f32>
+  %c = nns.compare gt %a, %half : tensor<f32>, tensor<f32> -> tensor<i1>
+  nns.if %c : tensor<i1> {
+    %v = nns.get_param @v : tensor<576xf32>
+    nns.site.update add %v to "model.layers.3.output" at 105 forward : tensor<576xf32> into tensor<?x576xf32>
+    nns.save "s", %v : tensor<576xf32>
+  }
+  %v = nns.get_param @v : tensor<576xf32>
+  nns.site.update add %v to "model.layers.3.output" at 105 forward : tensor<576xf32> into tensor<?x576xf32>
+  nns.cache "model.layers.3.output" at 105 forward : tensor<?x576xf32>
+  nns.site.update add %v to "model.layers.4.output" at 133 forward : tensor<576xf32> into tensor<?x576xf32>
+}
+
+// -----
+
+// A branch that touches no site runs at the trace's first site, before the ops that follow
+// it there (random-if-params-only.nns).
+// CHECK-LABEL: nns.kernel @main_133
+// CHECK: nns.if %{{.*}} : tensor<i1> {
+// CHECK-NEXT: nns.save "s"
+// CHECK-NEXT: {{^ *}}}
+// CHECK-NEXT: nns.site.update add
+// CHECK-NEXT: {{^ *}}}
+nns.param @v : tensor<576xf32>
+nns.param @a : tensor<f32>
+nns.trace @main {
+  %a = nns.get_param @a : tensor<f32>
+  %half = arith.constant dense<5.000000e-01> : tensor<f32>
+  %c = nns.compare gt %a, %half : tensor<f32>, tensor<f32> -> tensor<i1>
+  nns.if %c : tensor<i1> {
+    %v = nns.get_param @v : tensor<576xf32>
+    nns.save "s", %v : tensor<576xf32>
+  }
+  %v = nns.get_param @v : tensor<576xf32>
+  nns.site.update add %v to "model.layers.4.output" at 133 forward : tensor<576xf32> into tensor<?x576xf32>
+}

@@ -127,11 +127,13 @@ Value KernelEmitter::guardCondition(Attribute guard, int64_t invoke) {
 
 LogicalResult KernelEmitter::emitRun(ArrayRef<Operation *> ops, Attribute guard, int64_t invoke) {
   Location loc = func.getLoc();
-  // Site-independent values used by this run, in kernel order.
+  // Site-independent values used by this run, in kernel order. They are the unguarded ops of
+  // the kernel body; ops nested in an `nns.if` carry no guard either but run in their branch.
+  Block &body = kernel.getBody().front();
   llvm::SetVector<Operation *> used;
   std::function<void(Value)> need = [&](Value v) {
     Operation *def = v.getDefiningOp();
-    if (!def || def->getAttr(nns::kGuardAttr) || used.contains(def))
+    if (!def || def->getBlock() != &body || def->getAttr(nns::kGuardAttr) || used.contains(def))
       return;
     for (Value operand : def->getOperands())
       need(operand);

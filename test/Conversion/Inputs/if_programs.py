@@ -1,0 +1,178 @@
+"""Value checks of the run-time `if` repros found by random-differential.test: each repro's
+bundle runs through the C ABI (bundle_ctypes) on staggered requests over several steps (a
+prompt of 1-5 tokens, then one token per step, so one kernel call mixes token counts, steps and
+per-request params, and each request keeps its frame), compared with the program written out
+here in torch. The condition is per request, so one kernel call holds groups on both sides of
+it; the check fails unless both outcomes occurred. The .nns files declare `v: f32[hidden]`
+then `a: f32`.
+Usage: if_programs.py BUNDLE NAME
+"""
+import ctypes as C
+import random
+import sys
+
+import torch
+
+from bundle_ctypes import BundleRunner
+
+D = 64  # hidden size of test/Inputs/tiny-qwen3
+STEPS = 4  # each request runs steps 0..STEPS
+L3 = "model.layers.3.output"
+L4 = "model.layers.4.output"
+
+
+class Repro:
+    """A hand-translated program: the sites it touches and one step of it in torch; `taken`
+    records the outcomes of its run-time condition."""
+
+    def __init__(self, paths, step_fn):
+        self.paths, self.step_fn, self.taken = paths, step_fn, set()
+
+    def run_step(self, sites, params, step):
+        saves, cache = {}, []
+        self.step_fn(self, sites, params, step, saves, cache)
+        for path in cache:
+            saves[path] = sites[path].clone()
+        return saves
+
+    def cond(self, value):
+        self.taken.add(bool(value))
+        return bool(value)
+
+
+def close(got, want):
+    return got.shape == want.shape and torch.allclose(got.float(), want.float(), atol=1e-4,
+                                                      rtol=1e-4)
+
+
+def check(runner, repro, rng):
+    """Runs every site kernel on staggered requests; returns a list of mismatches."""
+    trace = runner.trace(0)
+    entries = [trace.sites[i] for i in range(trace.num_sites)]
+    names = [trace.saves[i].name.decode() for i in range(trace.num_saves)]
+    requests = [dict(id=r + 1, start=rng.randrange(0, 3), prompt=rng.randint(1, 5),
+                     params=dict(v=torch.randn(D), a=torch.randn(())),
+                     frame=C.create_string_buffer(max(trace.frame_bytes, 8)))
+                for r in range(4)]
+    problems = []
+    for tick in range(max(q["start"] for q in requests) + STEPS + 1):
+        active = [q for q in requests if 0 <= tick - q["start"] <= STEPS]
+        if not active:
+            continue
+        inputs, finals, want = {}, {}, {}
+        for q in active:
+            step = tick - q["start"]
+            tokens = q["prompt"] if step == 0 else 1
+            sites = {p: torch.randn(tokens, D) for p in repro.paths}
+            inputs[q["id"]] = {p: t.clone() for p, t in sites.items()}
+            for name, value in repro.run_step(sites, q["params"], step).items():
+                want[(q["id"], name, step)] = value
+            finals[q["id"]] = sites
+        runner.saves.clear()
+        for index, entry in enumerate(entries):
+            path = entry.site_path.decode()
+            row, groups, chunks = 1, [], []
+            for q in active:
+                t = inputs[q["id"]][path]
+                groups.append(dict(row=row, rows=t.shape[0], step=tick - q["start"],
+                                   params=[q["params"]["v"], q["params"]["a"]],
+                                   frame=q["frame"], request=q["id"]))
+                chunks.append(t)
+                row += t.shape[0]
+            # One padding row on each side: a kernel must not touch rows of other sequences.
+            flat = torch.cat([torch.randn(1, D)] + chunks + [torch.randn(1, D)])
+            pad = flat[[0, -1]].clone()
+            runner.run_site(trace, index, flat, groups)
+            for g, q in zip(groups, active):
+                got = flat[g["row"]:g["row"] + g["rows"]]
+                if not close(got, finals[q["id"]][path]):
+                    problems.append(f"{path} step {g['step']} request {q['id']}: got "
+                                    f"{got.flatten()[:3].tolist()}, want "
+                                    f"{finals[q['id']][path].flatten()[:3].tolist()}")
+            if not torch.equal(flat[[0, -1]], pad):
+                problems.append(f"{path}: padding rows written")
+        got = {(r, names[i], step): value for r, i, step, value in runner.saves}
+        for key in sorted(set(want) | set(got)):
+            if key not in got or key not in want:
+                problems.append(f"save {key}: {'missing' if key not in got else 'extra'}")
+            elif not close(got[key], want[key]):
+                problems.append(f"save {key}: got {got[key].flatten()[:3].tolist()}, want "
+                                f"{want[key].flatten()[:3].tolist()}")
+    problems += [f"request {r}: error {m}" for r, m in runner.errors]
+    return problems
+
+
+def indexed_write(r, sites, p, step, saves, cache):
+    # if (a > 0.5) { layers[3].output[0] = v }
+    if step == 0 and r.cond(p["a"] > 0.5):
+        sites[L3][0] = p["v"]
+
+
+def site_view(r, sites, p, step, saves, cache):
+    # if (a > 0.5) { s = layers[3].output[0].save() }
+    if step == 0 and r.cond(p["a"] > 0.5):
+        saves["s"] = sites[L3][0].clone()
+
+
+def site_read_write(r, sites, p, step, saves, cache):
+    # if (a > 0.5) { layers[3].output = layers[3].output * 2 }
+    if step == 0 and r.cond(p["a"] > 0.5):
+        sites[L3][...] = sites[L3] * 2
+
+
+def after_if(r, sites, p, step, saves, cache):
+    # if (a > 0.5) { layers[3].output += v }; layers[3].output += v
+    if step == 0:
+        if r.cond(p["a"] > 0.5):
+            sites[L3] += p["v"]
+        sites[L3] += p["v"]
+
+
+def params_only(r, sites, p, step, saves, cache):
+    # if (a > 0.5) { s = v.save() }; layers[4].output += v
+    if step == 0:
+        if r.cond(p["a"] > 0.5):
+            saves["s"] = p["v"].clone()
+        sites[L4] += p["v"]
+
+
+def cache_after_if(r, sites, p, step, saves, cache):
+    # if (a > 0.5) { s = layers[3].output.save() }; cache(layers[3].output)
+    if step == 0:
+        if r.cond(p["a"] > 0.5):
+            saves["s"] = sites[L3].clone()
+        cache.append(L3)
+
+
+def site_cond(r, sites, p, step, saves, cache):
+    # for step in steps { if (layers[3].output[-1] @ v) > 0 { x = layers[3].output[-1]
+    #   layers[3].output[0] = x * a; s = x.sum().save() } else { layers[4].output -= v } }
+    h = sites[L3]
+    if r.cond(h[-1] @ p["v"] > 0):
+        x = h[-1].clone()
+        h[0] = x * p["a"]
+        saves["s"] = x.sum()
+    else:
+        sites[L4] -= p["v"]
+
+
+REPROS = {
+    "if-indexed-write": Repro([L3], indexed_write),
+    "if-site-view": Repro([L3], site_view),
+    "if-site-read-write": Repro([L3], site_read_write),
+    "after-if": Repro([L3], after_if),
+    "if-params-only": Repro([L4], params_only),
+    "cache-after-if": Repro([L3], cache_after_if),
+    "if-site-cond": Repro([L3, L4], site_cond),
+}
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    name = sys.argv[2]
+    repro = REPROS[name]
+    problems = check(BundleRunner(sys.argv[1]), repro, random.Random(0))
+    if repro.taken != {True, False}:
+        problems.append(f"the condition was always {repro.taken}: one branch went untested")
+    for p in problems:
+        print("FAIL", p)
+    print(f"{name}: {'agrees with torch' if not problems else 'differs from torch'}")
