@@ -1,6 +1,8 @@
 //===- Checker.h - the semantic checker behind checkProgram -----*- C++ -*-===//
 //
-// Internal to the frontend. Statements are checked in Sema.cpp, expressions in SemaExpr.cpp.
+// Internal to the frontend. Names, declarations and timing are checked in Sema.cpp,
+// statements in SemaStmt.cpp and SemaControl.cpp (if, for, invoke), expressions in
+// SemaExpr.cpp, SemaIndex.cpp (indexing, operators) and SemaCall.cpp (calls, site patterns).
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +52,9 @@ struct Scope {
   std::vector<std::string> order;
 };
 
+/// The source name of a builtin function or method (SemaExpr.cpp).
+const char *builtinName(ast::Builtin fn);
+
 /// Where the statement being checked runs.
 struct StmtContext {
   std::string trace;
@@ -75,7 +80,7 @@ public:
   mlir::LogicalResult run(ast::Program &program);
 
 private:
-  // Declarations and statements (Sema.cpp).
+  // Declarations and statements (Sema.cpp, SemaStmt.cpp, SemaControl.cpp).
   mlir::LogicalResult checkParam(ast::ParamDecl &param);
   mlir::LogicalResult checkTrace(ast::TraceDecl &trace);
   bool checkBlock(ast::Block &block);
@@ -97,7 +102,7 @@ private:
   mlir::LogicalResult checkAssignable(ast::Expr &value, const ValueType &target,
                                       const std::string &what, mlir::Location loc);
 
-  // Expressions (SemaExpr.cpp).
+  // Expressions (SemaExpr.cpp, SemaIndex.cpp, SemaCall.cpp).
   /// Resolves `e` to an entity; values get their type. Site reads are not yet registered.
   mlir::LogicalResult expr(ast::Expr &e, Avail &avail);
   /// Like expr(), but `e` must be a value; a site is read here.
