@@ -3,6 +3,7 @@
 #include "ScheduleUtils.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 
@@ -52,13 +53,20 @@ struct AssignSites : impl::NNSAssignSitesBase<AssignSites> {
         return WalkResult::advance();
       int64_t site = -1;
       Operation *source = nullptr;
-      for (Value operand : op->getOperands()) {
-        Operation *def = operand.getDefiningOp();
+      auto after = [&](Value value) {
+        Operation *def = value.getDefiningOp();
         if (def && siteOf(def) > site) {
           site = siteOf(def);
           source = def;
         }
-      }
+      };
+      for (Value operand : op->getOperands())
+        after(operand);
+      // Work in a branch runs once its condition exists; pure site-free values stay free of
+      // sites (recomputed where used).
+      if (!isPure(op) || site >= 0)
+        for (auto ifOp = op->getParentOfType<IfOp>(); ifOp; ifOp = ifOp->getParentOfType<IfOp>())
+          after(ifOp.getCondition());
       for (Region &region : op->getRegions())
         region.walk([&](Operation *nested) {
           if (!isa<YieldOp>(nested))

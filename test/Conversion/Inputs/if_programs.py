@@ -144,6 +144,14 @@ def cache_after_if(r, sites, p, step, saves, cache):
         cache.append(L3)
 
 
+def late_cond(r, sites, p, step, saves, cache):
+    # cache(layers[3].output); if layers[4].output[0].sum() > 0 { s = v.save() }
+    if step == 0:
+        cache.append(L3)
+        if r.cond(sites[L4][0].sum() > 0):
+            saves["s"] = p["v"].clone()
+
+
 def site_cond(r, sites, p, step, saves, cache):
     # for step in steps { if (layers[3].output[-1] @ v) > 0 { x = layers[3].output[-1]
     #   layers[3].output[0] = x * a; s = x.sum().save() } else { layers[4].output -= v } }
@@ -163,6 +171,7 @@ REPROS = {
     "after-if": Repro([L3], after_if),
     "if-params-only": Repro([L4], params_only),
     "cache-after-if": Repro([L3], cache_after_if),
+    "if-late-cond": Repro([L3, L4], late_cond),
     "if-site-cond": Repro([L3, L4], site_cond),
 }
 

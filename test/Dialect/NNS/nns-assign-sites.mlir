@@ -28,3 +28,27 @@ nns.trace @main {
   // expected-error @+1 {{uses a value that exists only at site event 157, after this site (79) has fired}}
   nns.site.write %h to "model.layers.2.output" at 79 forward : tensor<?x576xf32> into tensor<?x576xf32>
 }
+
+// -----
+
+// Work in a run-time `if` branch runs once the condition exists: a save of a site-free value
+// goes to the condition's site, not the trace's first; pure site-free values stay at -1.
+// CHECK-LABEL: nns.trace @main
+nns.param @v : tensor<576xf32>
+nns.trace @main {
+  %h = nns.site.read "model.layers.2.output" at 79 forward : tensor<?x576xf32>
+  nns.cache "model.layers.2.output" at 79 forward : tensor<?x576xf32>
+  %g = nns.site.read "model.layers.5.output" at 157 forward : tensor<?x576xf32>
+  %s = nns.reduce sum %g dim 0 : tensor<?x576xf32> -> tensor<576xf32>
+  %t = nns.reduce sum %s dim 0 : tensor<576xf32> -> tensor<f32>
+  %z = arith.constant dense<0.000000e+00> : tensor<f32>
+  %c = nns.compare gt %t, %z : tensor<f32>, tensor<f32> -> tensor<i1>
+  // CHECK: nns.if
+  nns.if %c : tensor<i1> {
+    // CHECK: nns.get_param @v {nns.at = -1 : i64}
+    %v = nns.get_param @v : tensor<576xf32>
+    // CHECK: nns.save "s", {{.*}} {nns.at = 157 : i64}
+    nns.save "s", %v : tensor<576xf32>
+  // CHECK: } {nns.at = 157 : i64}
+  }
+}
