@@ -35,6 +35,9 @@ config.substitutions.append(
 # `cuda-gpu`: a GPU is present to run them (never on the development and CI machines).
 if config.nnsc_cuda_enabled:
     config.available_features.add("nvcc")
+    # The toolkit's ptxas, to check the PTX of --target=cuda bundles on its own.
+    config.substitutions.append(
+        ("%ptxas", shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"))
 if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda-gpu")
 

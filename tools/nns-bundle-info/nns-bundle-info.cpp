@@ -142,6 +142,18 @@ void printTrace(int index, const nnsc_trace_desc &trace) {
   }
 }
 
+/// The device copies: one line per kernel, with what its launches need.
+void printCuda(const nnsc_cuda_code &cuda) {
+  std::printf("ptx: %zu bytes\n", std::strlen(cuda.ptx));
+  std::printf("cuda: chip=%s kernels=%d messages=%d\n", cuda.chip, cuda.num_kernels,
+              cuda.num_messages);
+  for (int32_t i = 0; i < cuda.num_kernels; ++i)
+    std::printf("  cuda kernel %d '%s' scratch_bytes=%" PRId64 " module_calls=%d\n", i,
+                cuda.kernels[i].entry, cuda.kernels[i].scratch_bytes, cuda.kernels[i].num_calls);
+  for (int32_t i = 0; i < cuda.num_messages; ++i)
+    std::printf("  cuda message %d '%s'\n", i, cuda.messages[i]);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -175,13 +187,21 @@ int main(int argc, char **argv) {
     return 1;
   }
   const nnsc_bundle *bundle = query();
+  // The tables' layout is only known for this version; reading another one could crash.
+  if (bundle->abi_version != NNSC_BUNDLE_ABI_VERSION) {
+    std::fprintf(stderr,
+                 "nns-bundle-info: '%s' has bundle ABI version %u but this tool reads version "
+                 "%u: rebuild the bundle from its source with this nnsc\n",
+                 path, bundle->abi_version, NNSC_BUNDLE_ABI_VERSION);
+    return 1;
+  }
   if (printPtx) {
-    if (!bundle->ptx) {
+    if (!bundle->cuda) {
       std::fprintf(stderr, "nns-bundle-info: '%s' carries no PTX (built for --target=cpu)\n",
                    path);
       return 1;
     }
-    std::fputs(bundle->ptx, stdout);
+    std::fputs(bundle->cuda->ptx, stdout);
     return 0;
   }
   std::printf("abi_version: %u\n", bundle->abi_version);
@@ -192,8 +212,8 @@ int main(int argc, char **argv) {
               " heads=%" PRId64 " kv_heads=%" PRId64 " head_dim=%" PRId64 " vocab=%" PRId64 "\n",
               bundle->hidden, bundle->intermediate, bundle->layers, bundle->heads,
               bundle->kv_heads, bundle->head_dim, bundle->vocab);
-  if (bundle->ptx)
-    std::printf("ptx: %zu bytes\n", std::strlen(bundle->ptx));
+  if (bundle->cuda)
+    printCuda(*bundle->cuda);
   else
     std::printf("ptx: none\n");
   std::printf("traces: %d\n", bundle->num_traces);

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <set>
 #include <sstream>
 
 namespace nnsc {
@@ -18,6 +19,7 @@ public:
 
   bool readModel(const nnsc_bundle &bundle);
   std::optional<BundleTrace> readTrace(const nnsc_trace_desc &desc, int32_t index);
+  bool readCuda(const nnsc_cuda_code &cuda, const std::vector<BundleTrace> &traces);
 
 private:
   bool fail(const std::string &message) {
@@ -143,6 +145,29 @@ std::optional<BundleTrace> TableReader::readTrace(const nnsc_trace_desc &desc, i
   return trace;
 }
 
+/// The device copies: one per distinct site kernel, each naming the host kernel it copies.
+bool TableReader::readCuda(const nnsc_cuda_code &cuda, const std::vector<BundleTrace> &traces) {
+  if (!cuda.ptx || !cuda.chip || cuda.num_kernels < 0 || cuda.num_messages < 0 ||
+      (cuda.num_kernels && !cuda.kernels) || (cuda.num_messages && !cuda.messages))
+    return fail("bundle has a malformed CUDA table");
+  for (int32_t i = 0; i < cuda.num_messages; ++i)
+    if (!cuda.messages[i])
+      return fail("bundle's CUDA message " + std::to_string(i) + " is null");
+  std::set<nnsc_site_kernel> copied;
+  for (int32_t i = 0; i < cuda.num_kernels; ++i) {
+    const nnsc_cuda_kernel &kernel = cuda.kernels[i];
+    if (!kernel.entry || kernel.scratch_bytes < 0 || kernel.num_calls < 0)
+      return fail("bundle's CUDA kernel " + std::to_string(i) + " is malformed");
+    copied.insert(kernel.host);
+  }
+  for (const BundleTrace &trace : traces)
+    for (const BundleSite &site : trace.sites)
+      if (!copied.count(site.kernel))
+        return fail("trace '" + trace.name + "' site '" + site.path +
+                    "' has no CUDA kernel in a bundle built for CUDA");
+  return true;
+}
+
 } // namespace
 
 std::optional<std::vector<BundleTrace>> checkBundle(const nnsc_bundle &bundle,
@@ -158,6 +183,8 @@ std::optional<std::vector<BundleTrace>> checkBundle(const nnsc_bundle &bundle,
       return std::nullopt;
     traces.push_back(std::move(*trace));
   }
+  if (bundle.cuda && !reader.readCuda(*bundle.cuda, traces))
+    return std::nullopt;
   return traces;
 }
 

@@ -49,7 +49,7 @@ class Bundle(C.Structure):
                 ("schema_hash", C.c_uint64), ("hidden", C.c_int64), ("intermediate", C.c_int64),
                 ("layers", C.c_int64), ("heads", C.c_int64), ("kv_heads", C.c_int64),
                 ("head_dim", C.c_int64), ("vocab", C.c_int64), ("num_traces", C.c_int32),
-                ("traces", C.POINTER(TraceDesc)), ("ptx", C.c_char_p)]
+                ("traces", C.POINTER(TraceDesc)), ("cuda", C.c_void_p)]
 
 
 class Group(C.Structure):

@@ -120,8 +120,49 @@ TEST(ABILayout, ManifestStructOffsets) {
   EXPECT_EQ(layout::bundle::kVocab, offsetof(nnsc_bundle, vocab));
   EXPECT_EQ(layout::bundle::kNumTraces, offsetof(nnsc_bundle, num_traces));
   EXPECT_EQ(layout::bundle::kTraces, offsetof(nnsc_bundle, traces));
-  EXPECT_EQ(layout::bundle::kPtx, offsetof(nnsc_bundle, ptx));
+  EXPECT_EQ(layout::bundle::kCuda, offsetof(nnsc_bundle, cuda));
   EXPECT_EQ(layout::bundle::kSize, sizeof(nnsc_bundle));
+}
+
+TEST(ABILayout, CUDAOffsetsMatchHeader) {
+  EXPECT_EQ(layout::cuda_kernel::kHost, offsetof(nnsc_cuda_kernel, host));
+  EXPECT_EQ(layout::cuda_kernel::kEntry, offsetof(nnsc_cuda_kernel, entry));
+  EXPECT_EQ(layout::cuda_kernel::kScratchBytes, offsetof(nnsc_cuda_kernel, scratch_bytes));
+  EXPECT_EQ(layout::cuda_kernel::kNumCalls, offsetof(nnsc_cuda_kernel, num_calls));
+  EXPECT_EQ(layout::cuda_kernel::kSize, sizeof(nnsc_cuda_kernel));
+
+  EXPECT_EQ(layout::cuda_code::kPtx, offsetof(nnsc_cuda_code, ptx));
+  EXPECT_EQ(layout::cuda_code::kChip, offsetof(nnsc_cuda_code, chip));
+  EXPECT_EQ(layout::cuda_code::kNumKernels, offsetof(nnsc_cuda_code, num_kernels));
+  EXPECT_EQ(layout::cuda_code::kKernels, offsetof(nnsc_cuda_code, kernels));
+  EXPECT_EQ(layout::cuda_code::kNumMessages, offsetof(nnsc_cuda_code, num_messages));
+  EXPECT_EQ(layout::cuda_code::kMessages, offsetof(nnsc_cuda_code, messages));
+  EXPECT_EQ(layout::cuda_code::kSize, sizeof(nnsc_cuda_code));
+
+  EXPECT_EQ(static_cast<int32_t>(layout::CUDAEvent::Error), NNSC_CUDA_EVENT_ERROR);
+  EXPECT_EQ(static_cast<int32_t>(layout::CUDAEvent::Save), NNSC_CUDA_EVENT_SAVE);
+  EXPECT_EQ(static_cast<int32_t>(layout::CUDAEvent::Stop), NNSC_CUDA_EVENT_STOP);
+  EXPECT_EQ(static_cast<int32_t>(layout::CUDAEvent::Finish), NNSC_CUDA_EVENT_FINISH);
+  EXPECT_EQ(static_cast<int32_t>(layout::CUDAEvent::CallModule), NNSC_CUDA_EVENT_CALL_MODULE);
+  EXPECT_EQ(layout::cuda_event::kKind, offsetof(nnsc_cuda_event, kind));
+  EXPECT_EQ(layout::cuda_event::kIndex, offsetof(nnsc_cuda_event, index));
+  EXPECT_EQ(layout::cuda_event::kRequest, offsetof(nnsc_cuda_event, request));
+  EXPECT_EQ(layout::cuda_event::kStep, offsetof(nnsc_cuda_event, step));
+  EXPECT_EQ(layout::cuda_event::kValue, offsetof(nnsc_cuda_event, value));
+  EXPECT_EQ(layout::cuda_event::kOutput, offsetof(nnsc_cuda_event, output));
+  EXPECT_EQ(layout::cuda_event::kSize, sizeof(nnsc_cuda_event));
+
+  EXPECT_EQ(layout::cuda_status::kResume, offsetof(nnsc_cuda_status, resume));
+  EXPECT_EQ(layout::cuda_status::kModuleStatus, offsetof(nnsc_cuda_status, module_status));
+  EXPECT_EQ(layout::cuda_status::kEvents, offsetof(nnsc_cuda_status, events));
+  EXPECT_EQ(layout::cuda_status::kEventCapacity, offsetof(nnsc_cuda_status, event_capacity));
+  EXPECT_EQ(layout::cuda_status::kNumEvents, offsetof(nnsc_cuda_status, num_events));
+  EXPECT_EQ(layout::cuda_status::kSink, offsetof(nnsc_cuda_status, sink));
+  EXPECT_EQ(layout::cuda_status::kSinkBytes, offsetof(nnsc_cuda_status, sink_bytes));
+  EXPECT_EQ(layout::cuda_status::kSinkUsed, offsetof(nnsc_cuda_status, sink_used));
+  EXPECT_EQ(layout::cuda_status::kModuleOutput, offsetof(nnsc_cuda_status, module_output));
+  EXPECT_EQ(layout::cuda_status::kScratch, offsetof(nnsc_cuda_status, scratch));
+  EXPECT_EQ(layout::cuda_status::kSize, sizeof(nnsc_cuda_status));
 }
 
 /// Field offsets of an LLVM struct type under the host's data layout, for comparison with
@@ -176,7 +217,19 @@ TEST(ABILayout, ManifestEmitterTypesMatchHeader) {
                 offsetof(nnsc_bundle, layers), offsetof(nnsc_bundle, heads),
                 offsetof(nnsc_bundle, kv_heads), offsetof(nnsc_bundle, head_dim),
                 offsetof(nnsc_bundle, vocab), offsetof(nnsc_bundle, num_traces),
-                offsetof(nnsc_bundle, traces), offsetof(nnsc_bundle, ptx), sizeof(nnsc_bundle)}));
+                offsetof(nnsc_bundle, traces), offsetof(nnsc_bundle, cuda), sizeof(nnsc_bundle)}));
+  EXPECT_EQ(offsets(layout, types.cudaKernel),
+            (std::vector<uint64_t>{offsetof(nnsc_cuda_kernel, host),
+                                   offsetof(nnsc_cuda_kernel, entry),
+                                   offsetof(nnsc_cuda_kernel, scratch_bytes),
+                                   offsetof(nnsc_cuda_kernel, num_calls),
+                                   sizeof(nnsc_cuda_kernel)}));
+  EXPECT_EQ(offsets(layout, types.cudaCode),
+            (std::vector<uint64_t>{
+                offsetof(nnsc_cuda_code, ptx), offsetof(nnsc_cuda_code, chip),
+                offsetof(nnsc_cuda_code, num_kernels), offsetof(nnsc_cuda_code, kernels),
+                offsetof(nnsc_cuda_code, num_messages), offsetof(nnsc_cuda_code, messages),
+                sizeof(nnsc_cuda_code)}));
 }
 
 } // namespace

@@ -39,7 +39,7 @@ TEST_F(BundleLoaderTest, AcceptsMatchingBundleAndExposesManifest) {
   std::unique_ptr<Bundle> bundle = loadBundle(path, architecture, error);
   ASSERT_NE(bundle, nullptr) << error;
   EXPECT_EQ(bundle->sourceHash(), "9e3d");
-  EXPECT_EQ(bundle->ptx(), nullptr);
+  EXPECT_EQ(bundle->cuda(), nullptr);
   ASSERT_EQ(bundle->traces().size(), 2u);
 
   const BundleTrace *lens = bundle->findTrace("lens");
@@ -167,6 +167,24 @@ TEST_F(BundleLoaderTest, RefusesMalformedTables) {
 
   trace.num_params = 0;
   EXPECT_TRUE(checkBundle(table, architecture, error)) << error;
+
+  // A CUDA bundle must carry a device copy of every site kernel.
+  nnsc_cuda_kernel device{kernel, "k", 0, 0};
+  const char *message = "m";
+  nnsc_cuda_code cuda{"// ptx", "sm_90", 1, &device, 1, &message};
+  table.cuda = &cuda;
+  sites[0] = {105, "model.layers.3.output", NNSC_PHASE_FORWARD, NNSC_ACCESS_READ,
+              [](nnsc_tensor *, const nnsc_group *, int32_t, const nnsc_runtime *) {
+                return int32_t{1};
+              }};
+  EXPECT_FALSE(checkBundle(table, architecture, error));
+  EXPECT_EQ(error, "trace 't' site 'model.layers.3.output' has no CUDA kernel in a bundle built "
+                   "for CUDA");
+  device.host = sites[0].kernel;
+  EXPECT_TRUE(checkBundle(table, architecture, error)) << error;
+  cuda.ptx = nullptr;
+  EXPECT_FALSE(checkBundle(table, architecture, error));
+  EXPECT_EQ(error, "bundle has a malformed CUDA table");
 }
 
 } // namespace

@@ -20,12 +20,11 @@ std::unique_ptr<llvm::Module> buildBundleModule(ModuleOp module, const BundleOpt
   if (!manifest)
     return nullptr;
 
-  std::string ptx;
+  std::optional<DeviceCode> device;
   if (options.target == TargetKind::CUDA) {
-    std::optional<std::string> compiled = cuda::compileToPTX(module, *manifest, options.cuda);
-    if (!compiled)
+    device = cuda::compileToPTX(module, *manifest, options.cuda);
+    if (!device)
       return nullptr;
-    ptx = std::move(*compiled);
   }
 
   // The manifest is carried into LLVM IR by emitManifest, not by the translation.
@@ -40,7 +39,7 @@ std::unique_ptr<llvm::Module> buildBundleModule(ModuleOp module, const BundleOpt
     module.emitError() << "cannot translate the lowered kernels to LLVM IR";
     return nullptr;
   }
-  emitManifest(*llvmModule, *manifest, ptx);
+  emitManifest(*llvmModule, *manifest, device ? &*device : nullptr);
   cpu::optimize(*llvmModule, machine, options.cpu.optLevel);
   return llvmModule;
 }

@@ -27,6 +27,8 @@ ManifestTypes ManifestTypes::get(llvm::LLVMContext &context) {
       named("nnsc_trace_desc", {ptr, i32, ptr, i32, i64, i32, ptr, i32, ptr, i32, ptr});
   types.bundle = named("nnsc_bundle", {i32, ptr, ptr, i64, i64, i64, i64, i64, i64, i64, i64,
                                        i32, ptr, ptr});
+  types.cudaKernel = named("nnsc_cuda_kernel", {ptr, ptr, i64, i32});
+  types.cudaCode = named("nnsc_cuda_code", {ptr, ptr, i32, ptr, i32, ptr});
   return types;
 }
 
@@ -40,7 +42,7 @@ public:
         ptr(llvm::PointerType::get(context, 0)), i32(llvm::Type::getInt32Ty(context)),
         i64(llvm::Type::getInt64Ty(context)) {}
 
-  llvm::Constant *bundle(const Manifest &manifest, llvm::StringRef ptx);
+  llvm::Constant *bundle(const Manifest &manifest, const DeviceCode *device);
 
 private:
   llvm::Constant *string(llvm::StringRef text, const llvm::Twine &name);
@@ -51,6 +53,7 @@ private:
   llvm::Constant *shape(llvm::ArrayRef<int64_t> dims);
   llvm::Constant *defaultValue(const ParamDesc &param, const llvm::Twine &name);
   llvm::Constant *trace(const TraceDesc &trace, unsigned index);
+  llvm::Constant *cudaCode(const DeviceCode &device);
   llvm::Constant *c32(int64_t v) { return llvm::ConstantInt::get(i32, v); }
   llvm::Constant *c64(int64_t v) { return llvm::ConstantInt::get(i64, v); }
 
@@ -145,12 +148,31 @@ llvm::Constant *Emitter::trace(const TraceDesc &trace, unsigned index) {
        table(types.siteEntry, sites, prefix + ".sites")});
 }
 
-llvm::Constant *Emitter::bundle(const Manifest &manifest, llvm::StringRef ptx) {
+llvm::Constant *Emitter::cudaCode(const DeviceCode &device) {
+  llvm::SmallVector<llvm::Constant *> kernels, messages;
+  for (auto [i, kernel] : llvm::enumerate(device.kernels)) {
+    llvm::Function *host = module.getFunction(kernel.hostKernel);
+    assert(host && "every device kernel copies a host kernel of the bundle");
+    kernels.push_back(llvm::ConstantStruct::get(
+        types.cudaKernel, {host, string(kernel.entry, "nnsc_cuda_entry" + llvm::Twine(i)),
+                           c64(kernel.scratchBytes), c32(kernel.numCalls)}));
+  }
+  for (auto [i, message] : llvm::enumerate(device.messages))
+    messages.push_back(string(message, "nnsc_cuda_message" + llvm::Twine(i)));
+  return global(
+      llvm::ConstantStruct::get(
+          types.cudaCode,
+          {string(device.ptx, "nnsc_ptx"), string(device.chip, "nnsc_cuda_chip"),
+           c32(kernels.size()), table(types.cudaKernel, kernels, "nnsc_cuda_kernels"),
+           c32(messages.size()), table(ptr, messages, "nnsc_cuda_messages")}),
+      "nnsc_cuda_code");
+}
+
+llvm::Constant *Emitter::bundle(const Manifest &manifest, const DeviceCode *device) {
   llvm::SmallVector<llvm::Constant *> traces;
   for (auto [i, desc] : llvm::enumerate(manifest.traces))
     traces.push_back(trace(desc, i));
-  llvm::Constant *ptxString =
-      ptx.empty() ? llvm::ConstantPointerNull::get(ptr) : string(ptx, "nnsc_ptx");
+  llvm::Constant *cuda = device ? cudaCode(*device) : llvm::ConstantPointerNull::get(ptr);
   llvm::Constant *init = llvm::ConstantStruct::get(
       types.bundle,
       {c32(abi::kVersion), string(manifest.sourceHash, "nnsc_source_hash"),
@@ -158,14 +180,14 @@ llvm::Constant *Emitter::bundle(const Manifest &manifest, llvm::StringRef ptx) {
        c64(manifest.hidden), c64(manifest.intermediate), c64(manifest.layers),
        c64(manifest.heads), c64(manifest.kvHeads), c64(manifest.headDim), c64(manifest.vocab),
        c32(manifest.traces.size()), table(types.traceDesc, traces, "nnsc_trace_descs"),
-       ptxString});
+       cuda});
   return global(init, "nnsc_bundle");
 }
 
 } // namespace
 
-void emitManifest(llvm::Module &module, const Manifest &manifest, llvm::StringRef ptx) {
-  llvm::Constant *bundle = Emitter(module).bundle(manifest, ptx);
+void emitManifest(llvm::Module &module, const Manifest &manifest, const DeviceCode *device) {
+  llvm::Constant *bundle = Emitter(module).bundle(manifest, device);
   llvm::LLVMContext &context = module.getContext();
   auto *type = llvm::FunctionType::get(llvm::PointerType::get(context, 0), false);
   auto *query = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,

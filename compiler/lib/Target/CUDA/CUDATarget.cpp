@@ -3,6 +3,9 @@
 #include "nnsc/Target/CUDA/CUDATarget.h"
 
 #include "nnsc/Pipelines/Pipelines.h"
+#include "nnsc/Target/CUDA/DeviceCallbacks.h"
+#include "nnsc/Target/CUDA/DeviceRuntime.h"
+#include "nnsc/Target/CUDA/Suspension.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -22,9 +25,11 @@ namespace nnsc::cuda {
 namespace {
 
 /// A module holding `gpu.module @nnsc_kernels` with one `gpu.func` kernel per distinct kernel
-/// of the manifest (same arguments; the i32 status has no host to go to and is dropped) and
-/// the globals they use. Null after an error.
-OwningOpRef<ModuleOp> buildDeviceModule(ModuleOp module, const bundle::Manifest &manifest) {
+/// of the manifest (same arguments; the i32 status has no host to go to and is dropped, the
+/// runtime callbacks become device calls), the device runtime and the globals they use. Null
+/// after an error.
+OwningOpRef<ModuleOp> buildDeviceModule(ModuleOp module, const bundle::Manifest &manifest,
+                                        MessageTable &messages) {
   MLIRContext *context = module.getContext();
   context->loadDialect<gpu::GPUDialect, NVVM::NVVMDialect>();
   Location loc = module.getLoc();
@@ -37,6 +42,8 @@ OwningOpRef<ModuleOp> buildDeviceModule(ModuleOp module, const bundle::Manifest 
 
   for (auto global : module.getOps<LLVM::GlobalOp>())
     builder.clone(*global);
+  if (failed(addDeviceRuntime(*gpuModule.getBody(), context)))
+    return nullptr;
 
   llvm::StringSet<> done;
   for (const bundle::TraceDesc &trace : manifest.traces) {
@@ -45,16 +52,6 @@ OwningOpRef<ModuleOp> buildDeviceModule(ModuleOp module, const bundle::Manifest 
         continue;
       auto func = cast<func::FuncOp>(
           SymbolTable::lookupSymbolIn(module, StringAttr::get(context, site.kernel)));
-      WalkResult calls = func.walk([&](Operation *op) {
-        if (!isa<CallOpInterface>(op))
-          return WalkResult::advance();
-        op->emitError() << "kernel '" << site.kernel
-                        << "' makes a call, which --target=cuda cannot compile: device code "
-                           "cannot reach runtime callbacks or host functions";
-        return WalkResult::interrupt();
-      });
-      if (calls.wasInterrupted())
-        return nullptr;
       auto type = FunctionType::get(context, func.getArgumentTypes(), {});
       auto kernel = gpu::GPUFuncOp::create(builder, func.getLoc(), site.kernel, type);
       kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(context));
@@ -66,6 +63,8 @@ OwningOpRef<ModuleOp> buildDeviceModule(ModuleOp module, const bundle::Manifest 
         gpu::ReturnOp::create(at, ret.getLoc());
         ret.erase();
       });
+      if (failed(rewriteCallbacks(kernel, module, messages)))
+        return nullptr;
     }
   }
   return device;
@@ -83,11 +82,12 @@ std::optional<std::string> extractPTX(ModuleOp device) {
 
 } // namespace
 
-std::optional<std::string> compileToPTX(ModuleOp module, const bundle::Manifest &manifest,
-                                        const CUDAOptions &options) {
-  OwningOpRef<ModuleOp> device = buildDeviceModule(module, manifest);
+OwningOpRef<ModuleOp> lowerDeviceKernels(ModuleOp module, const bundle::Manifest &manifest,
+                                         const CUDAOptions &options, bundle::DeviceCode &code) {
+  MessageTable messages;
+  OwningOpRef<ModuleOp> device = buildDeviceModule(module, manifest, messages);
   if (!device)
-    return std::nullopt;
+    return nullptr;
 
   PassManager lower(module.getContext());
   GpuNVVMAttachTargetOptions target;
@@ -96,6 +96,32 @@ std::optional<std::string> compileToPTX(ModuleOp module, const bundle::Manifest 
   lower.addPass(createGpuNVVMAttachTarget(target));
   buildLowerGPUToNVVMPipeline(lower);
   if (failed(lower.run(*device)))
+    return nullptr;
+
+  code.chip = options.chip;
+  code.messages = std::move(messages.messages);
+  auto gpuModule = *device->getOps<gpu::GPUModuleOp>().begin();
+  internalizeDeviceRuntime(gpuModule);
+  llvm::StringSet<> done;
+  for (const bundle::TraceDesc &trace : manifest.traces) {
+    for (const bundle::SiteEntry &site : trace.sites) {
+      if (!done.insert(site.kernel).second)
+        continue;
+      auto kernel = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(site.kernel);
+      FailureOr<SuspendInfo> info = suspendAtModuleCalls(kernel);
+      if (failed(info))
+        return nullptr;
+      code.kernels.push_back({site.kernel, site.kernel, info->scratchBytes, info->numCalls});
+    }
+  }
+  return device;
+}
+
+std::optional<bundle::DeviceCode> compileToPTX(ModuleOp module, const bundle::Manifest &manifest,
+                                               const CUDAOptions &options) {
+  bundle::DeviceCode code;
+  OwningOpRef<ModuleOp> device = lowerDeviceKernels(module, manifest, options, code);
+  if (!device)
     return std::nullopt;
 
   llvm::SmallString<128> ptxas(options.toolkit);
@@ -121,9 +147,12 @@ std::optional<std::string> compileToPTX(ModuleOp module, const bundle::Manifest 
   if (failed(serialize.run(*device)))
     return std::nullopt;
   std::optional<std::string> ptx = extractPTX(*device);
-  if (!ptx)
+  if (!ptx) {
     module.emitError() << "gpu-module-to-binary produced no PTX";
-  return ptx;
+    return std::nullopt;
+  }
+  code.ptx = std::move(*ptx);
+  return code;
 }
 
 } // namespace nnsc::cuda

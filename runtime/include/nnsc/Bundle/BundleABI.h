@@ -22,7 +22,7 @@ extern "C" {
 
 /* Bumped on any change to the layout or meaning of the structures below. The runtime refuses
  * a bundle whose abi_version differs from its own. */
-#define NNSC_BUNDLE_ABI_VERSION 1u
+#define NNSC_BUNDLE_ABI_VERSION 2u
 
 #define NNSC_BUNDLE_QUERY_SYMBOL "nnsc_bundle_query"
 
@@ -125,6 +125,62 @@ typedef struct nnsc_trace_desc {
   const nnsc_site_entry *sites;
 } nnsc_trace_desc;
 
+/* ---- CUDA code (--target=cuda; docs/BundleABI.md, "CUDA execution") ---------------------- */
+
+/* The device copy of one host kernel: a PTX `.entry` with the host kernel's four arguments,
+ * except that every pointer is a device address and `rt` points to an nnsc_cuda_status. It is
+ * launched with one thread. Device code cannot call the nnsc_runtime callbacks: it records them
+ * as events in the status, which the host replays in order after the launch. */
+typedef struct nnsc_cuda_kernel {
+  nnsc_site_kernel host; /* the host kernel it copies (nnsc_site_entry.kernel) */
+  const char *entry;     /* its entry name in the PTX */
+  int64_t scratch_bytes; /* device memory kept across the launches of one site call */
+  int32_t num_calls;     /* call_module sites: the kernel suspends at each one */
+} nnsc_cuda_kernel;
+
+typedef struct nnsc_cuda_code {
+  const char *ptx;  /* NUL-terminated */
+  const char *chip; /* "sm_90" */
+  int32_t num_kernels;
+  const nnsc_cuda_kernel *kernels;
+  int32_t num_messages;
+  const char *const *messages; /* report_error texts, by NNSC_CUDA_EVENT_ERROR index */
+} nnsc_cuda_code;
+
+typedef enum nnsc_cuda_event_kind {
+  NNSC_CUDA_EVENT_ERROR = 0,  /* report_error(request, messages[index]) */
+  NNSC_CUDA_EVENT_SAVE = 1,   /* save(request, index, step, value); value.data in the sink */
+  NNSC_CUDA_EVENT_STOP = 2,   /* stop(request) */
+  NNSC_CUDA_EVENT_FINISH = 3, /* finish(request) */
+  /* call_module(module index, value -> output): value.data in the sink, output has no data.
+   * Always the last event of a launch: the kernel suspended (status.resume != 0). */
+  NNSC_CUDA_EVENT_CALL_MODULE = 4,
+} nnsc_cuda_event_kind;
+
+typedef struct nnsc_cuda_event {
+  int32_t kind;  /* nnsc_cuda_event_kind */
+  int32_t index; /* message, save or module index */
+  void *request; /* the group's request handle (NULL for CALL_MODULE) */
+  int64_t step;
+  nnsc_tensor value;  /* contiguous; data NULL when the sink overflowed */
+  nnsc_tensor output; /* CALL_MODULE: dtype and shape of the module's output */
+} nnsc_cuda_event;
+
+/* In device memory, set up by the host before the first launch of a site call. */
+typedef struct nnsc_cuda_status {
+  int32_t resume;        /* 0 on the first launch; the kernel sets it to k when it suspends at
+                            call site k (1-based) and clears it when resumed */
+  int32_t module_status; /* call_module's result, written by the host before resuming */
+  nnsc_cuda_event *events;
+  int64_t event_capacity;
+  int64_t num_events; /* events recorded; above event_capacity, the excess were dropped */
+  char *sink;         /* save values and module inputs, packed contiguously */
+  int64_t sink_bytes;
+  int64_t sink_used;
+  void *module_output; /* the host writes the module's output here (contiguous) before resuming */
+  void *scratch;       /* nnsc_cuda_kernel.scratch_bytes, unchanged between the launches */
+} nnsc_cuda_status;
+
 typedef struct nnsc_bundle {
   uint32_t abi_version; /* NNSC_BUNDLE_ABI_VERSION of the compiler that built it */
   const char *source_hash; /* hex SHA-256 of the .nns source */
@@ -133,8 +189,8 @@ typedef struct nnsc_bundle {
   int64_t hidden, intermediate, layers, heads, kv_heads, head_dim, vocab;
   int32_t num_traces;
   const nnsc_trace_desc *traces;
-  /* CUDA kernels as PTX (NUL-terminated) when built with --target=cuda, else NULL. */
-  const char *ptx;
+  /* The kernels' device copies when built with --target=cuda, else NULL. */
+  const nnsc_cuda_code *cuda;
 } nnsc_bundle;
 
 /* ---- Invocation ------------------------------------------------------------------------- */

@@ -16,7 +16,7 @@
 namespace nnsc::abi {
 
 /// NNSC_BUNDLE_ABI_VERSION of the header this layout describes.
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr const char *kQuerySymbol = "nnsc_bundle_query";
 constexpr int64_t kMaxRank = 4;
 constexpr int64_t kDimTokens = -1;
@@ -78,8 +78,35 @@ constexpr int64_t kName = 0, kNumInvokes = 8, kInvokeNames = 16, kFlags = 24, kF
 namespace bundle {
 constexpr int64_t kAbiVersion = 0, kSourceHash = 8, kArch = 16, kSchemaHash = 24, kHidden = 32,
                   kIntermediate = 40, kLayers = 48, kHeads = 56, kKvHeads = 64, kHeadDim = 72,
-                  kVocab = 80, kNumTraces = 88, kTraces = 96, kPtx = 104, kSize = 112;
+                  kVocab = 80, kNumTraces = 88, kTraces = 96, kCuda = 104, kSize = 112;
 } // namespace bundle
+
+/// struct nnsc_cuda_kernel
+namespace cuda_kernel {
+constexpr int64_t kHost = 0, kEntry = 8, kScratchBytes = 16, kNumCalls = 24, kSize = 32;
+} // namespace cuda_kernel
+
+/// struct nnsc_cuda_code
+namespace cuda_code {
+constexpr int64_t kPtx = 0, kChip = 8, kNumKernels = 16, kKernels = 24, kNumMessages = 32,
+                  kMessages = 40, kSize = 48;
+} // namespace cuda_code
+
+/// nnsc_cuda_event_kind values.
+enum class CUDAEvent : int32_t { Error = 0, Save = 1, Stop = 2, Finish = 3, CallModule = 4 };
+
+/// struct nnsc_cuda_event
+namespace cuda_event {
+constexpr int64_t kKind = 0, kIndex = 4, kRequest = 8, kStep = 16, kValue = 24, kOutput = 104,
+                  kSize = 184;
+} // namespace cuda_event
+
+/// struct nnsc_cuda_status
+namespace cuda_status {
+constexpr int64_t kResume = 0, kModuleStatus = 4, kEvents = 8, kEventCapacity = 16,
+                  kNumEvents = 24, kSink = 32, kSinkBytes = 40, kSinkUsed = 48,
+                  kModuleOutput = 56, kScratch = 64, kSize = 72;
+} // namespace cuda_status
 
 /// Size in bytes of one element of `dtype`.
 constexpr int64_t dtypeSize(DType dtype) {

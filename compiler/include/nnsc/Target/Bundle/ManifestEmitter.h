@@ -9,6 +9,7 @@
 #ifndef NNSC_TARGET_BUNDLE_MANIFESTEMITTER_H
 #define NNSC_TARGET_BUNDLE_MANIFESTEMITTER_H
 
+#include "nnsc/Target/Bundle/DeviceCode.h"
 #include "nnsc/Target/Bundle/Manifest.h"
 
 #include "llvm/IR/DerivedTypes.h"
@@ -23,14 +24,16 @@ struct ManifestTypes {
   llvm::StructType *siteEntry;
   llvm::StructType *traceDesc;
   llvm::StructType *bundle;
+  llvm::StructType *cudaKernel;
+  llvm::StructType *cudaCode;
 
   static ManifestTypes get(llvm::LLVMContext &context);
 };
 
 /// Emits the manifest globals and `nnsc_bundle_query` into `module`, which must already define
 /// every kernel the manifest names; those kernels become internal (the query is the bundle's
-/// only export). `ptx` is embedded when non-empty.
-void emitManifest(llvm::Module &module, const Manifest &manifest, llvm::StringRef ptx);
+/// only export). `device` (--target=cuda) becomes the bundle's nnsc_cuda_code when non-null.
+void emitManifest(llvm::Module &module, const Manifest &manifest, const DeviceCode *device);
 
 } // namespace nnsc::bundle
 

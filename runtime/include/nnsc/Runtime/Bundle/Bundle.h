@@ -76,8 +76,8 @@ public:
   const std::vector<BundleTrace> &traces() const { return traceList; }
   /// The trace named `name` ("" for the unnamed one), or null.
   const BundleTrace *findTrace(const std::string &name) const;
-  /// The kernels' PTX when built with --target=cuda.
-  const char *ptx() const { return raw->ptx; }
+  /// The kernels' device copies when built with --target=cuda, else null.
+  const nnsc_cuda_code *cuda() const { return raw->cuda; }
   /// The table as the bundle exports it.
   const nnsc_bundle &table() const { return *raw; }
 

@@ -1,0 +1,425 @@
+//===- CUDAEmulationTest.cpp - the CUDA execution model, run on the host -------===//
+//
+// There is no GPU here, but the device kernels --target=cuda builds are plain LLVM-dialect
+// code (events, suspension) until NVPTX code generation. This test takes them right before
+// that point, compiles them for the host instead, and runs them the way docs/BundleABI.md
+// ("CUDA execution") says a runtime must: launch, replay the events, run the module call,
+// relaunch until the kernel no longer suspends. Everything recorded (callbacks in order, saved
+// values, the site tensor after the call) must equal what the host kernel of the same bundle
+// does with the ordinary nnsc_runtime callbacks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "nnsc/Bundle/BundleABI.h"
+#include "nnsc/Target/Bundle/BundleEmitter.h"
+#include "nnsc/Target/Bundle/KernelIR.h"
+#include "nnsc/Target/Bundle/Manifest.h"
+#include "nnsc/Target/CPU/CPUTarget.h"
+#include "nnsc/Target/CPU/SharedObjectLinker.h"
+#include "nnsc/Target/CUDA/CUDATarget.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace mlir;
+
+/// One callback as the runtime sees it.
+struct Record {
+  std::string kind;
+  void *request = nullptr;
+  int64_t number = 0; ///< save index or module index
+  int64_t step = 0;
+  std::string message;
+  std::vector<uint8_t> bytes; ///< saved or module-input elements, row-major
+
+  bool operator==(const Record &) const = default;
+};
+
+void PrintTo(const Record &r, std::ostream *os) {
+  *os << r.kind << "(" << r.request << ", " << r.number << ", " << r.step << ", '" << r.message
+      << "', " << r.bytes.size() << " bytes)";
+}
+
+int64_t dtypeSize(nnsc_dtype dtype) {
+  switch (dtype) {
+  case NNSC_DTYPE_F32:
+    return 4;
+  case NNSC_DTYPE_BF16:
+  case NNSC_DTYPE_F16:
+    return 2;
+  case NNSC_DTYPE_I64:
+    return 8;
+  case NNSC_DTYPE_BOOL:
+    return 1;
+  }
+  return 0;
+}
+
+/// The bytes of a tensor's elements, row-major.
+std::vector<uint8_t> elements(const nnsc_tensor &t) {
+  int64_t shape[NNSC_MAX_RANK] = {1, 1, 1, 1}, strides[NNSC_MAX_RANK] = {0, 0, 0, 0};
+  for (int32_t d = 0; d < t.rank; ++d) {
+    shape[d] = t.shape[d];
+    strides[d] = t.strides[d];
+  }
+  int64_t size = dtypeSize(t.dtype);
+  std::vector<uint8_t> out;
+  const auto *data = static_cast<const uint8_t *>(t.data);
+  for (int64_t a = 0; a < shape[0]; ++a)
+    for (int64_t b = 0; b < shape[1]; ++b)
+      for (int64_t c = 0; c < shape[2]; ++c)
+        for (int64_t d = 0; d < shape[3]; ++d) {
+          const uint8_t *element =
+              data + size * (a * strides[0] + b * strides[1] + c * strides[2] + d * strides[3]);
+          out.insert(out.end(), element, element + size);
+        }
+  return out;
+}
+
+/// The module both sides call, on f32 elements: output[i] = 2 * input[i mod n] + 1 + i / n,
+/// row-major (the last term keeps argmax over a longer output unambiguous).
+std::vector<float> applyModule(const std::vector<uint8_t> &input, int64_t outputSize) {
+  std::vector<float> in(input.size() / sizeof(float));
+  std::memcpy(in.data(), input.data(), input.size());
+  std::vector<float> out(outputSize);
+  int64_t n = static_cast<int64_t>(in.size());
+  for (int64_t i = 0; i < outputSize; ++i)
+    out[i] = 2.0f * in[i % n] + 1.0f + static_cast<float>(i / n);
+  return out;
+}
+
+int64_t numel(const nnsc_tensor &t) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < t.rank; ++d)
+    n *= t.shape[d];
+  return n;
+}
+
+/// The host kernel's callbacks, recording into `records`.
+struct HostRuntime {
+  std::vector<Record> records;
+
+  static HostRuntime &self(void *ctx) { return *static_cast<HostRuntime *>(ctx); }
+  static int32_t callModule(void *ctx, int32_t module, const nnsc_tensor *input,
+                            nnsc_tensor *output) {
+    std::vector<uint8_t> in = elements(*input);
+    self(ctx).records.push_back({"call_module", nullptr, module, 0, "", in});
+    std::vector<float> out = applyModule(in, numel(*output));
+    // The kernels under test pass contiguous outputs.
+    EXPECT_EQ(output->strides[output->rank - 1], 1);
+    std::memcpy(output->data, out.data(), out.size() * sizeof(float));
+    return 0;
+  }
+  static void reportError(void *ctx, void *request, const char *message) {
+    self(ctx).records.push_back({"error", request, 0, 0, message, {}});
+  }
+  static void save(void *ctx, void *request, int32_t index, int64_t step,
+                   const nnsc_tensor *value) {
+    self(ctx).records.push_back({"save", request, index, step, "", elements(*value)});
+  }
+  static void stop(void *ctx, void *request) {
+    self(ctx).records.push_back({"stop", request, 0, 0, "", {}});
+  }
+  static void finish(void *ctx, void *request) {
+    self(ctx).records.push_back({"finish", request, 0, 0, "", {}});
+  }
+};
+
+using DeviceEntry = void (*)(nnsc_tensor *, const nnsc_group *, int32_t, nnsc_cuda_status *);
+
+/// The runtime's side of docs/BundleABI.md "CUDA execution", with host memory standing in for
+/// device memory: launch, replay, run the module call, relaunch.
+std::vector<Record> runDevice(DeviceEntry entry, const nnsc_bundle_query_fn query,
+                              int64_t scratchBytes, nnsc_tensor *value,
+                              const std::vector<nnsc_group> &groups, int *launches) {
+  const nnsc_cuda_code &cuda = *query()->cuda;
+  std::vector<Record> records;
+  std::vector<nnsc_cuda_event> events(64);
+  std::vector<char> sink(1 << 20), scratch(scratchBytes);
+  std::vector<float> moduleOutput;
+  nnsc_cuda_status status{};
+  status.events = events.data();
+  status.event_capacity = static_cast<int64_t>(events.size());
+  status.sink = sink.data();
+  status.sink_bytes = static_cast<int64_t>(sink.size());
+  status.scratch = scratch.data();
+  *launches = 0;
+  do {
+    status.num_events = 0;
+    status.sink_used = 0;
+    entry(value, groups.data(), static_cast<int32_t>(groups.size()), &status);
+    ++*launches;
+    EXPECT_LE(status.num_events, status.event_capacity);
+    for (int64_t i = 0; i < status.num_events; ++i) {
+      const nnsc_cuda_event &event = events[i];
+      switch (event.kind) {
+      case NNSC_CUDA_EVENT_ERROR:
+        EXPECT_LT(event.index, cuda.num_messages);
+        records.push_back({"error", event.request, 0, 0, cuda.messages[event.index], {}});
+        break;
+      case NNSC_CUDA_EVENT_SAVE:
+        EXPECT_NE(event.value.data, nullptr);
+        records.push_back({"save", event.request, event.index, event.step, "",
+                           elements(event.value)});
+        break;
+      case NNSC_CUDA_EVENT_STOP:
+        records.push_back({"stop", event.request, 0, 0, "", {}});
+        break;
+      case NNSC_CUDA_EVENT_FINISH:
+        records.push_back({"finish", event.request, 0, 0, "", {}});
+        break;
+      case NNSC_CUDA_EVENT_CALL_MODULE: {
+        EXPECT_EQ(i, status.num_events - 1) << "a module call ends the launch";
+        EXPECT_NE(status.resume, 0);
+        std::vector<uint8_t> in = elements(event.value);
+        records.push_back({"call_module", nullptr, event.index, 0, "", in});
+        moduleOutput = applyModule(in, numel(event.output));
+        status.module_output = moduleOutput.data();
+        status.module_status = 0;
+        break;
+      }
+      default:
+        ADD_FAILURE() << "unknown event kind " << event.kind;
+      }
+    }
+  } while (status.resume != 0 && *launches < 100);
+  return records;
+}
+
+class CUDAEmulationTest : public ::testing::Test {
+protected:
+  void TearDown() override {
+    for (void *handle : handles)
+      dlclose(handle);
+    for (const std::string &path : paths)
+      llvm::sys::fs::remove(path);
+  }
+
+  std::string tempPath(const char *suffix) {
+    llvm::SmallString<128> path;
+    EXPECT_FALSE(llvm::sys::fs::createTemporaryFile("cuda-emulation", suffix, path));
+    paths.push_back(path.str().str());
+    return paths.back();
+  }
+
+  void *open(const std::string &path) {
+    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    EXPECT_NE(handle, nullptr) << dlerror();
+    handles.push_back(handle);
+    return handle;
+  }
+
+  /// The gpu.module's functions, as a host shared object.
+  void *compileDeviceForHost(ModuleOp device) {
+    auto gpuModule = *device.getOps<gpu::GPUModuleOp>().begin();
+    OwningOpRef<ModuleOp> host = ModuleOp::create(device.getLoc());
+    OpBuilder builder(host->getBody(), host->getBody()->begin());
+    for (Operation &op : gpuModule.getBody()->getOperations()) {
+      Operation *copy = builder.clone(op);
+      copy->removeAttr(gpu::GPUDialect::getKernelFuncAttrName());
+      copy->removeAttr("nvvm.kernel");
+    }
+    llvm::LLVMContext context;
+    std::unique_ptr<llvm::Module> module = translateModuleToLLVMIR(*host, context, "emulation");
+    EXPECT_NE(module, nullptr);
+    if (!module)
+      return nullptr;
+    std::string error;
+    std::unique_ptr<llvm::TargetMachine> machine = nnsc::cpu::createTargetMachine({}, error);
+    EXPECT_NE(machine, nullptr) << error;
+    module->setDataLayout(machine->createDataLayout());
+    module->setTargetTriple(machine->getTargetTriple());
+    nnsc::cpu::optimize(*module, *machine, 2);
+    llvm::SmallVector<char, 0> object;
+    std::string path = tempPath("so");
+    EXPECT_TRUE(nnsc::cpu::emitObject(*module, *machine, object, error)) << error;
+    EXPECT_TRUE(nnsc::cpu::linkSharedObject(object, path, error)) << error;
+    return open(path);
+  }
+
+  /// Compiles `kernels` (kernel-level IR) into a CUDA bundle and its device code for the host,
+  /// then runs every kernel both ways on the same random site tensor, params and frames, with
+  /// three groups (the second one empty). Returns the launches each device kernel took.
+  std::vector<int> compareKernels(ModuleOp kernels);
+
+  std::vector<void *> handles;
+  std::vector<std::string> paths;
+};
+
+std::vector<int> CUDAEmulationTest::compareKernels(ModuleOp kernels) {
+  std::vector<int> launchCounts;
+  nnsc::bundle::BundleOptions options;
+  options.target = nnsc::bundle::TargetKind::CUDA;
+  std::string bundlePath = tempPath("nnsb");
+  OwningOpRef<ModuleOp> forBundle = cast<ModuleOp>(kernels->clone());
+  EXPECT_TRUE(succeeded(nnsc::bundle::writeBundle(*forBundle, options, bundlePath)));
+  auto query = reinterpret_cast<nnsc_bundle_query_fn>(
+      dlsym(open(bundlePath), NNSC_BUNDLE_QUERY_SYMBOL));
+  if (!query)
+    return launchCounts;
+  const nnsc_bundle &bundle = *query();
+  EXPECT_NE(bundle.cuda, nullptr);
+
+  // The same device code, stopped before NVPTX and compiled for the host.
+  std::optional<nnsc::bundle::Manifest> manifest = nnsc::bundle::parseManifest(kernels);
+  EXPECT_TRUE(manifest);
+  nnsc::bundle::DeviceCode code;
+  OwningOpRef<ModuleOp> device =
+      nnsc::cuda::lowerDeviceKernels(kernels, *manifest, options.cuda, code);
+  EXPECT_TRUE(device);
+  void *emulated = device ? compileDeviceForHost(*device) : nullptr;
+  if (!bundle.cuda || !emulated)
+    return launchCounts;
+
+  const nnsc_trace_desc &trace = bundle.traces[0];
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<std::vector<uint8_t>> paramData;
+  std::vector<nnsc_tensor> params;
+  for (int32_t i = 0; i < trace.num_params; ++i) {
+    const nnsc_param_desc &desc = trace.params[i];
+    nnsc_tensor t{nullptr, desc.dtype, desc.rank, {}, {}};
+    int64_t count = 1;
+    for (int32_t d = desc.rank - 1; d >= 0; --d) {
+      t.shape[d] = desc.shape[d];
+      t.strides[d] = count;
+      count *= desc.shape[d];
+    }
+    std::vector<uint8_t> bytes(count * dtypeSize(desc.dtype));
+    for (int64_t e = 0; e < count; ++e) {
+      if (desc.dtype == NNSC_DTYPE_F32) {
+        float x = normal(rng);
+        std::memcpy(bytes.data() + 4 * e, &x, 4);
+      } else {
+        bytes[e * dtypeSize(desc.dtype)] = 1;
+      }
+    }
+    paramData.push_back(std::move(bytes));
+    params.push_back(t);
+  }
+  for (int32_t i = 0; i < trace.num_params; ++i)
+    params[i].data = paramData[i].data();
+
+  const int64_t rows = 5, hidden = bundle.hidden;
+  std::vector<float> site(rows * hidden);
+  for (float &x : site)
+    x = normal(rng);
+  int requests[3];
+  auto groupsOver = [&](std::vector<std::vector<uint8_t>> &frames) {
+    frames.assign(3, std::vector<uint8_t>(trace.frame_bytes + 1, 0));
+    return std::vector<nnsc_group>{
+        {0, 3, 0, 0, 0, frames[0].data(), params.data(), &requests[0]},
+        {3, 0, 0, 4, 0, frames[1].data(), params.data(), &requests[1]},
+        {3, 2, 7, 9, 0, frames[2].data(), params.data(), &requests[2]}};
+  };
+  auto tensorOver = [&](std::vector<float> &data) {
+    return nnsc_tensor{data.data(), NNSC_DTYPE_F32, 2, {rows, hidden, 0, 0}, {hidden, 1, 0, 0}};
+  };
+
+  for (int32_t k = 0; k < bundle.cuda->num_kernels; ++k) {
+    const nnsc_cuda_kernel &cudaKernel = bundle.cuda->kernels[k];
+    SCOPED_TRACE(cudaKernel.entry);
+    EXPECT_EQ(code.kernels[k].scratchBytes, cudaKernel.scratch_bytes);
+    auto entry = reinterpret_cast<DeviceEntry>(dlsym(emulated, cudaKernel.entry));
+    EXPECT_NE(entry, nullptr);
+    if (!entry)
+      continue;
+
+    std::vector<float> hostSite = site;
+    nnsc_tensor hostValue = tensorOver(hostSite);
+    std::vector<std::vector<uint8_t>> hostFrames;
+    std::vector<nnsc_group> hostGroups = groupsOver(hostFrames);
+    HostRuntime host;
+    nnsc_runtime rt{&host, HostRuntime::callModule, HostRuntime::reportError,
+                    HostRuntime::save, HostRuntime::stop, HostRuntime::finish};
+    EXPECT_EQ(cudaKernel.host(&hostValue, hostGroups.data(), 3, &rt), 0);
+
+    std::vector<float> deviceSite = site;
+    nnsc_tensor deviceValue = tensorOver(deviceSite);
+    std::vector<std::vector<uint8_t>> deviceFrames;
+    std::vector<nnsc_group> deviceGroups = groupsOver(deviceFrames);
+    int launches = 0;
+    std::vector<Record> deviceRecords = runDevice(entry, query, cudaKernel.scratch_bytes,
+                                                  &deviceValue, deviceGroups, &launches);
+    EXPECT_EQ(deviceRecords, host.records);
+    EXPECT_EQ(deviceSite, hostSite);
+    EXPECT_EQ(deviceFrames, hostFrames);
+    launchCounts.push_back(launches);
+  }
+  return launchCounts;
+}
+
+class CUDAEmulationKernels : public CUDAEmulationTest {
+protected:
+  CUDAEmulationKernels() : context(registry()) {}
+
+  static DialectRegistry registry() {
+    DialectRegistry registry;
+    nnsc::bundle::registerKernelIRDialects(registry);
+    registerBuiltinDialectTranslation(registry);
+    registerLLVMDialectTranslation(registry);
+    return registry;
+  }
+
+  /// Kernel-level IR of a canonical program for SmolLM2, as nnsc schedules and lowers it.
+  OwningOpRef<ModuleOp> canonical(const std::string &name) {
+    std::string out = tempPath("mlir");
+    std::string command = std::string(NNSC_TOOLS_DIR "/nnsc ") + NNSC_SOURCE_DIR +
+                          "/examples/canonical/" + name + " -emit=scheduled | " +
+                          NNSC_TOOLS_DIR "/nns-opt --nns-lower-to-kernels -o " + out;
+    EXPECT_EQ(std::system(command.c_str()), 0) << command;
+    return parseSourceFile<ModuleOp>(out, &context);
+  }
+
+  MLIRContext context;
+};
+
+/// Every callback, and a module call inside the group loop: two non-empty groups, one call
+/// each, so three launches.
+TEST_F(CUDAEmulationKernels, DeviceEventsReplayAsHostCallbacks) {
+  OwningOpRef<ModuleOp> kernels = parseSourceFile<ModuleOp>(
+      NNSC_SOURCE_DIR "/test/Target/CUDA/device-events.mlir", &context);
+  ASSERT_TRUE(kernels);
+  EXPECT_EQ(compareKernels(*kernels), std::vector<int>{3});
+}
+
+/// norm then lm_head on the last row, argmax, save: two suspensions for the one group at the
+/// prefill (the others are empty or at a later step), with stack buffers and the group loop's
+/// state kept in scratch between the launches.
+TEST_F(CUDAEmulationKernels, LogitLensSuspendsAtBothModuleCalls) {
+  OwningOpRef<ModuleOp> kernels = canonical("04-logit-lens.nns");
+  ASSERT_TRUE(kernels);
+  EXPECT_EQ(compareKernels(*kernels), (std::vector<int>{3, 3}));
+}
+
+/// Kernels without module calls run in one launch: params, a data-dependent if, writes.
+TEST_F(CUDAEmulationKernels, CanonicalKernelsWithoutCallsRunInOneLaunch) {
+  for (const char *name : {"01-capture.nns", "02-steering.nns", "05-probe-stop.nns",
+                           "09-conditional-steering.nns"}) {
+    SCOPED_TRACE(name);
+    OwningOpRef<ModuleOp> kernels = canonical(name);
+    ASSERT_TRUE(kernels);
+    EXPECT_EQ(compareKernels(*kernels), std::vector<int>{1});
+  }
+}
+
+} // namespace
