@@ -188,6 +188,11 @@ class Gen:
             return None
         lo = round(self.r.uniform(-1, 0), 2)
         hi = round(self.r.uniform(0, 1), 2)
+        form = self.r.choice(["both", "both", "min", "max"])
+        if form == "min":
+            return E(f"{x.text}.clamp(min={lo})", lambda s: x.fn(s).float().clamp(min=lo), shape)
+        if form == "max":
+            return E(f"clamp({x.text}, max={hi})", lambda s: x.fn(s).float().clamp(max=hi), shape)
         if self.r.random() < 0.5:
             text = f"clamp({x.text}, {lo}, {hi})"
         else:
@@ -260,6 +265,21 @@ class Gen:
             text = f"{name}({x.text}{', ' + arg if arg else ''})"
         return E(text, lambda s: fns[name](x.fn(s).float(), dim), shape)
 
+    def argmax_operand(self, ctx, shape, d):
+        """An expression of `shape` plus a param of its last dimension, or None. Entries a
+        program makes (nearly) equal, as in `x - x.log_softmax()`, would make argmax pick
+        between near-ties that the kernels and torch round differently; the param keeps one
+        clear maximum."""
+        tiebreak = {D: ("v", lambda p: p["v"]), K: ("v[0:32]", lambda p: p["v"][0:32]),
+                    I: ("m", lambda p: p["m"]), V: ("u", lambda p: p["u"])}
+        if not shape or shape[-1] not in tiebreak:
+            return None
+        x = self.f32(ctx, shape, d)
+        if x is None:
+            return None
+        text, param = tiebreak[shape[-1]]
+        return E(f"({x.text} + {text})", lambda s: x.fn(s).float() + param(s.params), shape)
+
     def index(self, ctx, shape, d):
         r = self.r
         if ctx.get("in_if"):
@@ -272,7 +292,7 @@ class Gen:
             if x is None:
                 return None
             if r.random() < 0.3:
-                y = self.f32(ctx, (w,), d)
+                y = self.argmax_operand(ctx, (w,), d)
                 if y is None:
                     return None
                 return E(f"{x.text}[{y.text}.argmax()]",
@@ -350,7 +370,7 @@ class Gen:
                 return [f"logits[tok] = -1e9"], lambda s: s.sites[path].__setitem__(
                     s.params["tok"], -1e9)
             if kind == "argmax":
-                x = self.f32(ctx, (V,), 1)
+                x = self.argmax_operand(ctx, (V,), 1)
                 if x is None:
                     return None
                 return [f"logits[{x.text}.argmax()] = -1e9"], lambda s: s.sites[path].__setitem__(
@@ -405,8 +425,8 @@ class Gen:
         r = self.r
         name = self.fresh_name("s")
         shape = shape or r.choice(self.var_shapes(ctx["site"]))
-        if shape != () and r.random() < 0.2:
-            x = self.f32(ctx, shape, 2)
+        if shape != () and shape[-1] != T and r.random() < 0.2:
+            x = self.argmax_operand(ctx, shape, 2)
             if x is None:
                 return None
             dim = -1
@@ -497,9 +517,8 @@ class Gen:
             return None
         ctx["cached"] = True
         site = ctx["site"]
-        # A cache records the value at the cache() statement, not the final one
-        # (random-xfail-cache-order.nns): it is the last access of its site here.
-        ctx["closed"] = True
+        # The evaluator records cached sites after the whole step (check_program), as a cache
+        # records the value the model continues with.
         def act(s):
             s.cache.append(site.path)
         return [f"cache({site.text})"], act
@@ -553,9 +572,12 @@ class Program:
                 b = rng.choice([None, a + rng.randint(1, 3)])
                 c = rng.choice([1, 1, 2])
                 loop = (a, b, c)
-            # A loop does not see names bound before it: using one crashes nnsc in some
-            # programs (random-xfail-loop-*.nns).
-            vars_ = dict(top_vars) if loop is None else {}
+            # A loop sees the names bound before it (their step-0 values, carried across
+            # steps in the frame) but does not rebind them. Those with the token dimension keep
+            # the prompt's T, which the kernels do not broadcast against a later step's T=1
+            # (a run-time shape error where torch would broadcast): not used in loops.
+            vars_ = dict(top_vars) if loop is None else {
+                k: v for k, v in top_vars.items() if T not in v[0]}
             stmts = []
             for site in chunk:
                 ctx = dict(site=site, vars=vars_, loop=loop is not None, scope=[],
@@ -564,15 +586,9 @@ class Program:
                     if ctx.get("closed"):
                         break
                     stmts.append(g.statement(ctx))
-            if loop is not None and all(st[0][0].startswith("x") for st in stmts):
-                # A loop of bindings only, using a name from before it, crashes nnsc when that
-                # name is used after the loop (random-xfail-dead-loop.nns): give it an effect.
-                stmts.append(g.statement(ctx, True, "save"))
+            # Names bound in a loop are per step and not visible after it.
             if loop is None:
                 top_vars = vars_
-            else:
-                # Loop-local names are not visible after the loop; outer ones are not rebound.
-                vars_ = {k: v for k, v in vars_.items()}
             self.segments.append((loop, stmts))
 
     def text(self):
