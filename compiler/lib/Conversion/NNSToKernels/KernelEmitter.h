@@ -48,7 +48,7 @@ private:
   void freeScope();
   std::string where(mlir::Location loc) const;
 
-  // Ops (TensorMath.cpp, SiteOps.cpp).
+  // Ops (TensorMath.cpp, Reductions.cpp, SiteOps.cpp).
   mlir::LogicalResult emitOp(mlir::Operation *op);
   mlir::LogicalResult emitMath(mlir::Operation *op);
   mlir::LogicalResult emitSiteOp(mlir::Operation *op);
