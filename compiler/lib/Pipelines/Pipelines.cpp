@@ -48,6 +48,9 @@ void buildLowerGPUToNVVMPipeline(OpPassManager &pm) {
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
   addStructuredLowering(device);
   device.addPass(createConvertGpuOpsToNVVMOps());
+  // convert-gpu-to-nvvm maps float math to libdevice but leaves integer math (math.absi):
+  // LLVM's intrinsics for it are native on NVPTX.
+  device.addPass(createConvertMathToLLVMPass());
   device.addPass(createReconcileUnrealizedCastsPass());
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());
