@@ -64,7 +64,6 @@ class Gen:
     def __init__(self, rng):
         self.r = rng
         self.names = 0
-        self.had_if = False
 
     def fresh_name(self, prefix):
         self.names += 1
@@ -84,11 +83,10 @@ class Gen:
             options.append(E("a", lambda s: s.params["a"], (), fresh=False))
             if ctx["loop"]:
                 options.append(E("step", lambda s: torch.tensor(s.step), (), "i", fresh=False))
-        if site.shape == shape and not ctx.get("no_site_reads"):
+        if site.shape == shape:
             options.append(E(site.text, lambda s, p=site.path: s.sites[p].clone(), shape,
                              fresh=False))
-        if site.shape[0] == T and shape == site.shape[1:] and not ctx.get("no_site_reads") \
-                and not ctx.get("in_if"):
+        if site.shape[0] == T and shape == site.shape[1:]:
             i = r.choice([0, -1])
             options.append(E(f"{site.text}[{i}]",
                              lambda s, p=site.path, i=i: s.sites[p][i].clone(), shape,
@@ -96,14 +94,13 @@ class Gen:
         for name, width in [("v", D), ("u", V), ("m", I)]:
             if shape == (width,):
                 options.append(E(name, lambda s, n=name: s.params[n], shape, fresh=False))
-        if shape == (K,) and not ctx.get("in_if"):
+        if shape == (K,):
             a, b, c = r.choice([(0, K, 1), (None, None, 2), (-K, None, 1), (16, 48, 1)])
             text = f"v[{'' if a is None else a}:{'' if b is None else b}{'' if c == 1 else ':2'}]"
             options.append(E(text, lambda s, a=a, b=b, c=c: s.params["v"][a:b:c], shape,
                              fresh=False))
         for name, (vshape, _) in ctx["vars"].items():
-            # A computed value used inside a run-time `if` branch crashes nnsc.
-            if vshape == shape and not ctx.get("in_if"):
+            if vshape == shape:
                 options.append(E(name, lambda s, n=name: s.env[n], shape, fresh=False))
         return r.choice(options) if options else None
 
@@ -248,8 +245,6 @@ class Gen:
                 return None
             dim, arg = 0, r.choice(["0", "dim=0"])
             a, b = r.choice([(None, None), (-2, None), (0, 2), (None, 3)])
-            if ctx.get("in_if"):
-                a, b = None, None
             if (a, b) != (None, None):
                 text = f"{base.text}[{'' if a is None else a}:{'' if b is None else b}]"
                 x = E(text, lambda s, a=a, b=b: base.fn(s)[a:b], (T,) + shape, fresh=False)
@@ -282,10 +277,6 @@ class Gen:
 
     def index(self, ctx, shape, d):
         r = self.r
-        if ctx.get("in_if"):
-            # Indexing or slicing a site inside a run-time `if` crashes nnsc; computed values
-            # stay out of the branches too, to keep the generator simple.
-            return None
         if shape == ():
             w = r.choice([D, K, I, V])
             x = self.f32(ctx, (w,), d)
@@ -358,13 +349,10 @@ class Gen:
             return E(f"not {e.text}", lambda s: not e.fn(s), (), "b")
         return e
 
-    def site_write(self, ctx, in_if=False):
+    def site_write(self, ctx):
         r, site = self.r, ctx["site"]
         path = site.path
-        if in_if:
-            # An indexed site write inside a run-time `if` crashes nnsc (random-xfail-*.nns).
-            kind = r.choice(["whole", "update"])
-        elif site.layer is None:
+        if site.layer is None:
             kind = r.choice(["ban", "ban", "argmax", "const", "whole", "update"])
             if kind == "ban":
                 return [f"logits[tok] = -1e9"], lambda s: s.sites[path].__setitem__(
@@ -477,11 +465,8 @@ class Gen:
             s.env[name] = s.env[name] + x.fn(s).float()
         return [f"{name} += {x.text}"], act
 
-    def statement(self, ctx, in_if=False, kind=None):
-        if in_if:
-            kinds = [kind]
-        else:
-            kinds = ["bind", "bind", "write", "write", "save", "if", "local", "cache"]
+    def statement(self, ctx, kinds=None):
+        kinds = kinds or ["bind", "bind", "write", "write", "save", "if", "local", "cache"]
         while True:
             st = getattr(self, "st_" + self.r.choice(kinds))(ctx)
             if st is not None:
@@ -493,18 +478,6 @@ class Gen:
     def st_write(self, ctx):
         return self.site_write(ctx)
 
-    def st_in_if_write(self, ctx):
-        # A site write in a run-time `if` whose value reads that site crashes nnsc.
-        return self.site_write(dict(ctx, no_site_reads=True), True)
-
-    def st_in_if_save(self, ctx):
-        # Only a whole-site save: a view or reduction of the site in a branch crashes nnsc.
-        name = self.fresh_name("s")
-        path = ctx["site"].path
-        def act(s):
-            s.saves[name] = s.sites[path].clone()
-        return [f"{name} = {ctx['site'].text}.save()"], act
-
     def st_save(self, ctx):
         return self.save(ctx)
 
@@ -512,8 +485,7 @@ class Gen:
         return self.local_update(ctx)
 
     def st_cache(self, ctx):
-        # cache() after a run-time `if` in the same trace fails to compile (random-xfail-*.nns).
-        if ctx["cached"] or self.had_if:
+        if ctx["cached"]:
             return None
         ctx["cached"] = True
         site = ctx["site"]
@@ -524,23 +496,18 @@ class Gen:
         return [f"cache({site.text})"], act
 
     def st_if(self, ctx):
-        # Statements after a run-time `if` often fail to compile (random-xfail-*.nns): the
-        # generator puts one only as the trace's last statement.
-        if not ctx["last"]:
-            return None
         r = self.r
         cond = self.bool_cond(ctx, 1)
         if cond is None:
             return None
-        self.had_if = True
-        # Any access of the site after a run-time `if` that touched it fails to compile.
-        ctx["closed"] = True
-        # Branches either only write the site or only save (mixing them, or two statements,
-        # crashes nnsc today: random-xfail-*.nns).
-        kind = r.choice(["in_if_write", "in_if_save"])
-        branch = dict(ctx, in_if=True)
-        then = [self.statement(branch, True, kind)]
-        other = [self.statement(branch, True, kind) for _ in range(r.randint(0, 1))]
+        # Branches write, save, bind and update their own names; names bound in a branch stay
+        # in it (rebinding an outer name makes results, which kernels reject).
+        kinds = ["write", "write", "save", "bind", "local"]
+        def branch():
+            inner = dict(ctx, vars=dict(ctx["vars"]), scope=[], in_if=True)
+            return [self.statement(inner, kinds) for _ in range(r.randint(1, 2))]
+        then = branch()
+        other = branch() if r.random() < 0.5 else []
         lines = [f"if {cond.text} {{"] + ["    " + l for st in then for l in st[0]]
         lines += (["} else {"] + ["    " + l for st in other for l in st[0]] + ["}"]
                   if other else ["}"])
@@ -581,7 +548,7 @@ class Program:
             stmts = []
             for site in chunk:
                 ctx = dict(site=site, vars=vars_, loop=loop is not None, scope=[],
-                           cached=False, last=site is sites[-1])
+                           cached=False)
                 for _ in range(rng.randint(1, 3)):
                     if ctx.get("closed"):
                         break
