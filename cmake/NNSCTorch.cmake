@@ -26,3 +26,23 @@ target_include_directories(nnsc_torch SYSTEM INTERFACE
   ${NNSC_TORCH_DIR}/include/torch/csrc/api/include)
 target_link_libraries(nnsc_torch INTERFACE ${NNSC_TORCH_CPU} ${NNSC_TORCH_C10})
 target_link_options(nnsc_torch INTERFACE "-Wl,-rpath,${NNSC_TORCH_DIR}/lib")
+
+# The wheel's CUDA libraries, for the CUDA backend library and the GPU tests only: CPU
+# targets never link them (loading libtorch_cuda alone takes seconds). The wheel's CUDA
+# runtime, cuBLAS, cuDNN, NCCL, ... live in site-packages/nvidia/*/lib, which Python preloads
+# but libtorch_cuda's own dynamic section does not name, so consumers carry them in their
+# RPATH (not RUNPATH: only RPATH is searched for the dependencies of dependencies).
+find_library(NNSC_TORCH_CUDA torch_cuda PATHS ${NNSC_TORCH_DIR}/lib NO_DEFAULT_PATH)
+find_library(NNSC_TORCH_C10_CUDA c10_cuda PATHS ${NNSC_TORCH_DIR}/lib NO_DEFAULT_PATH)
+if(NNSC_TORCH_CUDA AND NNSC_TORCH_C10_CUDA)
+  file(GLOB nnsc_nvidia_lib_dirs LIST_DIRECTORIES true ${NNSC_TORCH_DIR}/../nvidia/*/lib)
+  add_library(nnsc_torch_cuda INTERFACE)
+  # No symbol of libtorch_cuda is referenced directly, but loading it registers the CUDA
+  # device, allocator and kernels with LibTorch; --as-needed would drop it.
+  target_link_libraries(nnsc_torch_cuda INTERFACE nnsc_torch "-Wl,--no-as-needed"
+    ${NNSC_TORCH_CUDA} "-Wl,--as-needed" ${NNSC_TORCH_C10_CUDA})
+  target_link_options(nnsc_torch_cuda INTERFACE "-Wl,--disable-new-dtags")
+  foreach(dir ${nnsc_nvidia_lib_dirs})
+    target_link_options(nnsc_torch_cuda INTERFACE "-Wl,-rpath,${dir}")
+  endforeach()
+endif()

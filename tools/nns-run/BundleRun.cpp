@@ -94,7 +94,7 @@ void addBundledRequest(BoundTrace &bound, LLMEngine &engine, const Prompt &promp
                        const SamplingParams &params) {
   std::shared_ptr<HookTable> table;
   if (prompt.bundled) {
-    table = std::make_shared<HookTable>(engine.getRunner().model().architecture());
+    table = std::make_shared<HookTable>(engine.getRunner().backend().architecture());
     bound.hook->bindSites(*table);
   }
   int64_t id = engine.addRequest(prompt.ids, params, table);

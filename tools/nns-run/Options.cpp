@@ -33,6 +33,8 @@ Runs prompts through the paged-attention engine with continuous batching.
   --temperature T            0 is greedy (default 0)
   --top-k K, --top-p P, --seed S, --ignore-eos
   --dtype fp32|bf16          compute dtype (default fp32)
+  --device cpu|cuda          model backend (default cpu); cuda needs a build with nvcc and a
+                             GPU, and runs no bundles
   --threads N                intra-op threads (default 2)
   --max-num-seqs N, --max-num-batched-tokens N, --max-model-len N,
   --num-blocks N, --block-size N, --no-prefix-caching
@@ -182,6 +184,10 @@ Options parseOptions(int argc, char **argv) {
       o.dtype = value();
       if (o.dtype != "fp32" && o.dtype != "bf16")
         fail("--dtype must be fp32 or bf16, got '" + o.dtype + "'");
+    } else if (arg == "--device") {
+      o.device = value();
+      if (o.device != "cpu" && o.device != "cuda")
+        fail("--device must be cpu or cuda, got '" + o.device + "'");
     } else if (arg == "--threads") {
       o.threads = int(integer());
       if (o.threads < 1)

@@ -31,6 +31,8 @@ struct Options {
   bool chat = false;
   nnsc::SamplingParams sampling;
   std::string dtype = "fp32";
+  /// "cpu" or "cuda": the model backend.
+  std::string device = "cpu";
   int threads = 2;
   uint64_t seed = 0;
   nnsc::SchedulerConfig scheduler;

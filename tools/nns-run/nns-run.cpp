@@ -9,6 +9,9 @@
 #include "BundleRun.h"
 #include "Options.h"
 
+#include "nnsc/Runtime/Backend/BackendError.h"
+#include "nnsc/Runtime/Backend/CpuBackend.h"
+#include "nnsc/Runtime/Backend/CudaBackendLoader.h"
 #include "nnsc/Runtime/Engine/LLMEngine.h"
 #include "nnsc/Runtime/Models/ModelWeights.h"
 #include "nnsc/Runtime/Models/SafetensorsWriter.h"
@@ -91,7 +94,9 @@ int main(int argc, char **argv) {
   };
 
   auto loadStart = Clock::now();
+  // The CPU model is kept for bundles, whose kernels run on the CPU backend only.
   std::shared_ptr<CausalLM> model;
+  std::shared_ptr<ModelBackend> backend;
   try {
     ModelWeights weights =
         ModelWeights::load(o.model, o.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32,
@@ -100,17 +105,29 @@ int main(int argc, char **argv) {
                                std::cerr << "\rloading " << o.model << ": " << done << "/" << total
                                          << std::flush;
                            });
-    model = std::make_shared<CausalLM>(std::move(weights));
+    if (o.device == "cuda") {
+      backend = loadCudaBackend(std::move(weights));
+    } else {
+      model = std::make_shared<CausalLM>(std::move(weights));
+      backend = std::make_shared<CpuBackend>(model);
+    }
   } catch (const ModelLoadError &e) {
     if (!o.quiet)
       std::cerr << "\n";
     fail(e.what());
+  } catch (const BackendError &e) {
+    if (!o.quiet)
+      std::cerr << "\n";
+    fail("--device " + o.device + ": " + e.what());
   }
   if (!o.quiet)
     std::cerr << " (" << seconds(loadStart, Clock::now()) << " s)\n";
+  if ((!o.traceFile.empty() || !o.bundle.empty()) && !backend->capabilities().bundleKernels)
+    fail("--device " + o.device +
+         ": bundles (--trace, --bundle) run on the CPU backend only; use --device cpu");
 
   if (o.printSchemaHash) {
-    std::cout << model->config().schemaHash() << "\n";
+    std::cout << backend->config().schemaHash() << "\n";
     return 0;
   }
 
@@ -138,15 +155,15 @@ int main(int argc, char **argv) {
     o.scheduler.eosTokenIds.push_back(*tok->specialIds().eos);
   else if (fs::is_directory(o.model))
     o.scheduler.eosTokenIds = configEosIds(o.model);
-  if (model->config().maxPositions > 0)
-    o.scheduler.maxModelLen = std::min(o.scheduler.maxModelLen, model->config().maxPositions);
+  if (backend->config().maxPositions > 0)
+    o.scheduler.maxModelLen = std::min(o.scheduler.maxModelLen, backend->config().maxPositions);
 
   // The bundle is checked and its params bound before any request runs.
   std::unique_ptr<BoundTrace> bound = loadTrace(o, model);
 
   std::unique_ptr<LLMEngine> engine;
   std::vector<std::vector<torch::Tensor>> logits(o.prompts.size());
-  const schema::Architecture &arch = model->architecture();
+  const schema::Architecture &arch = backend->architecture();
   Captures captures;
   // One hook per site: the --scale factors first, then the capture (which so sees the
   // replaced value, as a transformers hook registered after the replacing one does).
@@ -195,7 +212,7 @@ int main(int argc, char **argv) {
                     value.narrow(0, g.tokenStart, g.tokenCount).to(torch::kFloat32, false, true));
             }));
   try {
-    engine = std::make_unique<LLMEngine>(model, o.scheduler, o.seed);
+    engine = std::make_unique<LLMEngine>(backend, o.scheduler, o.seed);
     for (size_t i = 0; bound && i < o.prompts.size(); ++i) {
       SamplingParams params = o.sampling;
       params.maxTokens = o.prompts[i].maxTokens.value_or(o.sampling.maxTokens);

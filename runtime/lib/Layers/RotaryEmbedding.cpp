@@ -32,8 +32,8 @@ torch::Tensor ropeInverseFrequencies(const schema::ModelConfig &c) {
   return invFreq.contiguous();
 }
 
-RotaryEmbedding::RotaryEmbedding(const schema::ModelConfig &config)
-    : invFreq(ropeInverseFrequencies(config)) {}
+RotaryEmbedding::RotaryEmbedding(const schema::ModelConfig &config, torch::Device device)
+    : invFreq(ropeInverseFrequencies(config).to(device)) {}
 
 std::pair<torch::Tensor, torch::Tensor>
 RotaryEmbedding::cosSin(const torch::Tensor &positions, torch::ScalarType dtype) const {

@@ -2,15 +2,15 @@
 
 #include "nnsc/Runtime/Models/CausalLM.h"
 
-#include "nnsc/Runtime/Attention/PagedAttention.h"
 #include "nnsc/Runtime/Layers/RMSNorm.h"
 
 #include <cmath>
 
 namespace nnsc {
 
-CausalLM::CausalLM(ModelWeights weights)
-    : w(std::move(weights)), arch(w.config), rope(w.config),
+CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels)
+    : w(std::move(weights)), kernels(&kernels), arch(w.config),
+      rope(w.config, w.embed.device()),
       scale(1.0 / std::sqrt(double(w.config.headDim))) {
   auto in = [&](const std::string &module) {
     int m = arch.findModule(module);
@@ -72,12 +72,12 @@ torch::Tensor CausalLM::headNorm(const torch::Tensor &x, const torch::Tensor &we
 
 torch::Tensor CausalLM::attention(int64_t index, torch::Tensor q, torch::Tensor k,
                                   torch::Tensor v, StepState &step) const {
-  q = RotaryEmbedding::apply(q, step.cos, step.sin);
-  k = RotaryEmbedding::apply(k, step.cos, step.sin).contiguous();
-  storeKVCache(k, v.contiguous(), step.cache.k[size_t(index)], step.cache.v[size_t(index)],
-               step.meta.slotMapping);
-  torch::Tensor out = pagedAttention(q, step.cache.k[size_t(index)],
-                                     step.cache.v[size_t(index)], step.meta, scale);
+  q = kernels->rope(q, step.cos, step.sin);
+  k = kernels->rope(k, step.cos, step.sin).contiguous();
+  kernels->storeKVCache(k, v.contiguous(), step.cache.k[size_t(index)],
+                        step.cache.v[size_t(index)], step.meta);
+  torch::Tensor out = kernels->attention(q, step.cache.k[size_t(index)],
+                                         step.cache.v[size_t(index)], step.meta, scale);
   return out.reshape({out.size(0), -1});
 }
 

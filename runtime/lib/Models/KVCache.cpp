@@ -5,10 +5,11 @@
 namespace nnsc {
 
 KVCache::KVCache(const schema::ModelConfig &c, int64_t numBlocks, int64_t blockSize,
-                 torch::ScalarType dtype) {
+                 torch::ScalarType dtype, torch::Device device) {
+  auto options = torch::TensorOptions().dtype(dtype).device(device);
   for (int64_t i = 0; i < c.layers; ++i) {
-    k.push_back(torch::zeros({numBlocks, blockSize, c.kvHeads, c.headDim}, dtype));
-    v.push_back(torch::zeros({numBlocks, blockSize, c.kvHeads, c.headDim}, dtype));
+    k.push_back(torch::zeros({numBlocks, blockSize, c.kvHeads, c.headDim}, options));
+    v.push_back(torch::zeros({numBlocks, blockSize, c.kvHeads, c.headDim}, options));
   }
 }
 

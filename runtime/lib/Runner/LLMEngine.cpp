@@ -2,18 +2,24 @@
 
 #include "nnsc/Runtime/Engine/LLMEngine.h"
 
+#include "nnsc/Runtime/Backend/CpuBackend.h"
+
 #include <algorithm>
 
 namespace nnsc {
 
+LLMEngine::LLMEngine(std::shared_ptr<ModelBackend> model, SchedulerConfig config,
+                     uint64_t samplerSeed)
+    : backend(model), scheduler(fitToBackend(config, model->capabilities())),
+      runner(std::move(model), config.numBlocks, config.blockSize, samplerSeed) {}
+
 LLMEngine::LLMEngine(std::shared_ptr<const CausalLM> model, SchedulerConfig config,
                      uint64_t samplerSeed)
-    : lm(model), scheduler(config),
-      runner(std::move(model), config.numBlocks, config.blockSize, samplerSeed) {}
+    : LLMEngine(std::make_shared<CpuBackend>(std::move(model)), config, samplerSeed) {}
 
 int64_t LLMEngine::addRequest(std::vector<int32_t> prompt, const SamplingParams &params,
                               std::shared_ptr<HookTable> hooks) {
-  const int64_t vocab = lm->config().vocab;
+  const int64_t vocab = backend->config().vocab;
   for (int32_t id : prompt)
     if (id < 0 || id >= vocab)
       throw std::invalid_argument("prompt token id " + std::to_string(id) +
@@ -36,7 +42,7 @@ void LLMEngine::finish(Request &request) {
                        {done.begin(), done.end()},
                        seq.finishReason};
   if (request.hooks) {
-    int site = lm->architecture().findSite("result");
+    int site = backend->architecture().findSite("result");
     if (SiteHook *hook = request.hooks->at(site)) {
       torch::Tensor value = torch::tensor(
           std::vector<int64_t>(done.begin(), done.end()), torch::kInt64);

@@ -4,12 +4,24 @@
 
 #include "nnsc/Runtime/Attention/AttentionMetadata.h"
 
+#include <algorithm>
+
 namespace nnsc {
 
-ModelRunner::ModelRunner(std::shared_ptr<const CausalLM> model, int64_t numBlocks,
+SchedulerConfig fitToBackend(SchedulerConfig config, const BackendCapabilities &caps) {
+  if (!caps.prefixCaching)
+    config.enablePrefixCaching = false;
+  if (caps.maxNumSeqs > 0)
+    config.maxNumSeqs = std::min(config.maxNumSeqs, caps.maxNumSeqs);
+  return config;
+}
+
+ModelRunner::ModelRunner(std::shared_ptr<ModelBackend> backend, int64_t numBlocks,
                          int64_t blockSize, uint64_t samplerSeed)
-    : lm(std::move(model)), cache(lm->config(), numBlocks, blockSize, lm->dtype()),
-      blockSize(blockSize), sampler(samplerSeed) {}
+    : model(std::move(backend)), blockSize(blockSize), sampler(samplerSeed) {
+  TORCH_CHECK(model, "ModelRunner: no model backend");
+  model->allocateKVCache(numBlocks, blockSize);
+}
 
 torch::Tensor ModelRunner::forward(const ScheduledBatch &batch, const HookLookup &hooks) {
   AttentionMetadata meta = AttentionMetadata::fromBatch(batch, blockSize);
@@ -41,8 +53,9 @@ torch::Tensor ModelRunner::forward(const ScheduledBatch &batch, const HookLookup
     }
   }
 
-  torch::Tensor logits = lm->forward(tokens, meta, cache, dispatch.get());
-  int logitsSite = lm->architecture().findSite("logits");
+  torch::Tensor logits = batch.isPrefill ? model->prefillForward(tokens, meta, dispatch.get())
+                                         : model->decodeForward(tokens, meta, dispatch.get());
+  int logitsSite = model->architecture().findSite("logits");
   if (dispatch && dispatch->bound(logitsSite))
     dispatch->fireSampled(logitsSite, logits);
   return logits;
@@ -52,10 +65,10 @@ std::vector<int32_t> ModelRunner::run(const ScheduledBatch &batch, const HookLoo
   torch::Tensor logits = forward(batch, hooks);
   std::vector<Sequence *> sampling = batch.samplingSeqs();
   std::vector<int32_t> tokens = sampler.sample(logits, sampling);
-  int samplesSite = lm->architecture().findSite("samples");
+  int samplesSite = model->architecture().findSite("samples");
   if (dispatch && dispatch->bound(samplesSite)) {
-    torch::Tensor value = torch::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()),
-                                        torch::kInt64);
+    torch::Tensor value =
+        torch::tensor(std::vector<int64_t>(tokens.begin(), tokens.end()), torch::kInt64);
     dispatch->fireSampled(samplesSite, value);
     // A samples hook may replace the token a request continues with.
     for (size_t i = 0; i < tokens.size(); ++i)

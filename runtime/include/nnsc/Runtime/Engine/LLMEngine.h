@@ -12,6 +12,7 @@
 
 #include "nnsc/Runtime/Engine/ModelRunner.h"
 #include "nnsc/Runtime/Engine/Scheduler.h"
+#include "nnsc/Runtime/Models/CausalLM.h"
 
 #include <map>
 #include <memory>
@@ -37,7 +38,11 @@ struct RequestResult {
 /// The engine: scheduler + model runner.
 class LLMEngine {
 public:
-  /// Throws std::invalid_argument for an impossible scheduler config.
+  /// Runs `backend`, with `config` fitted to its capabilities (fitToBackend). Throws
+  /// std::invalid_argument for an impossible scheduler config.
+  LLMEngine(std::shared_ptr<ModelBackend> backend, SchedulerConfig config,
+            uint64_t samplerSeed = 0);
+  /// Runs `model` on the CPU backend.
   LLMEngine(std::shared_ptr<const CausalLM> model, SchedulerConfig config,
             uint64_t samplerSeed = 0);
 
@@ -65,7 +70,7 @@ private:
   };
   void finish(Request &request);
 
-  std::shared_ptr<const CausalLM> lm;
+  std::shared_ptr<ModelBackend> backend;
   Scheduler scheduler;
   ModelRunner runner;
   std::map<int64_t, Request> active;

@@ -22,7 +22,8 @@ torch::Tensor ropeInverseFrequencies(const schema::ModelConfig &config);
 /// cos and sin for a step's positions, shared by every layer.
 class RotaryEmbedding {
 public:
-  explicit RotaryEmbedding(const schema::ModelConfig &config);
+  /// Keeps the inverse frequencies on `device`, where the positions of cosSin live.
+  explicit RotaryEmbedding(const schema::ModelConfig &config, torch::Device device = torch::kCPU);
 
   /// cos and sin [tokens, head_dim] in `dtype` for `positions` [tokens] int64.
   std::pair<torch::Tensor, torch::Tensor> cosSin(const torch::Tensor &positions,

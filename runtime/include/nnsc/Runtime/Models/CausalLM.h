@@ -14,6 +14,7 @@
 #define NNSC_RUNTIME_MODELS_CAUSALLM_H
 
 #include "nnsc/Runtime/Attention/AttentionMetadata.h"
+#include "nnsc/Runtime/Backend/CpuKernels.h"
 #include "nnsc/Runtime/Hooks/HookDispatch.h"
 #include "nnsc/Runtime/Layers/RotaryEmbedding.h"
 #include "nnsc/Runtime/Models/KVCache.h"
@@ -25,7 +26,8 @@ namespace nnsc {
 /// A decoder-only language model ready to run.
 class CausalLM {
 public:
-  explicit CausalLM(ModelWeights weights);
+  /// Runs on the device of `weights` with `kernels` of that device.
+  explicit CausalLM(ModelWeights weights, const DeviceKernels &kernels = CpuKernels::get());
 
   const schema::ModelConfig &config() const { return w.config; }
   const schema::Architecture &architecture() const { return arch; }
@@ -67,8 +69,13 @@ private:
   torch::Tensor attention(int64_t index, torch::Tensor q, torch::Tensor k, torch::Tensor v,
                           StepState &step) const;
   torch::Tensor headNorm(const torch::Tensor &x, const torch::Tensor &weight) const;
+  /// The device's RMSNorm; inside the class it takes the place of nnsc::rmsNorm.
+  torch::Tensor rmsNorm(const torch::Tensor &x, const torch::Tensor &weight, double eps) const {
+    return kernels->rmsNorm(x, weight, eps);
+  }
 
   ModelWeights w;
+  const DeviceKernels *kernels;
   schema::Architecture arch;
   RotaryEmbedding rope;
   std::vector<LayerSites> layerSites;

@@ -1,0 +1,44 @@
+//===- DeviceKernels.h - the device-specific kernels of the decoder -*- C++ -*-===//
+//
+// The few operations of CausalLM's forward pass that have a hand-written kernel per device:
+// RMSNorm, RoPE, the KV-cache store and paged attention. Everything else (GEMMs, SiLU,
+// residual adds, embedding) is a LibTorch op that runs wherever its tensors are. A backend
+// gives its CausalLM one DeviceKernels; the CPU one is the default.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_BACKEND_DEVICEKERNELS_H
+#define NNSC_RUNTIME_BACKEND_DEVICEKERNELS_H
+
+#include "nnsc/Runtime/Attention/AttentionMetadata.h"
+
+#include <torch/torch.h>
+
+namespace nnsc {
+
+/// Kernels of one device; every tensor argument lives on that device.
+class DeviceKernels {
+public:
+  virtual ~DeviceKernels() = default;
+
+  /// Llama RMSNorm: x [tokens, hidden], weight [hidden] -> [tokens, hidden].
+  virtual torch::Tensor rmsNorm(const torch::Tensor &x, const torch::Tensor &weight,
+                                double eps) const = 0;
+  /// Half-split RoPE: x [tokens, heads, head_dim], cos/sin [tokens, head_dim].
+  virtual torch::Tensor rope(const torch::Tensor &x, const torch::Tensor &cos,
+                             const torch::Tensor &sin) const = 0;
+  /// Writes key/value [tokens, kv_heads, head_dim] into the caches
+  /// [num_blocks, block_size, kv_heads, head_dim] at meta.slotMapping.
+  virtual void storeKVCache(const torch::Tensor &key, const torch::Tensor &value,
+                            torch::Tensor &kCache, torch::Tensor &vCache,
+                            const AttentionMetadata &meta) const = 0;
+  /// The step's paged attention (varlen prefill or decode, as meta.isPrefill says):
+  /// q [tokens, heads, head_dim] -> [tokens, heads, head_dim].
+  virtual torch::Tensor attention(const torch::Tensor &q, const torch::Tensor &kCache,
+                                  const torch::Tensor &vCache, const AttentionMetadata &meta,
+                                  double scale) const = 0;
+};
+
+} // namespace nnsc
+
+#endif // NNSC_RUNTIME_BACKEND_DEVICEKERNELS_H

@@ -1,0 +1,106 @@
+//===- CudaBackend.cpp - the model on a CUDA device -------------*- C++ -*-===//
+
+#include "nnsc/Runtime/Backend/CudaBackend.h"
+
+#include "nnsc/Runtime/Backend/BackendError.h"
+#include "nnsc/Runtime/Backend/CudaBackendLoader.h"
+#include "nnsc/Runtime/Backend/CudaKernels.h"
+#include "nnsc/Runtime/Kernels/PagedAttentionCuda.h"
+
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+
+namespace nnsc {
+
+namespace {
+
+/// The device `index`, checked to exist.
+torch::Device cudaDevice(int index) {
+  std::string reason;
+  const int count = CudaBackend::deviceCount(reason);
+  if (count == 0)
+    throw BackendError("no CUDA device is present (" + reason + ")");
+  if (index < 0 || index >= count)
+    throw BackendError("CUDA device " + std::to_string(index) + " does not exist (" +
+                       std::to_string(count) + " present)");
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+ModelWeights toDevice(ModelWeights w, torch::Device device) {
+  if (w.config.headDim > kernels::kMaxCudaHeadDim)
+    throw BackendError("head_dim " + std::to_string(w.config.headDim) +
+                       " exceeds the CUDA attention kernels' " +
+                       std::to_string(kernels::kMaxCudaHeadDim));
+  if (w.dtype != torch::kFloat32 && w.dtype != torch::kBFloat16)
+    throw BackendError("the CUDA backend runs fp32 and bf16 models");
+  auto move = [&](torch::Tensor &t) {
+    if (t.defined())
+      t = t.to(device);
+  };
+  const bool tied = w.lmHead.is_same(w.embed);
+  move(w.embed);
+  move(w.norm);
+  w.lmHead = tied ? w.embed : w.lmHead.to(device);
+  for (LayerWeights &l : w.layers)
+    for (torch::Tensor *t : {&l.inputNorm, &l.qkv, &l.qkvBias, &l.qNorm, &l.kNorm, &l.o,
+                             &l.postNorm, &l.gateUp, &l.down})
+      move(*t);
+  return w;
+}
+
+AttentionMetadata toDevice(const AttentionMetadata &meta, torch::Device device) {
+  AttentionMetadata out = meta;
+  for (torch::Tensor *t : {&out.cuSeqlensQ, &out.cuSeqlensK, &out.slotMapping, &out.positions,
+                           &out.contextLens, &out.blockTables, &out.sampleRows})
+    if (t->defined())
+      *t = t->to(device, /*non_blocking=*/true);
+  return out;
+}
+
+} // namespace
+
+int CudaBackend::deviceCount(std::string &reason) {
+  int count = 0;
+  cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    reason = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(error);
+    return 0;
+  }
+  if (count == 0)
+    reason = "the driver reports no GPU";
+  return count;
+}
+
+CudaBackend::CudaBackend(ModelWeights weights, int deviceIndex) : device(cudaDevice(deviceIndex)) {
+  c10::cuda::CUDAGuard guard(device);
+  lm = std::make_shared<const CausalLM>(toDevice(std::move(weights), device), CudaKernels::get());
+}
+
+BackendCapabilities CudaBackend::capabilities() const {
+  BackendCapabilities caps;
+  caps.device = device;
+  caps.dtypes = {torch::kFloat32, torch::kBFloat16};
+  caps.prefixCaching = true;
+  caps.bundleKernels = false;
+  return caps;
+}
+
+void CudaBackend::allocateCache(int64_t numBlocks, int64_t blockSize) {
+  cache = KVCache(lm->config(), numBlocks, blockSize, lm->dtype(), device);
+}
+
+torch::Tensor CudaBackend::forward(const torch::Tensor &tokens, const AttentionMetadata &meta,
+                                   const HookDispatch *hooks) {
+  c10::cuda::CUDAGuard guard(device);
+  torch::Tensor logits =
+      lm->forward(tokens.to(device, /*non_blocking=*/true), toDevice(meta, device), cache, hooks);
+  return logits.to(torch::kCPU);
+}
+
+} // namespace nnsc
+
+/// The CUDA backend library's entry point (CudaBackendLoader.h).
+extern "C" __attribute__((visibility("default"))) nnsc::ModelBackend *
+nnscCreateCudaBackend(nnsc::ModelWeights *weights, int deviceIndex) {
+  return new nnsc::CudaBackend(std::move(*weights), deviceIndex);
+}

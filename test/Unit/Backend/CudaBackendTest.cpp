@@ -1,0 +1,186 @@
+//===- CudaBackendTest.cpp - the CUDA backend against the CPU backend -----===//
+//
+// Every CUDA kernel (RMSNorm, RoPE, KV store, varlen prefill and decode attention, fp32 and
+// bf16) against its CPU counterpart on the same inputs, and a whole tiny model run by the
+// engine on both backends: same greedy tokens, logits within fp32 tolerance. Needs a GPU:
+// without one every test skips, saying so.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TinyModel.h"
+
+#include "nnsc/Runtime/Backend/CpuBackend.h"
+#include "nnsc/Runtime/Backend/CpuKernels.h"
+#include "nnsc/Runtime/Backend/CudaBackend.h"
+#include "nnsc/Runtime/Backend/CudaKernels.h"
+#include "nnsc/Runtime/Engine/LLMEngine.h"
+
+#include <gtest/gtest.h>
+
+using namespace nnsc;
+
+namespace {
+
+class CudaBackendTest : public ::testing::TestWithParam<torch::ScalarType> {
+protected:
+  void SetUp() override {
+    std::string reason;
+    if (CudaBackend::deviceCount(reason) == 0)
+      GTEST_SKIP() << "no CUDA device: " << reason;
+    torch::manual_seed(1);
+  }
+  torch::ScalarType dtype() const { return GetParam(); }
+  double tolerance() const { return dtype() == torch::kBFloat16 ? 2e-2 : 1e-4; }
+  torch::Tensor random(std::vector<int64_t> shape) const { return torch::randn(shape).to(dtype()); }
+  static torch::Tensor cuda(const torch::Tensor &t) { return t.to(torch::kCUDA); }
+  void expectClose(const torch::Tensor &gpu, const torch::Tensor &cpu, const char *what) const {
+    torch::Tensor got = gpu.to(torch::kCPU).to(torch::kFloat32);
+    torch::Tensor want = cpu.to(torch::kFloat32);
+    ASSERT_EQ(got.sizes(), want.sizes()) << what;
+    EXPECT_TRUE(torch::allclose(got, want, tolerance(), tolerance()))
+        << what << ": max diff " << (got - want).abs().max().item<float>();
+  }
+};
+
+/// A step over sequences with `cached[i]` tokens already in the cache and `queries[i]` new
+/// ones, blocks of 4 tokens handed out in a scrambled order; `all` maps every position
+/// (cached and new) of every sequence to its slot, for filling the cache.
+struct Step {
+  AttentionMetadata meta;
+  torch::Tensor allSlots;
+};
+
+Step makeStep(const std::vector<int64_t> &cached, const std::vector<int64_t> &queries,
+              bool prefill) {
+  constexpr int64_t blockSize = 4;
+  std::vector<Sequence> seqs;
+  std::vector<int64_t> allSlots;
+  int32_t nextBlock = 0;
+  for (size_t i = 0; i < cached.size(); ++i) {
+    const int64_t total = cached[i] + queries[i];
+    Sequence seq(int64_t(i), std::vector<int32_t>(size_t(total), 1), SamplingParams{});
+    seq.numCachedTokens = cached[i];
+    seq.numScheduledTokens = queries[i];
+    for (int64_t b = 0; b * blockSize < total; ++b)
+      seq.blockTable.push_back((nextBlock++ * 7) % 97);
+    for (int64_t p = 0; p < total; ++p)
+      allSlots.push_back(seq.blockTable[size_t(p / blockSize)] * blockSize + p % blockSize);
+    seqs.push_back(std::move(seq));
+  }
+  ScheduledBatch batch;
+  batch.isPrefill = prefill;
+  for (Sequence &seq : seqs)
+    batch.seqs.push_back(&seq);
+  return {AttentionMetadata::fromBatch(batch, blockSize), torch::tensor(allSlots)};
+}
+
+AttentionMetadata toCuda(const AttentionMetadata &meta) {
+  AttentionMetadata out = meta;
+  for (torch::Tensor *t : {&out.cuSeqlensQ, &out.cuSeqlensK, &out.slotMapping, &out.positions,
+                           &out.contextLens, &out.blockTables, &out.sampleRows})
+    *t = t->to(torch::kCUDA);
+  return out;
+}
+
+TEST_P(CudaBackendTest, RMSNorm) {
+  torch::Tensor x = random({5, 96}), w = random({96});
+  expectClose(CudaKernels::get().rmsNorm(cuda(x), cuda(w), 1e-5),
+              CpuKernels::get().rmsNorm(x, w, 1e-5), "rmsNorm");
+}
+
+TEST_P(CudaBackendTest, Rope) {
+  // q as CausalLM slices it out of the fused qkv rows: strided tokens.
+  torch::Tensor qkv = random({6, 3 * 4 * 16});
+  torch::Tensor q = qkv.narrow(1, 16, 4 * 16).view({6, 4, 16});
+  torch::Tensor angles = torch::rand({6, 16}) * 6.28;
+  torch::Tensor cos = angles.cos().to(dtype()), sin = angles.sin().to(dtype());
+  expectClose(CudaKernels::get().rope(cuda(qkv).narrow(1, 16, 4 * 16).view({6, 4, 16}), cuda(cos),
+                                      cuda(sin)),
+              CpuKernels::get().rope(q, cos, sin), "rope");
+}
+
+TEST_P(CudaBackendTest, StoreKVCache) {
+  Step step = makeStep({3, 0}, {2, 5}, true);
+  torch::Tensor k = random({7, 2, 16}), v = random({7, 2, 16});
+  torch::Tensor kc = torch::zeros({97, 4, 2, 16}, dtype()), vc = torch::zeros_like(kc);
+  torch::Tensor kg = cuda(kc), vg = cuda(vc);
+  CpuKernels::get().storeKVCache(k, v, kc, vc, step.meta);
+  CudaKernels::get().storeKVCache(cuda(k), cuda(v), kg, vg, toCuda(step.meta));
+  EXPECT_TRUE(torch::equal(kg.cpu(), kc));
+  EXPECT_TRUE(torch::equal(vg.cpu(), vc));
+}
+
+/// Fills a cache with random K/V at every position of the step's sequences.
+void fillCache(const Step &step, torch::Tensor &kc, torch::Tensor &vc, torch::ScalarType dtype) {
+  const int64_t n = step.allSlots.size(0);
+  AttentionMetadata all;
+  all.slotMapping = step.allSlots;
+  CpuKernels::get().storeKVCache(torch::randn({n, 2, 16}).to(dtype),
+                                 torch::randn({n, 2, 16}).to(dtype), kc, vc, all);
+}
+
+TEST_P(CudaBackendTest, PrefillAttentionWithCachedPrefixes) {
+  // A prompt with a cached prefix, a fresh prompt, and a chunk of one token.
+  Step step = makeStep({5, 0, 9}, {3, 7, 1}, true);
+  torch::Tensor kc = torch::zeros({97, 4, 2, 16}, dtype()), vc = torch::zeros_like(kc);
+  fillCache(step, kc, vc, dtype());
+  torch::Tensor q = random({11, 4, 16});
+  expectClose(CudaKernels::get().attention(cuda(q), cuda(kc), cuda(vc), toCuda(step.meta), 0.25),
+              CpuKernels::get().attention(q, kc, vc, step.meta, 0.25), "prefill attention");
+}
+
+TEST_P(CudaBackendTest, DecodeAttention) {
+  // Contexts shorter than, equal to and longer than the kernel's 128-key chunk.
+  Step step = makeStep({6, 127, 200}, {1, 1, 1}, false);
+  torch::Tensor kc = torch::zeros({97, 4, 2, 16}, dtype()), vc = torch::zeros_like(kc);
+  fillCache(step, kc, vc, dtype());
+  torch::Tensor q = random({3, 4, 16});
+  expectClose(CudaKernels::get().attention(cuda(q), cuda(kc), cuda(vc), toCuda(step.meta), 0.25),
+              CpuKernels::get().attention(q, kc, vc, step.meta, 0.25), "decode attention");
+}
+
+TEST_P(CudaBackendTest, TinyModelMatchesTheCpuBackend) {
+  SchedulerConfig config;
+  config.numBlocks = 32;
+  config.blockSize = 16;
+  config.maxModelLen = 128;
+  SamplingParams params;
+  params.temperature = 0;
+  params.maxTokens = 8;
+  params.ignoreEos = true;
+  const std::vector<std::vector<int32_t>> prompts = {
+      {3, 17, 42}, {5, 9, 60, 11, 2, 8, 33, 70, 1, 4, 19, 27, 50, 12, 6, 40, 41}, {7}};
+  auto run = [&](std::shared_ptr<ModelBackend> backend, std::vector<torch::Tensor> &logits) {
+    auto table = std::make_shared<HookTable>(backend->architecture());
+    table->bind("logits",
+                makeSiteHook([&](int, torch::Tensor &value, std::span<const TokenGroup> groups) {
+                  for (const TokenGroup &g : groups)
+                    logits.push_back(value.narrow(0, g.tokenStart, 1).clone());
+                }));
+    LLMEngine engine(std::move(backend), config);
+    for (const std::vector<int32_t> &p : prompts)
+      engine.addRequest(p, params, table);
+    std::vector<std::vector<int32_t>> tokens;
+    for (const RequestResult &r : engine.runToCompletion())
+      tokens.push_back(r.completionTokens);
+    return tokens;
+  };
+  std::vector<torch::Tensor> cpuLogits, gpuLogits;
+  auto cpu =
+      run(std::make_shared<CpuBackend>(std::make_shared<CausalLM>(test::tinyWeights(dtype()))),
+          cpuLogits);
+  auto gpu = run(std::make_shared<CudaBackend>(test::tinyWeights(dtype())), gpuLogits);
+  EXPECT_EQ(gpu, cpu);
+  ASSERT_EQ(gpuLogits.size(), cpuLogits.size());
+  // Both engines schedule identically, so the i-th logits row is the same request and step.
+  for (size_t i = 0; i < cpuLogits.size(); ++i)
+    expectClose(gpuLogits[i], cpuLogits[i], "logits");
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaBackendTest,
+                         ::testing::Values(torch::kFloat32, torch::kBFloat16),
+                         [](const ::testing::TestParamInfo<torch::ScalarType> &info) {
+                           return std::string(info.param == torch::kFloat32 ? "fp32" : "bf16");
+                         });
+
+} // namespace
