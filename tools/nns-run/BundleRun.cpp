@@ -49,15 +49,38 @@ std::string compileTrace(const std::string &source, const std::string &model) {
   return out.string();
 }
 
+/// "stop" (a stop token, finish() or stop()), "length", or "error" for a failed request.
+const char *finishReasonName(FinishReason reason, const BundleRequest *request) {
+  if (request && request->error())
+    return "error";
+  return reason == FinishReason::Length ? "length" : "stop";
+}
+
+/// "'clean', 'corrupt'".
+std::string joinInvokeNames(const BundleTrace &trace) {
+  std::string names;
+  for (const std::string &name : trace.invokeNames)
+    names += (names.empty() ? "'" : ", '") + name + "'";
+  return names;
+}
+
+/// The JSON of one prompt's run.
+nlohmann::json promptJson(const Prompt &prompt, const RequestResult &r,
+                          const tokenizer::Tokenizer *tok) {
+  nlohmann::json j = {{"prompt_ids", r.promptTokens}, {"ids", r.completionTokens}};
+  if (prompt.text)
+    j["prompt"] = *prompt.text;
+  if (tok)
+    j["text"] = tok->decode(r.completionTokens, true);
+  return j;
+}
+
 } // namespace
 
 std::unique_ptr<BoundTrace> loadTrace(const Options &o,
                                       const std::shared_ptr<const CausalLM> &model) {
   if (o.traceFile.empty() && o.bundle.empty())
     return nullptr;
-  // Site kernels read and write the site values as the f32 their manifest was compiled for.
-  if (model->dtype() != torch::kFloat32)
-    fail("bundles run on fp32 models; drop --dtype " + o.dtype);
   std::string path = o.bundle.empty() ? compileTrace(o.traceFile, o.model) : o.bundle;
   std::string error;
   std::unique_ptr<Bundle> loaded = loadBundle(path, model->architecture(), error);
@@ -81,27 +104,51 @@ std::unique_ptr<BoundTrace> loadTrace(const Options &o,
   std::optional<std::vector<torch::Tensor>> params = bindParams(*trace, o.params, error);
   if (!params)
     fail(error);
-  if (trace->numInvokes > 1)
-    fail("trace '" + trace->name + "' has " + std::to_string(trace->numInvokes) +
-         " invokes; nns-run runs traces whose invokes apply to each prompt alone");
+  bound->invokes = size_t(std::max(trace->numInvokes, 1));
+  if (bound->invokes > 1) {
+    const std::string what = "trace '" + trace->name + "' has " +
+                             std::to_string(bound->invokes) + " invokes (" +
+                             joinInvokeNames(*trace) + ")";
+    if (o.prompts.size() % bound->invokes != 0)
+      fail(what + " and takes its prompts " + std::to_string(bound->invokes) +
+           " at a time, one per invoke; got " + std::to_string(o.prompts.size()) + " prompts");
+    for (const Prompt &p : o.prompts)
+      if (!p.bundled)
+        fail(what + "; its prompts cannot run plain (\"bundle\": false)");
+  }
   bound->params = std::move(*params);
   bound->hook = std::make_shared<BundleHook>(bound->bundle, *trace, model);
+  bound->model = model;
   bound->requests.resize(o.prompts.size());
   return bound;
 }
 
 void addBundledRequest(BoundTrace &bound, LLMEngine &engine, const Prompt &prompt, size_t index,
                        const SamplingParams &params) {
-  std::shared_ptr<HookTable> table;
-  if (prompt.bundled) {
-    table = std::make_shared<HookTable>(engine.getRunner().backend().architecture());
-    bound.hook->bindSites(*table);
+  const schema::Architecture &arch = bound.model->architecture();
+  if (!prompt.bundled) {
+    engine.addRequest(prompt.ids, params);
+    return;
   }
-  int64_t id = engine.addRequest(prompt.ids, params, table);
-  if (prompt.bundled) {
-    auto request = std::make_shared<BundleRequest>(bound.hook->trace(), bound.params);
-    bound.hook->attach(id, request);
-    bound.requests[index] = std::move(request);
+  bound.pending.push_back(prompt.ids);
+  if (bound.pending.size() < bound.invokes)
+    return;
+  auto request = std::make_shared<BundleRequest>(bound.hook->trace(), bound.params);
+  std::vector<std::shared_ptr<HookTable>> tables;
+  for (size_t k = 0; k < bound.invokes; ++k) {
+    tables.push_back(std::make_shared<HookTable>(arch));
+    bound.hook->bindSites(*tables.back(), *request);
+  }
+  std::vector<std::vector<int32_t>> prompts = std::move(bound.pending);
+  bound.pending.clear();
+  std::vector<int64_t> ids;
+  if (bound.invokes == 1)
+    ids.push_back(engine.addRequest(std::move(prompts.front()), params, tables.front()));
+  else
+    ids = engine.addGang(std::move(prompts), params, tables);
+  for (size_t k = 0; k < ids.size(); ++k) {
+    bound.hook->attach(ids[k], request, int32_t(k));
+    bound.requests[index + 1 - ids.size() + k] = request;
   }
 }
 
@@ -114,10 +161,11 @@ int writeResults(const std::string &dir, const std::vector<Prompt> &prompts,
     if (ec)
       fail("--save-dir: cannot create '" + dir + "': " + ec.message());
   }
+  const size_t n = bound ? bound->invokes : 1;
   int failed = 0;
-  for (size_t i = 0; i < results.size(); ++i) {
-    const RequestResult &r = results[i];
-    const BundleRequest *request = bound ? bound->requests[i].get() : nullptr;
+  for (size_t first = 0, i = 0; first < results.size(); first += n, ++i) {
+    const RequestResult &r = results[first];
+    const BundleRequest *request = bound ? bound->requests[first].get() : nullptr;
     if (request && request->error()) {
       std::cerr << "nns-run: error: request " << i << ": " << *request->error() << "\n";
       ++failed;
@@ -129,16 +177,20 @@ int writeResults(const std::string &dir, const std::vector<Prompt> &prompts,
       saves = request->saves();
     std::string base = (fs::path(dir) / std::to_string(i)).string();
     writeSafetensors(base + ".safetensors", saves);
-    nlohmann::json j = {
-        {"request", i},
-        {"prompt_ids", r.promptTokens},
-        {"ids", r.completionTokens},
-        {"bundled", request != nullptr},
-        {"finish_reason", r.finishReason == FinishReason::Stop ? "stop" : "length"}};
-    if (prompts[i].text)
-      j["prompt"] = *prompts[i].text;
-    if (tok)
-      j["text"] = tok->decode(r.completionTokens, true);
+    nlohmann::json j = {{"request", i},
+                        {"bundled", request != nullptr},
+                        {"finish_reason", finishReasonName(r.finishReason, request)}};
+    if (n == 1) {
+      j.update(promptJson(prompts[first], r, tok));
+    } else {
+      // One entry per invoke, in invoke order; all ran the same steps.
+      j["invokes"] = nlohmann::json::array();
+      for (size_t k = 0; k < n; ++k) {
+        nlohmann::json invoke = promptJson(prompts[first + k], results[first + k], tok);
+        invoke["name"] = request->trace().invokeNames[k];
+        j["invokes"].push_back(invoke);
+      }
+    }
     if (request && request->error())
       j["error"] = *request->error();
     std::ofstream out(base + ".json");

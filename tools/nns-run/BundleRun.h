@@ -2,8 +2,10 @@
 //
 // --trace / --bundle: the bundle is loaded and checked against the model, the trace chosen
 // and its params bound before any request runs; every bundled request then gets its own
-// BundleRequest on one shared BundleHook. --save-dir: per request, in prompt order,
-// <i>.safetensors with its saves and <i>.json with its prompt and completion.
+// BundleRequest on one shared BundleHook. A trace with N invokes takes the prompts N at a
+// time, in order: each N consecutive prompts are one request, prompt k of the N running as
+// invoke k, all N in the same forward passes. --save-dir: per request, in prompt order,
+// <i>.safetensors with its saves and <i>.json with its prompt(s) and completion(s).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,9 +27,16 @@ namespace nnsrun {
 struct BoundTrace {
   std::shared_ptr<nnsc::Bundle> bundle;
   std::shared_ptr<nnsc::BundleHook> hook;
+  /// The model the bundle was checked against (request hook tables are built on it).
+  std::shared_ptr<const nnsc::CausalLM> model;
   std::vector<torch::Tensor> params;
-  /// One per prompt; null for a plain request.
+  /// Prompts per request: the trace's invokes, or 1.
+  size_t invokes = 1;
+  /// One per prompt (the prompts of one multi-invoke request share it); null for a plain
+  /// request.
   std::vector<std::shared_ptr<nnsc::BundleRequest>> requests;
+  /// The prompts of the multi-invoke request being gathered.
+  std::vector<std::vector<int32_t>> pending;
 };
 
 /// Compiles (--trace) or loads (--bundle) the bundle, checks it against `model`, picks the
@@ -36,12 +45,13 @@ struct BoundTrace {
 std::unique_ptr<BoundTrace> loadTrace(const Options &o,
                                       const std::shared_ptr<const nnsc::CausalLM> &model);
 
-/// Queues prompt `index` on `engine`, bound to the trace unless it runs plain.
+/// Queues prompt `index` on `engine`, bound to the trace unless it runs plain. With invokes,
+/// the last prompt of each group queues the whole group.
 void addBundledRequest(BoundTrace &bound, nnsc::LLMEngine &engine, const Prompt &prompt,
                        size_t index, const nnsc::SamplingParams &params);
 
-/// Writes DIR/<i>.safetensors and DIR/<i>.json for every request (results sorted by request
-/// id, which is prompt order). Returns the number of requests a kernel failed.
+/// Writes DIR/<i>.safetensors and DIR/<i>.json for every request (results sorted by engine
+/// id, which is prompt order), prints each failed request's error and returns their number.
 int writeResults(const std::string &dir, const std::vector<Prompt> &prompts,
                  const std::vector<nnsc::RequestResult> &results, const BoundTrace *bound,
                  const nnsc::tokenizer::Tokenizer *tok);

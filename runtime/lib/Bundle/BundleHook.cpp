@@ -15,13 +15,41 @@ BundleHook::BundleHook(std::shared_ptr<const Bundle> bundle, const BundleTrace &
   runtime.finish = &BundleHook::finish;
 }
 
-void BundleHook::bindSites(HookTable &table) {
+namespace {
+/// FNV-1a over `bytes`, continuing from `hash`.
+uint64_t mix(uint64_t hash, const void *bytes, size_t size) {
+  const auto *p = static_cast<const unsigned char *>(bytes);
+  for (size_t i = 0; i < size; ++i)
+    hash = (hash ^ p[i]) * 0x100000001b3ull;
+  return hash;
+}
+} // namespace
+
+void BundleHook::bindSites(HookTable &table, const BundleRequest &request) {
   for (const BundleSite &site : traceDesc.sites)
     table.bind(site.site, shared_from_this());
+  uint64_t salt = 0;
+  if (traceDesc.writesPrompt()) {
+    // Two requests get the same salt exactly when their prompt K/V is computed the same way.
+    salt = 0xcbf29ce484222325ull;
+    salt = mix(salt, bundle->sourceHash().data(), bundle->sourceHash().size() + 1);
+    salt = mix(salt, traceDesc.name.data(), traceDesc.name.size() + 1);
+    for (const torch::Tensor &param : request.paramTensors())
+      salt = mix(salt, param.data_ptr(), size_t(param.nbytes()));
+    salt |= 1; // never the plain requests' 0
+  }
+  // Generated positions of a trace that writes forward sites may hold intervened K/V; only
+  // its prompt blocks are known to be plain (or salted).
+  bool writesForward = false;
+  for (const BundleSite &site : traceDesc.sites)
+    writesForward |= site.phase == NNSC_PHASE_FORWARD &&
+                     (site.access & (NNSC_ACCESS_WRITE | NNSC_ACCESS_SKIP));
+  table.setCachePolicy(/*allowPrefixHits=*/!traceDesc.readsPrompt(), salt,
+                       /*cacheCompletion=*/!writesForward || salt != 0);
 }
 
-void BundleHook::attach(int64_t id, std::shared_ptr<BundleRequest> request) {
-  requests[id] = std::move(request);
+void BundleHook::attach(int64_t id, std::shared_ptr<BundleRequest> request, int32_t invoke) {
+  requests[id] = {std::move(request), invoke};
 }
 
 void BundleHook::run(int site, torch::Tensor &value, std::span<const TokenGroup> groups) {
@@ -30,17 +58,13 @@ void BundleHook::run(int site, torch::Tensor &value, std::span<const TokenGroup>
     return;
   std::vector<nnsc_group> batch;
   std::vector<BundleRequest *> members;
-  current.clear();
   for (const TokenGroup &g : groups) {
     auto it = requests.find(g.request);
-    if (it == requests.end())
+    if (it == requests.end() || !it->second.request->live())
       continue;
-    BundleRequest &r = *it->second;
-    if (r.error() || (entry->phase == NNSC_PHASE_FORWARD && r.stopped(g.step, g.firstPosition)))
-      continue;
-    current[&r] = {g.step, g.firstPosition};
-    batch.push_back({g.tokenStart, g.tokenCount, g.firstPosition, g.step, r.invoke(), r.frame(),
-                     r.params(), &r});
+    BundleRequest &r = *it->second.request;
+    batch.push_back({g.tokenStart, g.tokenCount, g.firstPosition, g.step, it->second.invoke,
+                     r.frame(), r.params(), &r});
     members.push_back(&r);
   }
   if (batch.empty())
@@ -50,12 +74,29 @@ void BundleHook::run(int site, torch::Tensor &value, std::span<const TokenGroup>
       r->fail("site '" + entry->path + "' has a value the bundle ABI cannot describe");
     return;
   }
-  nnsc_tensor view = viewOf(value);
+  // Kernels are compiled for f32 site values; reduced-precision models convert here.
+  const bool convert = value.is_floating_point() && value.scalar_type() != torch::kFloat32;
+  torch::Tensor site32 = convert ? value.to(torch::kFloat32) : value;
+  nnsc_tensor view = viewOf(site32);
   int32_t rc = entry->kernel(&view, batch.data(), int32_t(batch.size()), &runtime);
-  if (rc != 0)
+  if (rc != 0) {
     for (BundleRequest *r : members)
       r->fail("the bundle's kernel for site '" + entry->path + "' failed (code " +
               std::to_string(rc) + ")");
+    return;
+  }
+  if (convert && (entry->access & (NNSC_ACCESS_WRITE | NNSC_ACCESS_SKIP)))
+    value.copy_(site32);
+}
+
+HookVerdict BundleHook::verdict(int64_t request) const {
+  auto it = requests.find(request);
+  if (it == requests.end())
+    return HookVerdict::Continue;
+  const BundleRequest &r = *it->second.request;
+  if (!r.live())
+    return HookVerdict::EndNow;
+  return r.finished() ? HookVerdict::FinishAfterStep : HookVerdict::Continue;
 }
 
 int32_t BundleHook::callModule(void *ctx, int32_t module, const nnsc_tensor *input,
@@ -90,13 +131,7 @@ void BundleHook::save(void *ctx, void *request, int32_t index, int64_t step,
     r->fail(*error);
 }
 
-void BundleHook::stop(void *ctx, void *request) {
-  auto *self = static_cast<BundleHook *>(ctx);
-  auto *r = static_cast<BundleRequest *>(request);
-  auto it = self->current.find(r);
-  if (it != self->current.end())
-    r->stop(it->second.first, it->second.second);
-}
+void BundleHook::stop(void *, void *request) { static_cast<BundleRequest *>(request)->stop(); }
 
 void BundleHook::finish(void *, void *request) { static_cast<BundleRequest *>(request)->finish(); }
 

@@ -63,9 +63,8 @@ torch::Tensor tensorOf(const nnsc_tensor &t) {
                           torch::TensorOptions().dtype(toTorchDtype(t.dtype)));
 }
 
-BundleRequest::BundleRequest(const BundleTrace &trace, std::vector<torch::Tensor> params,
-                             int32_t invoke)
-    : traceDesc(trace), invokeIndex(invoke), paramValues(std::move(params)),
+BundleRequest::BundleRequest(const BundleTrace &trace, std::vector<torch::Tensor> params)
+    : traceDesc(trace), paramValues(std::move(params)),
       frameBytes(torch::zeros({trace.frameBytes}, torch::kUInt8)) {
   for (torch::Tensor &p : paramValues) {
     p = p.contiguous();

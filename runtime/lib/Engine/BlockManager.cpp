@@ -157,6 +157,8 @@ void BlockManager::cacheComputedBlocks(Sequence &seq) {
     return;
   int64_t full =
       std::min<int64_t>(seq.numCachedTokens / size, static_cast<int64_t>(seq.blockTable.size()));
+  if (!seq.cacheCompletion)
+    full = std::min(full, seq.numPromptTokens() / size);
   computeBlockHashes(seq, full);
   // Blocks are registered in order, so everything before the last registered one is too.
   int64_t first = full;

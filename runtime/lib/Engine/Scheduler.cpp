@@ -3,6 +3,7 @@
 #include "nnsc/Runtime/Engine/Scheduler.h"
 
 #include <algorithm>
+#include <cassert>
 #include <stdexcept>
 #include <string>
 
@@ -55,6 +56,12 @@ Scheduler::Scheduler(SchedulerConfig config)
 }
 
 void Scheduler::add(Sequence *seq) {
+  check(seq);
+  active.insert(seq);
+  waiting.push_back(seq);
+}
+
+void Scheduler::check(const Sequence *seq) const {
   seq->samplingParams().validate();
   if (seq->numTokens() > cfg.maxModelLen)
     throw std::invalid_argument("sequence " + std::to_string(seq->id()) + ": prompt of " +
@@ -63,8 +70,31 @@ void Scheduler::add(Sequence *seq) {
                                 std::to_string(cfg.maxModelLen) + ")");
   if (active.count(seq) || seq->status != SequenceStatus::Waiting)
     throw std::invalid_argument("sequence " + std::to_string(seq->id()) + " was already added");
-  active.insert(seq);
-  waiting.push_back(seq);
+}
+
+void Scheduler::addGang(std::vector<Sequence *> seqs) {
+  if (seqs.empty())
+    throw std::invalid_argument("a multi-invoke request needs at least one sequence");
+  int64_t tokens = 0;
+  for (Sequence *seq : seqs)
+    tokens += seq->numTokens();
+  const std::string what = "a request of " + std::to_string(seqs.size()) + " invokes";
+  if (static_cast<int64_t>(seqs.size()) > cfg.maxNumSeqs)
+    throw std::invalid_argument(what + " needs 'max_num_seqs' >= " +
+                                std::to_string(seqs.size()) + " (it is " +
+                                std::to_string(cfg.maxNumSeqs) + ")");
+  // Its prompts run in one forward pass, so they must fit one step's token budget.
+  if (tokens > cfg.maxNumBatchedTokens)
+    throw std::invalid_argument(what + " has " + std::to_string(tokens) +
+                                " prompt tokens, more than 'max_num_batched_tokens' (" +
+                                std::to_string(cfg.maxNumBatchedTokens) + ")");
+  for (const Sequence *seq : seqs)
+    check(seq);
+  for (Sequence *seq : seqs) {
+    seq->gang = seqs;
+    active.insert(seq);
+    waiting.push_back(seq);
+  }
 }
 
 ScheduledBatch Scheduler::schedule() {
@@ -94,6 +124,11 @@ ScheduledBatch Scheduler::schedulePrefill() {
   }
   while (!waiting.empty() && budget > 0 && static_cast<int64_t>(running.size()) < cfg.maxNumSeqs) {
     Sequence *seq = waiting.front();
+    if (!seq->gang.empty()) {
+      if (!admitGang(seq->gang, budget, batch))
+        break;
+      continue;
+    }
     if (!blocks.canAllocate(*seq))
       break;
     blocks.allocate(*seq);
@@ -107,26 +142,73 @@ ScheduledBatch Scheduler::schedulePrefill() {
   return batch;
 }
 
+bool Scheduler::admitGang(const std::vector<Sequence *> &gang, int64_t &budget,
+                          ScheduledBatch &batch) {
+  if (static_cast<int64_t>(running.size() + gang.size()) > cfg.maxNumSeqs)
+    return false;
+  size_t allocated = 0;
+  int64_t tokens = 0;
+  for (; allocated < gang.size() && blocks.canAllocate(*gang[allocated]); ++allocated) {
+    blocks.allocate(*gang[allocated]);
+    tokens += gang[allocated]->numUncomputedTokens();
+  }
+  if (allocated < gang.size() || tokens > budget) {
+    for (size_t i = 0; i < allocated; ++i)
+      blocks.deallocate(*gang[i]);
+    return false;
+  }
+  for (Sequence *seq : gang) {
+    assert(waiting.front() == seq && "a gang waits as one block of the queue");
+    seq->numScheduledTokens = seq->numUncomputedTokens();
+    seq->status = SequenceStatus::Running;
+    waiting.pop_front();
+    running.push_back(seq);
+    batch.seqs.push_back(seq);
+  }
+  budget -= tokens;
+  return true;
+}
+
 ScheduledBatch Scheduler::scheduleDecode() {
   ScheduledBatch batch;
+  // A unit is a sequence of its own or a whole gang; gangs sit together in `running`.
+  auto takeUnit = [this](bool fromBack) {
+    Sequence *edge = fromBack ? running.back() : running.front();
+    std::vector<Sequence *> unit =
+        edge->gang.empty() ? std::vector<Sequence *>{edge} : edge->gang;
+    for (size_t i = 0; i < unit.size(); ++i)
+      fromBack ? running.pop_back() : running.pop_front();
+    return unit;
+  };
+  auto preemptUnit = [this](const std::vector<Sequence *> &unit) {
+    // Reverse order keeps the gang in invoke order at the front of the waiting queue.
+    for (auto it = unit.rbegin(); it != unit.rend(); ++it)
+      preempt(*it);
+  };
+  auto missingBlocks = [this](const std::vector<Sequence *> &unit) {
+    int64_t missing = 0;
+    for (const Sequence *seq : unit)
+      missing += seq->numBlocks(cfg.blockSize) - static_cast<int64_t>(seq->blockTable.size());
+    return missing;
+  };
   while (!running.empty()) {
-    Sequence *seq = running.front();
-    running.pop_front();
+    std::vector<Sequence *> unit = takeUnit(false);
     bool fits = true;
-    while (!blocks.canAppend(*seq)) {
+    while (missingBlocks(unit) > blocks.numFreeBlocks()) {
       if (running.empty()) {
-        preempt(seq);
+        preemptUnit(unit);
         fits = false;
         break;
       }
-      preempt(running.back());
-      running.pop_back();
+      preemptUnit(takeUnit(true));
     }
     if (!fits)
       continue;
-    blocks.mayAppend(*seq);
-    seq->numScheduledTokens = 1;
-    batch.seqs.push_back(seq);
+    for (Sequence *seq : unit) {
+      blocks.mayAppend(*seq);
+      seq->numScheduledTokens = 1;
+      batch.seqs.push_back(seq);
+    }
   }
   running.insert(running.begin(), batch.seqs.begin(), batch.seqs.end());
   return batch;
@@ -167,15 +249,21 @@ std::vector<Sequence *> Scheduler::postprocess(const ScheduledBatch &batch,
     seq->numCachedTokens += seq->numScheduledTokens;
     seq->numScheduledTokens = 0;
     blocks.cacheComputedBlocks(*seq);
-    if (!samples)
-      continue;
-    int32_t token = sampled[next++];
-    seq->appendToken(token);
-    if (isStopToken(*seq, token))
-      seq->finishReason = FinishReason::Stop;
-    else if (seq->numCompletionTokens() >= seq->samplingParams().maxTokens ||
-             seq->numTokens() >= cfg.maxModelLen)
-      seq->finishReason = FinishReason::Length;
+    if (samples) {
+      int32_t token = sampled[next++];
+      if (seq->endAfterStep != FinishReason::Cut)
+        seq->appendToken(token);
+      if (seq->endAfterStep != FinishReason::None)
+        seq->finishReason = seq->endAfterStep;
+      else if (isStopToken(*seq, token))
+        seq->finishReason = FinishReason::Stop;
+      else if (seq->numCompletionTokens() >= seq->samplingParams().maxTokens ||
+               seq->numTokens() >= cfg.maxModelLen)
+        seq->finishReason = FinishReason::Length;
+    } else {
+      // A chunk of the prompt: only a hook can end the request here.
+      seq->finishReason = seq->endAfterStep;
+    }
     if (seq->finishReason == FinishReason::None)
       continue;
     seq->status = SequenceStatus::Finished;
@@ -184,7 +272,25 @@ std::vector<Sequence *> Scheduler::postprocess(const ScheduledBatch &batch,
     active.erase(seq);
     finished.push_back(seq);
   }
+  // A gang ends with its first member, so its members always run the same steps.
+  for (size_t i = 0, n = finished.size(); i < n; ++i)
+    finishGang(*finished[i], finished);
   return finished;
+}
+
+void Scheduler::finishGang(const Sequence &seq, std::vector<Sequence *> &finished) {
+  for (Sequence *member : seq.gang) {
+    if (member->isFinished())
+      continue;
+    member->finishReason = seq.finishReason;
+    member->status = SequenceStatus::Finished;
+    member->numScheduledTokens = 0;
+    blocks.deallocate(*member);
+    if (auto it = std::find(running.begin(), running.end(), member); it != running.end())
+      running.erase(it);
+    active.erase(member);
+    finished.push_back(member);
+  }
 }
 
 } // namespace nnsc

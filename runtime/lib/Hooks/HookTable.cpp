@@ -2,6 +2,7 @@
 
 #include "nnsc/Runtime/Hooks/HookTable.h"
 
+#include <algorithm>
 #include <atomic>
 #include <stdexcept>
 
@@ -45,7 +46,20 @@ void HookTable::bind(int site, std::shared_ptr<SiteHook> hook) {
     throw std::invalid_argument("site index " + std::to_string(site) + " out of range");
   if (arch.sites()[size_t(site)].phase == schema::Phase::Forward)
     forward = true;
+  if (hook && std::find(distinct.begin(), distinct.end(), hook) == distinct.end())
+    distinct.push_back(hook);
   hooks[size_t(site)] = std::move(hook);
+}
+
+void HookTable::setCachePolicy(bool allowPrefixHits, uint64_t cacheSalt, bool cacheCompletion) {
+  policy = CachePolicy{allowPrefixHits, cacheSalt, cacheCompletion};
+}
+
+HookVerdict HookTable::verdict(int64_t request) const {
+  HookVerdict strongest = HookVerdict::Continue;
+  for (const std::shared_ptr<SiteHook> &hook : distinct)
+    strongest = std::max(strongest, hook->verdict(request));
+  return strongest;
 }
 
 } // namespace nnsc

@@ -8,6 +8,20 @@
 
 namespace nnsc {
 
+namespace {
+FinishReason endReason(HookVerdict verdict) {
+  switch (verdict) {
+  case HookVerdict::Continue:
+    return FinishReason::None;
+  case HookVerdict::FinishAfterStep:
+    return FinishReason::Stop;
+  case HookVerdict::EndNow:
+    return FinishReason::Cut;
+  }
+  return FinishReason::None;
+}
+} // namespace
+
 LLMEngine::LLMEngine(std::shared_ptr<ModelBackend> model, SchedulerConfig config,
                      uint64_t samplerSeed)
     : backend(model), scheduler(fitToBackend(config, model->capabilities())),
@@ -17,21 +31,49 @@ LLMEngine::LLMEngine(std::shared_ptr<const CausalLM> model, SchedulerConfig conf
                      uint64_t samplerSeed)
     : LLMEngine(std::make_shared<CpuBackend>(std::move(model)), config, samplerSeed) {}
 
-int64_t LLMEngine::addRequest(std::vector<int32_t> prompt, const SamplingParams &params,
-                              std::shared_ptr<HookTable> hooks) {
+std::unique_ptr<Sequence> LLMEngine::makeSequence(int64_t id, std::vector<int32_t> prompt,
+                                                const SamplingParams &params,
+                                                const HookTable *hooks) const {
   const int64_t vocab = backend->config().vocab;
-  for (int32_t id : prompt)
-    if (id < 0 || id >= vocab)
-      throw std::invalid_argument("prompt token id " + std::to_string(id) +
+  for (int32_t token : prompt)
+    if (token < 0 || token >= vocab)
+      throw std::invalid_argument("prompt token id " + std::to_string(token) +
                                   " is outside the vocabulary [0, " + std::to_string(vocab) +
                                   ")");
-  const bool forward = hooks && hooks->bindsForward();
-  auto seq = std::make_unique<Sequence>(nextId, std::move(prompt), params,
-                                        forward ? hooks->cacheSalt() : 0);
-  seq->allowPrefixHits = !forward;
+  auto seq = std::make_unique<Sequence>(id, std::move(prompt), params,
+                                        hooks ? hooks->cacheSalt() : 0);
+  seq->allowPrefixHits = !hooks || hooks->allowsPrefixHits();
+  seq->cacheCompletion = !hooks || hooks->cachesCompletion();
+  return seq;
+}
+
+int64_t LLMEngine::addRequest(std::vector<int32_t> prompt, const SamplingParams &params,
+                              std::shared_ptr<HookTable> hooks) {
+  std::unique_ptr<Sequence> seq = makeSequence(nextId, std::move(prompt), params, hooks.get());
   scheduler.add(seq.get());
   active[nextId] = Request{std::move(seq), std::move(hooks)};
   return nextId++;
+}
+
+std::vector<int64_t> LLMEngine::addGang(std::vector<std::vector<int32_t>> prompts,
+                                        const SamplingParams &params,
+                                        std::vector<std::shared_ptr<HookTable>> hooks) {
+  if (hooks.size() != prompts.size())
+    throw std::invalid_argument("a multi-invoke request needs one hook table per prompt");
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  std::vector<Sequence *> gang;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    seqs.push_back(
+        makeSequence(nextId + int64_t(i), std::move(prompts[i]), params, hooks[i].get()));
+    gang.push_back(seqs.back().get());
+  }
+  scheduler.addGang(gang);
+  std::vector<int64_t> ids;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    ids.push_back(nextId);
+    active[nextId++] = Request{std::move(seqs[i]), std::move(hooks[i])};
+  }
+  return ids;
 }
 
 void LLMEngine::finish(Request &request) {
@@ -64,6 +106,9 @@ std::vector<StepOutput> LLMEngine::step() {
     return it == active.end() ? nullptr : it->second.hooks.get();
   };
   std::vector<int32_t> tokens = runner.run(batch, lookup);
+  for (Sequence *seq : batch.seqs)
+    if (const HookTable *hooks = lookup(*seq))
+      seq->endAfterStep = endReason(hooks->verdict(seq->id()));
   std::vector<Sequence *> sampling = batch.samplingSeqs();
   std::vector<Sequence *> done = scheduler.postprocess(batch, tokens);
 

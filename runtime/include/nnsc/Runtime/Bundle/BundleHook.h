@@ -4,8 +4,14 @@
 // the trace fires, it calls the trace's kernel for that site once, with one nnsc_group per
 // request of the batch (rows, position, step, invoke, frame, params, request), and implements
 // the nnsc_runtime callbacks (save, report_error, stop, finish, call_module through
-// CausalLM::applyModule). A request whose kernel reported an error, or that stopped in this
-// forward pass, is left out of later kernel calls.
+// CausalLM::applyModule). A request whose kernel reported an error, or that stopped, is left
+// out of later kernel calls and ends with the step (verdict EndNow); finish() ends it after
+// the step (FinishAfterStep).
+//
+// Site values of a bf16 (or f16) model are converted at the hook boundary: the kernel gets an
+// fp32 copy of the site value (the ABI's site dtype is f32) and, for sites it writes, the copy
+// is written back rounded to the model's dtype. bf16 -> f32 -> bf16 is exact, so rows of
+// other requests come back unchanged.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,12 +33,18 @@ public:
   BundleHook(std::shared_ptr<const Bundle> bundle, const BundleTrace &trace,
              std::shared_ptr<const CausalLM> model);
 
-  /// Binds every site of the trace in `table` to this hook.
-  void bindSites(HookTable &table);
-  /// Attaches the state of engine request `id` (the id LLMEngine::addRequest returned).
-  void attach(int64_t id, std::shared_ptr<BundleRequest> request);
+  /// Binds every site of the trace in `table` to this hook, and sets the table's prefix-cache
+  /// policy from the trace's flags: a trace that reads prompt positions computes the whole
+  /// prompt; one that writes them caches its K/V under a salt of the bundle's source hash,
+  /// the trace name and `request`'s param bytes (equal bundle and params share blocks);
+  /// any other trace shares the plain cache.
+  void bindSites(HookTable &table, const BundleRequest &request);
+  /// Attaches the state of engine sequence `id` (an id LLMEngine::addRequest returned) as
+  /// invoke `invoke` of `request`; the sequences of one multi-invoke request share `request`.
+  void attach(int64_t id, std::shared_ptr<BundleRequest> request, int32_t invoke = 0);
 
   void run(int site, torch::Tensor &value, std::span<const TokenGroup> groups) override;
+  HookVerdict verdict(int64_t request) const override;
 
   const BundleTrace &trace() const { return traceDesc; }
 
@@ -47,10 +59,12 @@ private:
   std::shared_ptr<const Bundle> bundle;
   const BundleTrace &traceDesc;
   std::shared_ptr<const CausalLM> model;
-  std::map<int64_t, std::shared_ptr<BundleRequest>> requests;
+  struct Attached {
+    std::shared_ptr<BundleRequest> request;
+    int32_t invoke;
+  };
+  std::map<int64_t, Attached> requests;
   nnsc_runtime runtime;
-  /// The group being run for each request, so stop() knows which forward pass it ends.
-  std::map<const BundleRequest *, std::pair<int64_t, int64_t>> current;
 };
 
 } // namespace nnsc

@@ -3,7 +3,9 @@
 // What a request bound to a bundle trace carries through the engine: its params (as tensors
 // and as the nnsc_tensor views the kernels get), its zeroed frame, the saves the kernels made
 // and whether a kernel failed, stopped or finished it. The kernels see it as the opaque
-// `nnsc_group.request` handed back to the runtime callbacks.
+// `nnsc_group.request` handed back to the runtime callbacks. A trace with invokes runs one
+// engine sequence per invoke; they all share one BundleRequest (one frame, one set of saves,
+// one fate), which is how values cross invokes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,12 +27,13 @@ namespace nnsc {
 class BundleRequest {
 public:
   /// `params` in the trace's param order, already checked (bindParams).
-  BundleRequest(const BundleTrace &trace, std::vector<torch::Tensor> params, int32_t invoke = 0);
+  BundleRequest(const BundleTrace &trace, std::vector<torch::Tensor> params);
 
   const BundleTrace &trace() const { return traceDesc; }
-  int32_t invoke() const { return invokeIndex; }
   void *frame() { return frameBytes.numel() ? frameBytes.data_ptr() : nullptr; }
   const nnsc_tensor *params() const { return views.empty() ? nullptr : views.data(); }
+  /// The bound params, in the trace's param order (contiguous).
+  const std::vector<torch::Tensor> &paramTensors() const { return paramValues; }
 
   /// Records save `index` (at `step` for per-step saves) as a copy of `value`. Returns an
   /// error message when the value does not match the save's declared dtype and shape.
@@ -42,24 +45,24 @@ public:
   void fail(const std::string &message);
   const std::optional<std::string> &error() const { return failure; }
 
-  /// stop(): the rest of the forward pass at (step, position) skips this request.
-  void stop(int64_t step, int64_t position) { stoppedAt = {step, position}; }
-  bool stopped(int64_t step, int64_t position) const {
-    return stoppedAt && stoppedAt->first == step && stoppedAt->second == position;
-  }
-  /// finish(): the trace asked to end generation.
+  /// stop(): no later kernel runs for this request, and it ends with the current step.
+  void stop() { stopRequested = true; }
+  bool stopped() const { return stopRequested; }
+  /// finish(): the request ends after the current step, keeping its token.
   void finish() { finishRequested = true; }
-  bool finishRequested = false;
+  bool finished() const { return finishRequested; }
+  /// Whether kernels still run for this request (it neither failed nor stopped).
+  bool live() const { return !failure && !stopRequested; }
 
 private:
   const BundleTrace &traceDesc;
-  int32_t invokeIndex;
   std::vector<torch::Tensor> paramValues;
   std::vector<nnsc_tensor> views;
   torch::Tensor frameBytes;
   std::map<std::string, torch::Tensor> saved;
   std::optional<std::string> failure;
-  std::optional<std::pair<int64_t, int64_t>> stoppedAt;
+  bool stopRequested = false;
+  bool finishRequested = false;
 };
 
 /// The torch dtype of an ABI dtype and back (nullopt for dtypes the ABI has no name for).

@@ -1,9 +1,10 @@
 //===- LLMEngine.h - continuous batching over one model ---------*- C++ -*-===//
 //
 // nano-vllm's LLMEngine: requests go to the Scheduler; step() is schedule -> run ->
-// postprocess. Requests may carry a hook table; such a request computes its whole prompt
-// (its forward hooks see every prompt row) under its own prefix-cache salt, and its result
-// phase fires when it finishes.
+// postprocess. Requests may carry a hook table, which sets their prefix-cache salt and
+// whether they may skip cached prompt positions, and whose hooks may end them after a step
+// (finish(), stop(), a failed intervention); their result phase fires when they finish. The
+// prompts of a multi-invoke request run as a gang (addGang).
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +51,13 @@ public:
   /// sampling params or a prompt longer than the context.
   int64_t addRequest(std::vector<int32_t> prompt, const SamplingParams &params,
                      std::shared_ptr<HookTable> hooks = nullptr);
+  /// Queues the prompts of one multi-invoke request, in invoke order, with one hook table
+  /// each; the scheduler keeps them in the same forward passes (Scheduler::addGang). Returns
+  /// their ids. Throws std::invalid_argument as addRequest does, or when they could never be
+  /// scheduled together.
+  std::vector<int64_t> addGang(std::vector<std::vector<int32_t>> prompts,
+                               const SamplingParams &params,
+                               std::vector<std::shared_ptr<HookTable>> hooks);
   /// One engine step: schedule -> run -> postprocess. Returns the tokens it produced.
   std::vector<StepOutput> step();
   bool isFinished() const { return scheduler.isFinished(); }
@@ -68,6 +76,10 @@ private:
     std::unique_ptr<Sequence> seq;
     std::shared_ptr<HookTable> hooks;
   };
+  /// A sequence for `prompt`, with the prefix-cache salt and policy of `hooks`.
+  std::unique_ptr<Sequence> makeSequence(int64_t id, std::vector<int32_t> prompt,
+                                         const SamplingParams &params,
+                                         const HookTable *hooks) const;
   void finish(Request &request);
 
   std::shared_ptr<ModelBackend> backend;

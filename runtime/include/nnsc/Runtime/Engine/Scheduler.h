@@ -5,6 +5,9 @@
 // sequence). Prefill has priority. When a decode step runs out of KV blocks, the most
 // recently admitted sequence is preempted by recompute: its blocks are freed and it goes back
 // to the front of the waiting queue (its cached prefix usually survives in the prefix cache).
+// The prompts of a multi-invoke request form a gang (Sequence::gang): admitted together with
+// their whole prompts in one step (never chunked), preempted together, finished together
+// when the first of them finishes, so every forward pass holds all of them or none.
 // Works on Sequence bookkeeping only; never touches tensors.
 //
 //===----------------------------------------------------------------------===//
@@ -65,14 +68,18 @@ public:
   /// its sampling params are impossible, its prompt is longer than maxModelLen, or it
   /// was added before.
   void add(Sequence *seq);
+  /// Queues the sequences of one multi-invoke request as a gang, in invoke order. Throws
+  /// std::invalid_argument as add() does, and when the gang could never be scheduled whole
+  /// (more sequences than maxNumSeqs, or more prompt tokens than maxNumBatchedTokens).
+  void addGang(std::vector<Sequence *> seqs);
   /// True when no sequence is waiting or running.
   bool isFinished() const { return waiting.empty() && running.empty(); }
   /// Picks the next step's batch; empty only when isFinished().
   ScheduledBatch schedule();
   /// Records a step's results: advances numCachedTokens, registers newly computed blocks in
   /// the prefix cache, appends `sampled` (one token per batch.samplingSeqs(), in order) and
-  /// finishes sequences that hit a stop token, max_tokens or maxModelLen (their blocks are
-  /// freed). Returns the sequences that finished. Throws std::invalid_argument if `sampled`
+  /// finishes sequences that hit a stop token, max_tokens or maxModelLen, or whose
+  /// `endAfterStep` is set (their blocks are freed). Returns the sequences that finished. Throws std::invalid_argument if `sampled`
   /// has the wrong length.
   std::vector<Sequence *> postprocess(const ScheduledBatch &batch,
                                       std::span<const int32_t> sampled);
@@ -87,7 +94,13 @@ public:
 private:
   ScheduledBatch schedulePrefill();
   ScheduledBatch scheduleDecode();
+  /// Throws std::invalid_argument when `seq` cannot be added (see add()).
+  void check(const Sequence *seq) const;
   void preempt(Sequence *seq);
+  /// Admits the gang at the front of `waiting` whole into `batch`, or nothing (false).
+  bool admitGang(const std::vector<Sequence *> &gang, int64_t &budget, ScheduledBatch &batch);
+  /// Ends the members of `seq`'s gang that are still running, with `seq`'s finish reason.
+  void finishGang(const Sequence &seq, std::vector<Sequence *> &finished);
   bool isStopToken(const Sequence &seq, int32_t token) const;
 
   SchedulerConfig cfg;

@@ -28,6 +28,9 @@ enum class FinishReason {
   Stop,
   /// It reached max_tokens or the model's context length.
   Length,
+  /// Its intervention cut it short during a step (`stop()`, or a failed kernel); the token
+  /// of that step is not kept.
+  Cut,
 };
 
 /// One request. Token positions are 0-based over prompt and completion together; the K/V of
@@ -76,6 +79,9 @@ public:
 
   SequenceStatus status = SequenceStatus::Waiting;
   FinishReason finishReason = FinishReason::None;
+  /// Set by the engine before postprocess when a hook ends the request with this step: Stop
+  /// keeps the step's sampled token (`finish()`, like a stop token), Cut drops it.
+  FinishReason endAfterStep = FinishReason::None;
   /// Physical KV block ids, one per logical block.
   std::vector<int32_t> blockTable;
   /// Positions [0, numCachedTokens) have K/V in the cache (prefix hits and earlier steps).
@@ -85,6 +91,13 @@ public:
   /// False makes the block manager ignore prefix-cache hits for this sequence, so its whole
   /// prompt is computed (a request whose intervention reads prompt positions needs that).
   bool allowPrefixHits = true;
+  /// False keeps blocks holding generated tokens out of the prefix cache: the request shares
+  /// the plain cache for its prompt, but an intervention may change its later K/V.
+  bool cacheCompletion = true;
+  /// The sequences of a multi-invoke request, this one included, in invoke order; empty for
+  /// a sequence of its own. The scheduler admits, preempts and finishes them together, so
+  /// they are in the same forward passes and run the same number of steps.
+  std::vector<Sequence *> gang;
   /// Chained hashes of the full blocks, filled lazily by the BlockManager; they depend only on
   /// the tokens and the salt, so they stay valid across preemption.
   std::vector<uint64_t> blockHashes;

@@ -11,6 +11,7 @@
 #include "nnsc/Runtime/Hooks/SiteHook.h"
 #include "nnsc/Schema/Architecture.h"
 
+#include <optional>
 #include <vector>
 
 namespace nnsc {
@@ -27,17 +28,37 @@ public:
 
   SiteHook *at(int site) const { return hooks[site].get(); }
   int numSites() const { return int(hooks.size()); }
-  /// Whether any forward-pass site is bound: such a request computes its whole prompt (its
-  /// hooks must see every prompt row) and never shares prefix-cache blocks.
+  /// Whether any forward-pass site is bound.
   bool bindsForward() const { return forward; }
-  /// A salt unique to this table, so K/V computed under its hooks is never reused by others.
-  uint64_t cacheSalt() const { return salt; }
+  /// Sets the prefix-cache policy from what the binder knows of its hooks: whether the
+  /// request may skip prompt positions found in the cache, the salt its K/V is cached under
+  /// (0: shared with plain requests), and whether blocks holding generated tokens may be
+  /// cached.
+  void setCachePolicy(bool allowPrefixHits, uint64_t cacheSalt, bool cacheCompletion);
+  /// Without a policy set, a table binding forward sites computes its whole prompt (its
+  /// hooks may need every prompt row) under a salt unique to the table (K/V computed under
+  /// its hooks is never reused by others); other tables behave as plain requests.
+  bool allowsPrefixHits() const { return policy ? policy->prefixHits : !forward; }
+  uint64_t cacheSalt() const { return policy ? policy->salt : forward ? salt : 0; }
+  bool cachesCompletion() const { return policy ? policy->completion : true; }
+  /// The strongest verdict of the table's hooks on `request` after a step (EndNow over
+  /// FinishAfterStep over Continue).
+  HookVerdict verdict(int64_t request) const;
 
 private:
   const schema::Architecture &arch;
   std::vector<std::shared_ptr<SiteHook>> hooks;
+  /// Each bound hook once, for verdict().
+  std::vector<std::shared_ptr<SiteHook>> distinct;
   bool forward = false;
   uint64_t salt;
+  struct CachePolicy {
+    bool prefixHits;
+    uint64_t salt;
+    bool completion;
+  };
+  /// Set by setCachePolicy.
+  std::optional<CachePolicy> policy;
 };
 
 } // namespace nnsc

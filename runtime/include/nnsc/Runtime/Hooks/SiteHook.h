@@ -36,6 +36,17 @@ struct TokenGroup {
   int64_t firstPosition = 0;
 };
 
+/// What a hook asks of a request's life once a step is done.
+enum class HookVerdict {
+  /// Nothing: the request goes on.
+  Continue,
+  /// End the request after this step, keeping the token it sampled (`finish()`).
+  FinishAfterStep,
+  /// End the request now, dropping the token of this step, whose forward pass the hook cut
+  /// short (`stop()`, or a failed intervention).
+  EndNow,
+};
+
 /// A callback bound to sites.
 class SiteHook {
 public:
@@ -43,6 +54,11 @@ public:
   /// `site` is the index in schema::Architecture::sites(); `value` holds every row of the
   /// batch ([rows, ...] in the compute dtype, int64 for samples and result).
   virtual void run(int site, torch::Tensor &value, std::span<const TokenGroup> groups) = 0;
+  /// Asked after every step that ran `request` (a Sequence id); plain hooks never end one.
+  virtual HookVerdict verdict(int64_t request) const {
+    (void)request;
+    return HookVerdict::Continue;
+  }
 };
 
 /// A SiteHook from a function (tests, tools, quick experiments).

@@ -1,0 +1,154 @@
+//===- GangSchedulingTest.cpp - multi-invoke gangs, hook-ended requests -*- C++ -*-===//
+//
+// The prompts of a multi-invoke request (a gang) must be in the same steps from admission to
+// finish, whatever else runs and however often the KV cache forces preemption; requests a
+// hook ends (Sequence::endAfterStep) finish with or without the step's token.
+//
+//===----------------------------------------------------------------------===//
+
+#include "nnsc/Runtime/Engine/Scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <set>
+
+namespace {
+
+using nnsc::FinishReason;
+using nnsc::SamplingParams;
+using nnsc::ScheduledBatch;
+using nnsc::Scheduler;
+using nnsc::SchedulerConfig;
+using nnsc::Sequence;
+
+/// The next token of a sequence, as a function of its tokens (0 is the end token).
+int32_t nextToken(std::span<const int32_t> tokens) {
+  uint64_t h = 1469598103934665603ULL;
+  for (int32_t t : tokens)
+    h = (h ^ static_cast<uint64_t>(t)) * 1099511628211ULL;
+  return static_cast<int32_t>(h % 61);
+}
+
+std::vector<int32_t> prompt(std::mt19937 &rng, int64_t length) {
+  std::vector<int32_t> ids;
+  for (int64_t i = 0; i < length; ++i)
+    ids.push_back(int32_t(rng() % 60) + 1);
+  return ids;
+}
+
+/// Runs one step: a token for every sequence that samples.
+ScheduledBatch step(Scheduler &s) {
+  ScheduledBatch batch = s.schedule();
+  std::vector<int32_t> tokens;
+  for (Sequence *seq : batch.samplingSeqs())
+    tokens.push_back(nextToken(seq->tokenIds()));
+  s.postprocess(batch, tokens);
+  return batch;
+}
+
+TEST(GangScheduling, MembersShareEveryStepUnderPreemption) {
+  int64_t preemptions = 0;
+  for (uint32_t seed = 0; seed < 20; ++seed) {
+    std::mt19937 rng(seed);
+    SchedulerConfig cfg;
+    cfg.maxNumSeqs = 6;
+    cfg.maxNumBatchedTokens = 48;
+    cfg.maxModelLen = 64;
+    cfg.numBlocks = 12; // small: decode steps preempt
+    cfg.blockSize = 8;
+    cfg.eosTokenIds = {0};
+    Scheduler s(cfg);
+    std::vector<std::unique_ptr<Sequence>> seqs;
+    std::vector<std::vector<Sequence *>> gangs;
+    int64_t id = 0;
+    for (int r = 0; r < 6; ++r) {
+      SamplingParams params;
+      params.maxTokens = 3 + int64_t(rng() % 12);
+      params.ignoreEos = rng() % 2;
+      if (r % 2 == 0) {
+        seqs.push_back(std::make_unique<Sequence>(id++, prompt(rng, 2 + rng() % 30), params));
+        s.add(seqs.back().get());
+        continue;
+      }
+      std::vector<Sequence *> gang;
+      for (int k = 0; k < 2 + r % 3 - 1; ++k) {
+        seqs.push_back(std::make_unique<Sequence>(id++, prompt(rng, 2 + rng() % 12), params));
+        gang.push_back(seqs.back().get());
+      }
+      s.addGang(gang);
+      gangs.push_back(gang);
+    }
+    for (int guard = 0; !s.isFinished(); ++guard) {
+      ASSERT_LT(guard, 2000) << "seed " << seed << ": no progress";
+      ScheduledBatch batch = step(s);
+      std::set<const Sequence *> in(batch.seqs.begin(), batch.seqs.end());
+      for (const std::vector<Sequence *> &gang : gangs) {
+        size_t present = 0;
+        for (const Sequence *seq : gang)
+          present += in.count(seq);
+        ASSERT_TRUE(present == 0 || present == gang.size())
+            << "seed " << seed << ": " << present << " of " << gang.size() << " in a step";
+      }
+    }
+    for (const std::vector<Sequence *> &gang : gangs)
+      for (const Sequence *seq : gang) {
+        EXPECT_TRUE(seq->isFinished());
+        EXPECT_EQ(seq->numCompletionTokens(), gang.front()->numCompletionTokens())
+            << "seed " << seed;
+      }
+    preemptions += s.numPreemptions();
+  }
+  EXPECT_GT(preemptions, 0) << "the KV cache never ran short: preemption went untested";
+}
+
+TEST(GangScheduling, RefusesGangsThatCanNeverRunTogether) {
+  SchedulerConfig cfg;
+  cfg.maxNumSeqs = 2;
+  cfg.maxNumBatchedTokens = 10;
+  cfg.numBlocks = 256;
+  Scheduler s(cfg);
+  Sequence a(0, std::vector<int32_t>(6, 1)), b(1, std::vector<int32_t>(6, 2)),
+      c(2, {3}), d(3, {4}), e(4, {5});
+  try {
+    s.addGang({&a, &b});
+    FAIL() << "12 prompt tokens over a budget of 10 were accepted";
+  } catch (const std::invalid_argument &err) {
+    EXPECT_STREQ(err.what(), "a request of 2 invokes has 12 prompt tokens, more than "
+                             "'max_num_batched_tokens' (10)");
+  }
+  EXPECT_THROW(s.addGang({&c, &d, &e}), std::invalid_argument);
+  EXPECT_TRUE(s.isFinished()) << "a refused gang must leave nothing queued";
+}
+
+TEST(GangScheduling, HookEndedRequests) {
+  SchedulerConfig cfg;
+  cfg.numBlocks = 256;
+  Scheduler s(cfg);
+  SamplingParams params;
+  params.maxTokens = 10;
+  params.ignoreEos = true;
+  Sequence kept(0, {1, 2, 3}, params), cut(1, {4, 5}, params), other(2, {6, 7}, params);
+  s.add(&kept);
+  s.add(&cut);
+  s.add(&other);
+  step(s);
+  kept.endAfterStep = FinishReason::Stop;
+  cut.endAfterStep = FinishReason::Cut;
+  ScheduledBatch batch = s.schedule();
+  std::vector<int32_t> tokens;
+  for (Sequence *seq : batch.samplingSeqs())
+    tokens.push_back(nextToken(seq->tokenIds()));
+  std::vector<Sequence *> done = s.postprocess(batch, tokens);
+  EXPECT_EQ(done.size(), 2u);
+  EXPECT_EQ(kept.finishReason, FinishReason::Stop);
+  EXPECT_EQ(kept.numCompletionTokens(), 2) << "finish() keeps the step's token";
+  EXPECT_EQ(cut.finishReason, FinishReason::Cut);
+  EXPECT_EQ(cut.numCompletionTokens(), 1) << "a cut step's token is dropped";
+  EXPECT_FALSE(other.isFinished());
+  EXPECT_EQ(s.numRunning(), 1);
+}
+
+} // namespace
