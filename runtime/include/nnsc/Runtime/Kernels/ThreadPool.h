@@ -1,0 +1,66 @@
+//===- ThreadPool.h - Persistent workers for decode kernels -----*- C++ -*-===//
+//
+// A fixed set of worker threads that run one parallel job at a time, the caller taking part.
+// Decode issues a few hundred small jobs per token (every projection of every layer), so a
+// worker spins briefly after a job, ready for the next one, and then sleeps on a condition
+// variable: it never burns a core between steps or while the machine is shared.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_KERNELS_THREADPOOL_H
+#define NNSC_RUNTIME_KERNELS_THREADPOOL_H
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace nnsc::kernels {
+
+/// Runs jobs split into one part per thread.
+class ThreadPool {
+public:
+  /// A job part: called once for each part index in [0, parts).
+  using PartFn = void (*)(const void *context, int part, int parts);
+
+  /// `threads` >= 1 counts the caller; `threads - 1` workers are started.
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool &) = delete;
+  ThreadPool &operator=(const ThreadPool &) = delete;
+
+  int threads() const { return int(workers.size()) + 1; }
+
+  /// Calls fn(context, p, threads()) for every part p, part 0 on the calling thread, and
+  /// returns when all parts are done. Not reentrant: one job at a time.
+  void run(PartFn fn, const void *context);
+
+  /// Runs `f(part, parts)` for every part, as run().
+  template <typename F> void parallel(const F &f) {
+    run([](const void *c, int part, int parts) { (*static_cast<const F *>(c))(part, parts); },
+        &f);
+  }
+
+  /// The process-wide pool with `threads` threads, recreated when the count changes.
+  static ThreadPool &shared(int threads);
+
+private:
+  void workerLoop(int part);
+
+  std::vector<std::thread> workers;
+  std::atomic<uint64_t> generation{0};
+  std::atomic<int> pending{0};
+  std::atomic<int> sleepers{0};
+  std::atomic<bool> stopping{false};
+  std::mutex mutex;    // sleeping workers wait on `wake` under it
+  std::mutex jobMutex; // one job at a time, whichever thread submits it
+  std::condition_variable wake;
+  PartFn jobFn = nullptr;
+  const void *jobContext = nullptr;
+};
+
+} // namespace nnsc::kernels
+
+#endif // NNSC_RUNTIME_KERNELS_THREADPOOL_H

@@ -1,0 +1,31 @@
+//===- Linear.h - Linear layers that pick GEMV or GEMM ----------*- C++ -*-===//
+//
+// A decode step multiplies a few activation rows by each weight matrix: that is bound by
+// weight bandwidth, and LibTorch's GEMM does not split such shapes across threads. Up to
+// GemvMaxRows rows these run the AVX-512 GEMV kernels on the shared thread pool, split by
+// output rows; longer batches (prefill, large decode batches) use LibTorch's GEMM.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_LAYERS_LINEAR_H
+#define NNSC_RUNTIME_LAYERS_LINEAR_H
+
+#include <torch/torch.h>
+
+namespace nnsc {
+
+/// Activation rows up to which linear() and linearAdd() use the GEMV kernels.
+constexpr int64_t GemvMaxRows = 16;
+
+/// in [rows, k] @ weight[n, k]^T (+ bias [n]) -> [rows, n], in the dtype of `in` (fp32 or
+/// bf16, the same for all arguments). `bias` may be undefined.
+torch::Tensor linear(const torch::Tensor &in, const torch::Tensor &weight,
+                     const torch::Tensor &bias = {});
+
+/// acc [rows, n] += in [rows, k] @ weight[n, k]^T: the residual add fused into the
+/// projection, as x.addmm_(in, weight.t()).
+void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor &weight);
+
+} // namespace nnsc
+
+#endif // NNSC_RUNTIME_LAYERS_LINEAR_H

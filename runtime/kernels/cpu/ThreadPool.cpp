@@ -1,0 +1,112 @@
+//===- ThreadPool.cpp - Persistent workers for decode kernels ---*- C++ -*-===//
+
+#include "nnsc/Runtime/Kernels/ThreadPool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace nnsc::kernels {
+
+namespace {
+
+void cpuRelax() {
+#if defined(__x86_64__)
+  _mm_pause();
+#endif
+}
+
+/// How long an idle worker keeps polling before it sleeps. Jobs within one decode step are
+/// tens of microseconds apart; a step boundary (sampling, scheduling) or a busy machine is
+/// longer, and then the worker should be off the core.
+constexpr auto SpinTime = std::chrono::microseconds(200);
+
+} // namespace
+
+ThreadPool::ThreadPool(int threads) {
+  for (int part = 1; part < threads; ++part)
+    workers.emplace_back([this, part] { workerLoop(part); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+    generation.fetch_add(1);
+  }
+  wake.notify_all();
+  for (std::thread &t : workers)
+    t.join();
+}
+
+void ThreadPool::workerLoop(int part) {
+  uint64_t seen = 0;
+  for (;;) {
+    // Spin, then sleep. A worker registers as a sleeper before its last check of the
+    // generation, and run() bumps the generation before reading the sleeper count (both
+    // sequentially consistent), so a wake-up is never lost.
+    auto start = std::chrono::steady_clock::now();
+    uint64_t now = generation.load(std::memory_order_acquire);
+    for (int i = 0; now == seen; ++i) {
+      cpuRelax();
+      now = generation.load(std::memory_order_acquire);
+      if (now != seen || (i & 255) != 255)
+        continue;
+      if (std::chrono::steady_clock::now() - start < SpinTime)
+        continue;
+      std::unique_lock<std::mutex> lock(mutex);
+      sleepers.fetch_add(1);
+      wake.wait(lock, [&] { return generation.load() != seen; });
+      sleepers.fetch_sub(1);
+      now = generation.load();
+    }
+    seen = now;
+    if (stopping.load())
+      return;
+    jobFn(jobContext, part, threads());
+    pending.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+void ThreadPool::run(PartFn fn, const void *context) {
+  if (workers.empty()) {
+    fn(context, 0, 1);
+    return;
+  }
+  std::lock_guard<std::mutex> job(jobMutex);
+  jobFn = fn;
+  jobContext = context;
+  pending.store(int(workers.size()), std::memory_order_relaxed);
+  generation.fetch_add(1);
+  if (sleepers.load() > 0) {
+    std::lock_guard<std::mutex> lock(mutex);
+    wake.notify_all();
+  }
+  fn(context, 0, threads());
+  // Workers finish within microseconds unless the machine is oversubscribed, when yielding
+  // lets a descheduled worker get the core back sooner.
+  for (int i = 0; pending.load(std::memory_order_acquire) != 0; ++i) {
+    if (i < 4096)
+      cpuRelax();
+    else
+      std::this_thread::yield();
+  }
+}
+
+ThreadPool &ThreadPool::shared(int threads) {
+  static std::mutex guard;
+  static std::unique_ptr<ThreadPool> pool;
+  std::lock_guard<std::mutex> lock(guard);
+  threads = std::max(threads, 1);
+  if (!pool || pool->threads() != threads) {
+    pool.reset();
+    pool = std::make_unique<ThreadPool>(threads);
+  }
+  return *pool;
+}
+
+} // namespace nnsc::kernels

@@ -1,0 +1,103 @@
+//===- Linear.cpp - Linear layers that pick GEMV or GEMM --------*- C++ -*-===//
+
+#include "nnsc/Runtime/Layers/Linear.h"
+
+#include "nnsc/Runtime/Kernels/Gemv.h"
+#include "nnsc/Runtime/Kernels/ThreadPool.h"
+
+namespace nnsc {
+
+namespace {
+
+/// Below this many weight elements a product is done before a second thread would wake up.
+constexpr int64_t MinParallelElements = 64 * 1024;
+
+bool useGemv(const torch::Tensor &in, const torch::Tensor &weight) {
+  static const bool supported = kernels::gemvSupported();
+  const auto type = in.scalar_type();
+  return supported && in.dim() == 2 && in.size(0) <= GemvMaxRows &&
+         (type == torch::kFloat32 || type == torch::kBFloat16) &&
+         weight.scalar_type() == type && weight.is_contiguous() && in.stride(1) == 1 &&
+         in.device().is_cpu() && weight.device().is_cpu();
+}
+
+template <typename T>
+void runGemv(const kernels::GemvArgs<T> &a,
+             void (*kernel)(const kernels::GemvArgs<T> &, int64_t, int64_t)) {
+  const int threads = a.rows * a.cols < MinParallelElements ? 1 : at::get_num_threads();
+  if (threads <= 1) {
+    kernel(a, 0, a.rows);
+    return;
+  }
+  kernels::ThreadPool::shared(threads).parallel([&](int part, int parts) {
+    // Parts of whole 4-row blocks, so only the last part has a row tail.
+    const int64_t blocks = (a.rows + 3) / 4;
+    const int64_t begin = std::min(a.rows, blocks * part / parts * 4);
+    const int64_t end = std::min(a.rows, blocks * (part + 1) / parts * 4);
+    kernel(a, begin, end);
+  });
+}
+
+/// y (+)= in @ weight^T (+ bias) with the GEMV kernels; y is [rows, n] with unit column stride.
+void gemv(const torch::Tensor &in, const torch::Tensor &weight, const torch::Tensor &bias,
+          torch::Tensor &y, bool accumulate) {
+  const bool bf16 = in.scalar_type() == torch::kBFloat16;
+  auto fill = [&](auto &a, auto *type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    a.w = static_cast<const T *>(weight.data_ptr());
+    a.x = static_cast<const T *>(in.data_ptr());
+    a.y = static_cast<T *>(y.data_ptr());
+    a.bias = bias.defined() ? static_cast<const T *>(bias.data_ptr()) : nullptr;
+    a.rows = weight.size(0);
+    a.cols = weight.size(1);
+    a.batch = in.size(0);
+    a.xStride = in.stride(0);
+    a.yStride = y.stride(0);
+    a.accumulate = accumulate;
+  };
+  if (bf16) {
+    kernels::GemvArgs<uint16_t> a;
+    fill(a, static_cast<uint16_t *>(nullptr));
+    runGemv(a, kernels::gemvBF16);
+  } else {
+    kernels::GemvArgs<float> a;
+    fill(a, static_cast<float *>(nullptr));
+    runGemv(a, kernels::gemvF32);
+  }
+}
+
+void checkShapes(const char *what, const torch::Tensor &in, const torch::Tensor &weight,
+                 const torch::Tensor &bias) {
+  TORCH_CHECK(in.dim() == 2 && weight.dim() == 2 && in.size(1) == weight.size(1), what,
+              ": input ", in.sizes(), " does not match weight ", weight.sizes());
+  TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0) &&
+                                  bias.scalar_type() == weight.scalar_type() &&
+                                  bias.is_contiguous()),
+              what, ": bias ", bias.sizes(), " does not match weight ", weight.sizes());
+}
+
+} // namespace
+
+torch::Tensor linear(const torch::Tensor &in, const torch::Tensor &weight,
+                     const torch::Tensor &bias) {
+  checkShapes("linear", in, weight, bias);
+  if (!useGemv(in, weight))
+    return bias.defined() ? at::linear(in, weight, bias) : at::linear(in, weight);
+  torch::Tensor y = torch::empty({in.size(0), weight.size(0)}, in.options());
+  gemv(in, weight, bias, y, /*accumulate=*/false);
+  return y;
+}
+
+void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor &weight) {
+  checkShapes("linearAdd", in, weight, {});
+  TORCH_CHECK(acc.dim() == 2 && acc.size(0) == in.size(0) && acc.size(1) == weight.size(0),
+              "linearAdd: accumulator ", acc.sizes(), " is not [", in.size(0), ", ",
+              weight.size(0), "]");
+  if (useGemv(in, weight) && acc.scalar_type() == in.scalar_type() && acc.stride(1) == 1) {
+    gemv(in, weight, {}, acc, /*accumulate=*/true);
+    return;
+  }
+  acc.addmm_(in, weight.t());
+}
+
+} // namespace nnsc
