@@ -2,6 +2,7 @@
 
 #include "nnsc/Runtime/Models/CausalLM.h"
 
+#include "nnsc/Runtime/Layers/Linear.h"
 #include "nnsc/Runtime/Layers/RMSNorm.h"
 
 #include <cmath>
@@ -87,7 +88,7 @@ void CausalLM::fusedLayer(int64_t index, torch::Tensor &x, StepState &step) cons
   const int64_t t = x.size(0), q = c.heads * c.headDim, kv = c.kvHeads * c.headDim;
 
   torch::Tensor h = rmsNorm(x, l.inputNorm, c.rmsNormEps);
-  torch::Tensor qkv = l.qkvBias.defined() ? at::linear(h, l.qkv, l.qkvBias) : at::linear(h, l.qkv);
+  torch::Tensor qkv = nnsc::linear(h, l.qkv, l.qkvBias);
   torch::Tensor qs = qkv.narrow(1, 0, q).view({t, c.heads, c.headDim});
   torch::Tensor ks = qkv.narrow(1, q, kv).view({t, c.kvHeads, c.headDim});
   torch::Tensor vs = qkv.narrow(1, q + kv, kv).view({t, c.kvHeads, c.headDim});
@@ -96,13 +97,13 @@ void CausalLM::fusedLayer(int64_t index, torch::Tensor &x, StepState &step) cons
     ks = headNorm(ks, l.kNorm);
   }
   torch::Tensor attn = attention(index, qs, ks, vs, step);
-  x.addmm_(attn, l.o.t());
+  nnsc::linearAdd(x, attn, l.o);
 
   torch::Tensor h2 = rmsNorm(x, l.postNorm, c.rmsNormEps);
-  torch::Tensor gu = at::linear(h2, l.gateUp);
+  torch::Tensor gu = nnsc::linear(h2, l.gateUp);
   torch::Tensor act = at::silu(gu.narrow(1, 0, c.intermediate))
                           .mul_(gu.narrow(1, c.intermediate, c.intermediate));
-  x.addmm_(act, l.down.t());
+  nnsc::linearAdd(x, act, l.down);
 }
 
 void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
@@ -132,10 +133,6 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
   auto rows = [&](const torch::Tensor &weight, int64_t begin, int64_t count) {
     return weight.narrow(0, begin, count);
   };
-  auto linear = [&](const torch::Tensor &in, const torch::Tensor &weight,
-                    const torch::Tensor &bias) {
-    return bias.defined() ? at::linear(in, weight, bias) : at::linear(in, weight);
-  };
   auto biasRows = [&](int64_t begin, int64_t count) {
     return l.qkvBias.defined() ? l.qkvBias.narrow(0, begin, count) : torch::Tensor();
   };
@@ -149,14 +146,14 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
   const bool splitQKV = hooks.bound(s.qIn) || hooks.bound(s.kIn) || hooks.bound(s.vIn);
   torch::Tensor qkv;
   if (!splitQKV)
-    qkv = linear(h, l.qkv, l.qkvBias);
+    qkv = nnsc::linear(h, l.qkv, l.qkvBias);
   auto project = [&](int inSite, int64_t begin, int64_t count, bool lastConsumer) {
     if (!splitQKV)
       return qkv.narrow(1, begin, count);
     torch::Tensor input = lastConsumer ? h : ownInput(inSite, h);
     if (lastConsumer)
       fire(inSite, input);
-    return linear(input, rows(l.qkv, begin, count), biasRows(begin, count));
+    return nnsc::linear(input, rows(l.qkv, begin, count), biasRows(begin, count));
   };
   torch::Tensor qs = project(s.qIn, 0, q, false);
   fire(s.qOut, qs);
@@ -179,7 +176,7 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
 
   torch::Tensor attn = attention(index, q3, k3, vs.view({t, c.kvHeads, c.headDim}), step);
   fire(s.oIn, attn);
-  torch::Tensor o = at::linear(attn, l.o);
+  torch::Tensor o = nnsc::linear(attn, l.o);
   fire(s.oOut, o);
   fire(s.attnOut, o);
   x.add_(o);
@@ -191,23 +188,23 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
   const bool splitGateUp = hooks.bound(s.gateIn) || hooks.bound(s.upIn);
   torch::Tensor gu, g, u;
   if (splitGateUp)
-    g = at::linear(ownInput(s.gateIn, h2), rows(l.gateUp, 0, inter));
+    g = nnsc::linear(ownInput(s.gateIn, h2), rows(l.gateUp, 0, inter));
   else
-    gu = at::linear(h2, l.gateUp), g = gu.narrow(1, 0, inter);
+    gu = nnsc::linear(h2, l.gateUp), g = gu.narrow(1, 0, inter);
   fire(s.gateOut, g);
   fire(s.actIn, g);
   torch::Tensor a = at::silu(g);
   fire(s.actOut, a);
   if (splitGateUp) {
     fire(s.upIn, h2);
-    u = at::linear(h2, rows(l.gateUp, inter, inter));
+    u = nnsc::linear(h2, rows(l.gateUp, inter, inter));
   } else {
     u = gu.narrow(1, inter, inter);
   }
   fire(s.upOut, u);
   torch::Tensor p = a * u;
   fire(s.downIn, p);
-  torch::Tensor d = at::linear(p, l.down);
+  torch::Tensor d = nnsc::linear(p, l.down);
   fire(s.downOut, d);
   fire(s.mlpOut, d);
   x.add_(d);
@@ -258,7 +255,7 @@ torch::Tensor CausalLM::forward(const torch::Tensor &tokens, const AttentionMeta
   }
   if (hooks && hooks->bound(lmHeadIn))
     hooks->fireSampled(lmHeadIn, hidden);
-  torch::Tensor logits = at::linear(hidden, w.lmHead);
+  torch::Tensor logits = nnsc::linear(hidden, w.lmHead);
   if (hooks && hooks->bound(lmHeadOut))
     hooks->fireSampled(lmHeadOut, logits);
   return logits.to(torch::kFloat32);
