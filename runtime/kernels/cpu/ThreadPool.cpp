@@ -67,8 +67,22 @@ void ThreadPool::workerLoop(int part) {
     seen = now;
     if (stopping.load())
       return;
-    jobFn(jobContext, part, threads());
-    pending.fetch_sub(1, std::memory_order_acq_rel);
+    runParts(seen);
+  }
+}
+
+void ThreadPool::runParts(uint64_t job) {
+  const uint64_t parts = uint64_t(threads());
+  uint64_t state = claim.load(std::memory_order_acquire);
+  for (;;) {
+    // A late worker sees a finished or newer job and takes nothing from it.
+    if ((state >> 16) != job || (state & 0xffff) >= parts)
+      return;
+    if (!claim.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel))
+      continue;
+    jobFn(jobContext, int(state & 0xffff), int(parts));
+    finished.fetch_add(1, std::memory_order_acq_rel);
+    state = claim.load(std::memory_order_acquire);
   }
 }
 
@@ -77,19 +91,21 @@ void ThreadPool::run(PartFn fn, const void *context) {
     fn(context, 0, 1);
     return;
   }
-  std::lock_guard<std::mutex> job(jobMutex);
+  std::lock_guard<std::mutex> oneJob(jobMutex);
   jobFn = fn;
   jobContext = context;
-  pending.store(int(workers.size()), std::memory_order_relaxed);
-  generation.fetch_add(1);
+  finished.store(0, std::memory_order_relaxed);
+  const uint64_t job = generation.load() + 1;
+  claim.store(job << 16, std::memory_order_release);
+  generation.store(job);
   if (sleepers.load() > 0) {
     std::lock_guard<std::mutex> lock(mutex);
     wake.notify_all();
   }
-  fn(context, 0, threads());
-  // Workers finish within microseconds unless the machine is oversubscribed, when yielding
-  // lets a descheduled worker get the core back sooner.
-  for (int i = 0; pending.load(std::memory_order_acquire) != 0; ++i) {
+  runParts(job);
+  // Only parts a worker has claimed and is running are left; yielding lets a descheduled
+  // worker get the core back sooner.
+  for (int i = 0; finished.load(std::memory_order_acquire) != threads(); ++i) {
     if (i < 4096)
       cpuRelax();
     else

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <set>
 
 namespace {
 
@@ -24,18 +23,6 @@ TEST(ThreadPool, EveryPartRunsOncePerJob) {
     for (int p = 0; p < threads; ++p)
       EXPECT_EQ(counts[size_t(p)].load(), 2000) << "threads=" << threads << " part=" << p;
   }
-}
-
-TEST(ThreadPool, PartsRunOnDistinctThreads) {
-  ThreadPool pool(3);
-  std::mutex m;
-  std::set<std::thread::id> ids;
-  pool.parallel([&](int, int) {
-    std::lock_guard<std::mutex> lock(m);
-    ids.insert(std::this_thread::get_id());
-  });
-  EXPECT_EQ(ids.size(), 3u);
-  EXPECT_TRUE(ids.count(std::this_thread::get_id()));
 }
 
 TEST(ThreadPool, WakesWorkersThatWentToSleep) {

@@ -33,8 +33,8 @@ public:
 
   int threads() const { return int(workers.size()) + 1; }
 
-  /// Calls fn(context, p, threads()) for every part p, part 0 on the calling thread, and
-  /// returns when all parts are done. Not reentrant: one job at a time.
+  /// Calls fn(context, p, threads()) for every part p, on the calling thread and the workers,
+  /// and returns when all parts are done. Jobs from several threads run one at a time.
   void run(PartFn fn, const void *context);
 
   /// Runs `f(part, parts)` for every part, as run().
@@ -49,9 +49,15 @@ public:
 private:
   void workerLoop(int part);
 
+  /// Claims and runs parts of job `job` until none is left.
+  void runParts(uint64_t job);
+
   std::vector<std::thread> workers;
   std::atomic<uint64_t> generation{0};
-  std::atomic<int> pending{0};
+  /// (job generation << 16) | next unclaimed part: parts are claimed, not assigned, so when
+  /// a worker is descheduled on a busy machine the caller runs its part instead of waiting.
+  std::atomic<uint64_t> claim{0};
+  std::atomic<int> finished{0};
   std::atomic<int> sleepers{0};
   std::atomic<bool> stopping{false};
   std::mutex mutex;    // sleeping workers wait on `wake` under it
