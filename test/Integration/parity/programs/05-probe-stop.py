@@ -4,8 +4,6 @@ PROGRAM = "examples/canonical/05-probe-stop.nns"
 PROMPTS = ["tower"]
 STEPS = 4
 STOPS = True
-XFAIL = ("nns-run does not end a request at stop(): it samples "
-         "the full --max-tokens (saves are equal)", "!= nnsight's [[]]")
 
 
 def params(ctx):

@@ -6,8 +6,6 @@ read generate's result."""
 PROGRAM = "examples/canonical/11-patching.nns"
 PROMPTS = ["france", "italy"]
 STEPS = 3
-XFAIL = ("nns-run refuses traces with several invokes (multi-invoke scheduling is not in yet)",
-         "invokes apply to each prompt alone")
 
 
 def params(ctx):

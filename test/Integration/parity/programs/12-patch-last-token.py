@@ -2,8 +2,6 @@
 PROGRAM = "test/Integration/parity/programs/12-patch-last-token.nns"
 PROMPTS = ["france", "italy"]
 STEPS = 3
-XFAIL = ("nns-run refuses traces with several invokes (multi-invoke scheduling is not in yet)",
-         "invokes apply to each prompt alone")
 
 
 def nnsight(lm, prompts, params, steps):

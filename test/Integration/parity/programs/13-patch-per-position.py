@@ -2,8 +2,6 @@
 PROGRAM = "test/Integration/parity/programs/13-patch-per-position.nns"
 PROMPTS = ["france", "italy", "italy", "italy"]
 STEPS = 2
-XFAIL = ("nns-run refuses traces with several invokes (multi-invoke scheduling is not in yet)",
-         "invokes apply to each prompt alone")
 
 
 def params(ctx):

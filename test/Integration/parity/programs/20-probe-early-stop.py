@@ -3,8 +3,6 @@ PROGRAM = "test/Integration/parity/programs/20-probe-early-stop.nns"
 PROMPTS = ["france"]
 STEPS = 4
 STOPS = True
-XFAIL = ("nns-run does not end a request at stop(): it samples "
-         "the full --max-tokens (saves are equal)", "!= nnsight's [[]]")
 
 
 def params(ctx):
