@@ -8,6 +8,7 @@
 
 #include "BundleRun.h"
 #include "Options.h"
+#include "ThreadPolicy.h"
 
 #include "nnsc/Runtime/Backend/BackendError.h"
 #include "nnsc/Runtime/Backend/CpuBackend.h"
@@ -86,6 +87,7 @@ std::vector<int32_t> configEosIds(const std::string &model) {
 } // namespace
 
 int main(int argc, char **argv) {
+  chooseThreadWaitPolicy(argv);
   Options o = parseOptions(argc, argv);
   at::set_num_threads(o.threads);
   using Clock = std::chrono::steady_clock;
