@@ -52,6 +52,11 @@ void BundleHook::attach(int64_t id, std::shared_ptr<BundleRequest> request, int3
   requests[id] = {std::move(request), invoke};
 }
 
+bool BundleHook::skips(int site) const {
+  const BundleSite *entry = traceDesc.findSite(site);
+  return entry && (entry->access & NNSC_ACCESS_SKIP);
+}
+
 void BundleHook::run(int site, torch::Tensor &value, std::span<const TokenGroup> groups) {
   const BundleSite *entry = traceDesc.findSite(site);
   if (!entry || !entry->kernel)

@@ -22,6 +22,14 @@ bool HookDispatch::anyBound(int first, int last) const {
   return false;
 }
 
+std::vector<TokenGroup> HookDispatch::skippedRows(int site) const {
+  std::vector<TokenGroup> rows;
+  for (const Entry &e : entries[size_t(site)])
+    if (e.hook->skips(site))
+      rows.push_back(e.rows);
+  return rows;
+}
+
 void HookDispatch::fireGroups(int site, torch::Tensor &value, bool sampledRows) const {
   // One call per distinct hook, with the groups of all its requests, in batch order.
   const std::vector<Entry> &list = entries[size_t(site)];

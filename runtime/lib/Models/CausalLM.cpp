@@ -130,6 +130,22 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
     hooks.fire(site, copy);
     return copy;
   };
+  // `.skip()`: after the module's input site fired, the rows of a hook that skips the module
+  // hold the module's output. They are kept and become the module's output before its output
+  // site fires. The module still runs on them and its result there is dropped: row-wise
+  // modules cannot tell, and a skipped layer or attention writes K/V for those rows
+  // (docs/Runtime.md, "Skipping a module").
+  auto keepSkipped = [&](int inSite, const torch::Tensor &input) {
+    std::vector<std::pair<TokenGroup, torch::Tensor>> kept;
+    if (inSite >= 0 && hooks.bound(inSite))
+      for (const TokenGroup &g : hooks.skippedRows(inSite))
+        kept.emplace_back(g, input.narrow(0, g.tokenStart, g.tokenCount).clone());
+    return kept;
+  };
+  auto restoreSkipped = [](torch::Tensor &output, const auto &kept) {
+    for (const auto &[g, value] : kept)
+      output.narrow(0, g.tokenStart, g.tokenCount).copy_(value);
+  };
   auto rows = [&](const torch::Tensor &weight, int64_t begin, int64_t count) {
     return weight.narrow(0, begin, count);
   };
@@ -138,9 +154,11 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
   };
 
   fire(s.layerIn, x);
+  const auto layerSkipped = keepSkipped(s.layerIn, x);
   torch::Tensor h = rmsNorm(ownInput(s.inNormIn, x), l.inputNorm, c.rmsNormEps);
   fire(s.inNormOut, h);
   fire(s.attnIn, h);
+  const auto attnSkipped = keepSkipped(s.attnIn, h);
 
   // q, k and v read the same input; a bound input site of one of them gets its own copy.
   const bool splitQKV = hooks.bound(s.qIn) || hooks.bound(s.kIn) || hooks.bound(s.vIn);
@@ -178,12 +196,14 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
   fire(s.oIn, attn);
   torch::Tensor o = nnsc::linear(attn, l.o);
   fire(s.oOut, o);
+  restoreSkipped(o, attnSkipped);
   fire(s.attnOut, o);
   x.add_(o);
 
   torch::Tensor h2 = rmsNorm(ownInput(s.postNormIn, x), l.postNorm, c.rmsNormEps);
   fire(s.postNormOut, h2);
   fire(s.mlpIn, h2);
+  const auto mlpSkipped = keepSkipped(s.mlpIn, h2);
 
   const bool splitGateUp = hooks.bound(s.gateIn) || hooks.bound(s.upIn);
   torch::Tensor gu, g, u;
@@ -206,8 +226,10 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
   fire(s.downIn, p);
   torch::Tensor d = nnsc::linear(p, l.down);
   fire(s.downOut, d);
+  restoreSkipped(d, mlpSkipped);
   fire(s.mlpOut, d);
   x.add_(d);
+  restoreSkipped(x, layerSkipped);
   fire(s.layerOut, x);
 }
 

@@ -4,8 +4,6 @@ PROGRAM = "examples/canonical/07-skip-layer.nns"
 PROMPTS = ["italy"]
 STEPS = 4
 CHANGES_TOKENS = True
-XFAIL = ("the engine ignores NNSC_ACCESS_SKIP: the layer runs anyway and its output is the "
-         "plain one (layer 8 after the skip equals the unskipped run to 2e-5)", "tokens ")
 
 
 def nnsight(lm, prompts, params, steps):

@@ -3,8 +3,6 @@ PROGRAM = "test/Integration/parity/programs/19-skip-mlp.nns"
 PROMPTS = ["tower"]
 STEPS = 3
 CHANGES_TOKENS = True
-XFAIL = ("the engine ignores NNSC_ACCESS_SKIP: the MLP runs anyway, so the residual after "
-         "layer 2 is the plain one", "differs by up to")
 
 
 def nnsight(lm, prompts, params, steps):

@@ -45,6 +45,7 @@ public:
 
   void run(int site, torch::Tensor &value, std::span<const TokenGroup> groups) override;
   HookVerdict verdict(int64_t request) const override;
+  bool skips(int site) const override;
 
   const BundleTrace &trace() const { return traceDesc; }
 
