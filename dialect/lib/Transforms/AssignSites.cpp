@@ -28,6 +28,18 @@ std::optional<int64_t> fixedSite(Operation *op) {
   return std::nullopt;
 }
 
+/// The op that computes `value`: for a result of an invoke, the op inside it whose value the
+/// invoke yields. The invoke as a whole ends at its last site, but a later invoke may use its
+/// value from the site where it is computed on (docs/Language.md, across invokes).
+Operation *definingWork(Value value) {
+  auto result = dyn_cast<OpResult>(value);
+  if (auto invoke = dyn_cast_or_null<InvokeOp>(result ? result.getOwner() : nullptr)) {
+    auto yield = cast<YieldOp>(invoke.getBody().front().getTerminator());
+    return yield.getValues()[result.getResultNumber()].getDefiningOp();
+  }
+  return value.getDefiningOp();
+}
+
 struct AssignSites : impl::NNSAssignSitesBase<AssignSites> {
   void runOnOperation() override {
     for (auto trace : getOperation().getOps<TraceOp>())
@@ -54,7 +66,7 @@ struct AssignSites : impl::NNSAssignSitesBase<AssignSites> {
       int64_t site = -1;
       Operation *source = nullptr;
       auto after = [&](Value value) {
-        Operation *def = value.getDefiningOp();
+        Operation *def = definingWork(value);
         if (def && siteOf(def) > site) {
           site = siteOf(def);
           source = def;

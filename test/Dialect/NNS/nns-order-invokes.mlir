@@ -27,8 +27,8 @@ nns.trace @patch {
 // A later invoke cannot use, at layer 2, what an earlier one computes at layer 6 of the same
 // forward pass.
 nns.trace @late {
-  // expected-note @+1 {{the value is computed here}}
   %0 = nns.invoke "clean" index 0 {
+    // expected-note @+1 {{the value is computed here}}
     %h = nns.site.read "model.layers.6.output" at 183 forward : tensor<?x576xf32>
     nns.yield %h : tensor<?x576xf32>
   } : tensor<?x576xf32>
