@@ -47,6 +47,7 @@ public:
   /// Copies the trace's ops of this site; its top-level caches go last, since a cache records
   /// the value the model continues with, after every write of the program there.
   void copyTrace(TraceOp trace, OpBuilder &builder) {
+    invokeNames = trace->getAttrOfType<ArrayAttr>("nns.invokes");
     SmallVector<Operation *> caches;
     copyBlock(trace.getBody().front(), builder, &caches);
     for (Operation *cache : caches)
@@ -129,6 +130,16 @@ private:
     return op;
   }
 
+  /// A load checks that the slot holds this step's value (docs/Compiler.md, "Values never
+  /// computed"): it needs the step guard of the store and, for the error, its invoke's name.
+  void markStored(FrameLoadOp load, Operation *def) {
+    Operation *top = topLevelOp(def);
+    if (Attribute guard = top->getAttr(kGuardAttr))
+      load->setAttr(kStoredGuardAttr, guard);
+    if (auto invoke = top->getAttrOfType<IntegerAttr>(kInvokeAttr))
+      load->setAttr(kStoredInvokeAttr, invokeNames[invoke.getInt()]);
+  }
+
   /// Keeps the results of `original` (copied as `copy`) that later site events need.
   void storeResults(Operation *original, Operation *copy, OpBuilder &builder) {
     for (auto [from, to] : llvm::zip(original->getResults(), copy->getResults())) {
@@ -157,8 +168,10 @@ private:
     auto it = loads.find(key);
     if (it != loads.end())
       return it->second;
-    Value loaded =
+    auto load =
         markContext(FrameLoadOp::create(builder, def->getLoc(), value.getType(), offset), user);
+    markStored(load, def);
+    Value loaded = load;
     loads[key] = loaded;
     return loaded;
   }
@@ -190,6 +203,7 @@ private:
   KernelOp kernel;
   int64_t site;
   const SiteRuns &runs;
+  ArrayAttr invokeNames;
   IRMapping mapping;
   llvm::DenseMap<std::tuple<Value, Block *, int64_t>, Value> loads;
   Operation *lastRecomputed = nullptr;

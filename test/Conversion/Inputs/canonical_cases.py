@@ -175,7 +175,7 @@ def cache():
 
 def patching(failing_corrupt=False):
     """`failing_corrupt`: request 4's corrupt prompt is in the same kernel call as its failing
-    clean prompt, whose error must skip it too (random-xfail-invoke-error.nns)."""
+    clean prompt, whose error must skip it too (random-invoke-error.nns)."""
     p = program("11-patching", "patch")
     tok_a, tok_b = 10, 200
     p.request(1, dict(tok_a=torch.tensor(tok_a), tok_b=torch.tensor(tok_b)))

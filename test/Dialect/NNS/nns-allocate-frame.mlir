@@ -1,12 +1,13 @@
 // RUN: nns-opt %s --split-input-file --nns-assign-sites --nns-step-guards --nns-order-invokes --nns-allocate-frame | FileCheck %s
 
-// Values used at a later site or another step guard get 8-byte aligned slots; T-shaped values
-// take a pointer and a row count (16 bytes); values used where they are made take none.
+// Values used at a later site or another step guard get 8-byte aligned slots: the step the
+// value was stored at (8 bytes), then the value; T-shaped values take a pointer and a row count
+// (16 bytes); values used where they are made take none.
 // CHECK-LABEL: nns.trace @main
-// CHECK-SAME: nns.frame_bytes = 2328 : i64
+// CHECK-SAME: nns.frame_bytes = 2352 : i64
 // CHECK: nns.site.read "model.layers.1.output" {{.*}}nns.frame = array<i64: 0>
-// CHECK: %[[LAST:.*]] = nns.select {{.*}}nns.frame = array<i64: 16>
-// CHECK: %[[SUM:.*]] = nns.reduce sum {{.*}}nns.frame = array<i64: 2320>
+// CHECK: %[[LAST:.*]] = nns.select {{.*}}nns.frame = array<i64: 24>
+// CHECK: %[[SUM:.*]] = nns.reduce sum {{.*}}nns.frame = array<i64: 2336>
 // CHECK-NOT: nns.frame =
 nns.trace @main {
   %h = nns.site.read "model.layers.1.output" at 53 forward : tensor<?x576xf32>
@@ -26,7 +27,7 @@ nns.trace @main {
 // A use at the same site and guard after an op of another guard is in another run of the
 // site's kernel (another group loop): the value gets a slot too.
 // CHECK-LABEL: nns.trace @main
-// CHECK-SAME: nns.frame_bytes = 16 : i64
+// CHECK-SAME: nns.frame_bytes = 24 : i64
 // CHECK: nns.site.read "model.layers.5.input" {{.*}}nns.frame = array<i64: 0>
 // CHECK-NOT: nns.frame =
 nns.trace @main {

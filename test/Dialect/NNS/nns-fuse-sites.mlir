@@ -3,7 +3,7 @@
 // One kernel per site in firing order; values crossing sites go through the frame; constants
 // and params are recomputed in each kernel that needs them; the trace's manifest facts move
 // to nns.traces.
-// CHECK: nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 2304 : i64, invokes = [], name = "main", saves = [{name = "top", per_step = true, type = tensor<i64>}]}]
+// CHECK: nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 2312 : i64, invokes = [], name = "main", saves = [{name = "top", per_step = true, type = tensor<i64>}]}]
 // CHECK-NOT: nns.trace @
 // CHECK-LABEL: nns.kernel @main_79 trace @main site 79 "model.layers.2.output" forward access ["read"]
 // CHECK: %[[M1:.*]] = arith.constant
@@ -35,9 +35,9 @@ nns.trace @main {
 // CHECK-LABEL: nns.kernel @main_211
 // CHECK: %[[X:.*]] = nns.select
 // CHECK: nns.frame.store %[[X]], 0 {nns.guard = array<i64: 0, 1, 1>}
-// CHECK: %[[L:.*]] = nns.frame.load 0 {nns.guard = array<i64: 0, -1, 1>}
+// CHECK: %[[L:.*]] = nns.frame.load 0 {nns.guard = array<i64: 0, -1, 1>, nns.stored_guard = array<i64: 0, 1, 1>}
 // CHECK: nns.binary add %[[L]]
-// CHECK: %[[AFTER:.*]] = nns.frame.load 0 {nns.guard = array<i64: 0, 1, 1>}
+// CHECK: %[[AFTER:.*]] = nns.frame.load 0 {nns.guard = array<i64: 0, 1, 1>, nns.stored_guard = array<i64: 0, 1, 1>}
 // CHECK: nns.save "x", %[[AFTER]]
 nns.trace @main {
   %h = nns.site.read "model.layers.6.output" at 211 forward : tensor<?x576xf32>
@@ -60,7 +60,7 @@ nns.trace @main {
 // CHECK: %[[H:.*]] = nns.site.read "model.layers.5.input"
 // CHECK: nns.frame.store %[[H]], 0 {nns.guard = array<i64: 0, 1, 1>}
 // CHECK: nns.save "s"
-// CHECK: %[[L:.*]] = nns.frame.load 0 {nns.guard = array<i64: 0, 1, 1>}
+// CHECK: %[[L:.*]] = nns.frame.load 0 {nns.guard = array<i64: 0, 1, 1>, nns.stored_guard = array<i64: 0, 1, 1>}
 // CHECK: nns.binary min %[[L]], %[[L]]
 nns.trace @main {
   %h = nns.site.read "model.layers.5.input" at 152 forward : tensor<?x576xf32>
@@ -76,9 +76,9 @@ nns.trace @main {
 
 // Two loops using one earlier value each load it under their own guard.
 // CHECK-LABEL: nns.kernel @main_91
-// CHECK: %[[A:.*]] = nns.frame.load 0 {nns.guard = array<i64: 2, -1, 2>}
+// CHECK: %[[A:.*]] = nns.frame.load 0 {nns.guard = array<i64: 2, -1, 2>, nns.stored_guard = array<i64: 0, 1, 1>}
 // CHECK: nns.binary sub %[[A]]
-// CHECK: %[[B:.*]] = nns.frame.load 0 {nns.guard = array<i64: 1, -1, 1>}
+// CHECK: %[[B:.*]] = nns.frame.load 0 {nns.guard = array<i64: 1, -1, 1>, nns.stored_guard = array<i64: 0, 1, 1>}
 // CHECK: nns.unary abs %[[B]]
 nns.param @v : tensor<576xf32>
 nns.trace @main {
@@ -165,4 +165,29 @@ nns.trace @main {
   }
   %v = nns.get_param @v : tensor<576xf32>
   nns.site.update add %v to "model.layers.4.output" at 133 forward : tensor<576xf32> into tensor<?x576xf32>
+}
+
+// -----
+
+// A load of another invoke's value names that invoke, for the error when it was never computed
+// (its invoke failed earlier in the same kernel call).
+// CHECK-LABEL: nns.kernel @patch_183
+// CHECK: %[[R:.*]] = nns.select {{.*}}nns.invoke = 0 : i64
+// CHECK: nns.frame.store %[[R]], 0 {nns.guard = array<i64: 0, 1, 1>, nns.invoke = 0 : i64}
+// CHECK: %[[L:.*]] = nns.frame.load 0 {nns.guard = array<i64: 0, 1, 1>, nns.invoke = 1 : i64, nns.stored_guard = array<i64: 0, 1, 1>, nns.stored_invoke = "clean"}
+// CHECK: nns.select_scatter %[[L]] into
+nns.trace @patch {
+  %0 = nns.invoke "clean" index 0 {
+    %h = nns.site.read "model.layers.6.output" at 183 forward : tensor<?x576xf32>
+    %i = arith.constant dense<5> : tensor<i64>
+    %r = nns.select %h[%i] dim 0 : tensor<?x576xf32>, tensor<i64> -> tensor<576xf32>
+    nns.yield %r : tensor<576xf32>
+  } : tensor<576xf32>
+  nns.invoke "corrupt" index 1 {
+    %h = nns.site.read "model.layers.6.output" at 183 forward : tensor<?x576xf32>
+    %i = arith.constant dense<5> : tensor<i64>
+    %w = nns.select_scatter %0 into %h[%i] dim 0 : tensor<576xf32>, tensor<?x576xf32>, tensor<i64> -> tensor<?x576xf32>
+    nns.site.write %w to "model.layers.6.output" at 183 forward : tensor<?x576xf32> into tensor<?x576xf32>
+    nns.yield
+  }
 }

@@ -235,9 +235,45 @@ LogicalResult KernelEmitter::emitBlock(ArrayRef<Operation *> ops) {
 }
 
 LogicalResult KernelEmitter::emitIf(nns::IfOp op) {
-  if (op.getNumResults() != 0)
-    return op.emitError("a data-dependent 'if' that rebinds names is not supported in kernels");
   Location loc = op.getLoc();
+  // Names rebound in a branch (Python semantics: after the `if`, the branch's value when taken,
+  // the value from before otherwise). A branch's values live in nested blocks (after its checks)
+  // and its buffers are freed at its end, so each branch copies what it yields into storage made
+  // before the `if`: a buffer for a static shape, for a dynamic one a heap copy whose address
+  // and sizes go to a stack slot (`{address, sizes...}`), freed with the group's buffers.
+  SmallVector<Value> results;
+  for (Value result : op.getResults()) {
+    auto type = cast<RankedTensorType>(result.getType());
+    if (type.hasStaticShape()) {
+      SmallVector<Value> sizes;
+      for (int64_t size : type.getShape())
+        sizes.push_back(index(size));
+      results.push_back(alloc(type.getElementType(), sizes));
+      continue;
+    }
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(&func.getBody().front());
+    results.push_back(memref::AllocaOp::create(
+        builder, loc, MemRefType::get({type.getRank() + 1}, builder.getIndexType())));
+  }
+  auto keep = [&](Value result, Value slot, Value value) {
+    auto type = cast<RankedTensorType>(result.getType());
+    if (type.hasStaticShape()) {
+      copyInto(slot, value, loc);
+      return;
+    }
+    SmallVector<Value> sizes;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      sizes.push_back(dim(value, d));
+    Value copy = alloc(type.getElementType(), sizes, /*tracked=*/false);
+    copyInto(copy, value, loc);
+    memref::StoreOp::create(builder, loc,
+                            memref::ExtractAlignedPointerAsIndexOp::create(builder, loc, copy),
+                            slot, ValueRange{index(0)});
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      memref::StoreOp::create(builder, loc, sizes[d], slot, ValueRange{index(d + 1)});
+  };
+
   Value condition = loadScalar(lookup(op.getCondition()));
   bool hasElse = !op.getElseRegion().empty();
   auto branch = scf::IfOp::create(builder, loc, condition, hasElse);
@@ -252,6 +288,9 @@ LogicalResult KernelEmitter::emitIf(nns::IfOp op) {
       ops.push_back(&nested);
     if (failed(emitBlock(ops)))
       return failure();
+    auto yield = cast<nns::YieldOp>(from->front().getTerminator());
+    for (auto [result, slot, value] : llvm::zip(op.getResults(), results, yield.getValues()))
+      keep(result, slot, lookup(value));
     freeScope();
     scopes.pop_back();
   }
@@ -261,6 +300,32 @@ LogicalResult KernelEmitter::emitIf(nns::IfOp op) {
       arith::ConstantIntOp::create(builder, loc, builder.getI1Type(), 1));
   // Work after a failed branch is skipped; the branch has reported the error already.
   check(ok, "", loc);
+  for (auto [result, slot] : llvm::zip(op.getResults(), results)) {
+    auto type = cast<RankedTensorType>(result.getType());
+    if (type.hasStaticShape()) {
+      values[result] = slot;
+      continue;
+    }
+    Type i64 = builder.getI64Type();
+    auto load = [&](int64_t i) {
+      return arith::IndexCastOp::create(
+                 builder, loc, i64, memref::LoadOp::create(builder, loc, slot, ValueRange{index(i)}))
+          .getResult();
+    };
+    Value data = LLVM::IntToPtrOp::create(builder, loc,
+                                          LLVM::LLVMPointerType::get(builder.getContext()), load(0));
+    SmallVector<Value> sizes, strides(type.getRank());
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      sizes.push_back(load(d + 1));
+    Value stride = arith::ConstantIntOp::create(builder, loc, i64, 1);
+    for (int64_t d = type.getRank() - 1; d >= 0; --d) {
+      strides[d] = stride;
+      stride = arith::MulIOp::create(builder, loc, stride, sizes[d]);
+    }
+    Value view = toUniform(abi.pointerView(data, sizes, strides, type.getElementType()));
+    scopes.back().push_back(view);
+    values[result] = view;
+  }
   return success();
 }
 

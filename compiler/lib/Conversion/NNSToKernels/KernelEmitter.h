@@ -67,6 +67,8 @@ private:
   mlir::Value emitCallModule(nns::CallModuleOp op);
   void emitFrameStore(nns::FrameStoreOp op);
   mlir::Value emitFrameLoad(nns::FrameLoadOp op);
+  /// The step at which the value a frame load reads was stored, if it was computed.
+  mlir::Value storedStep(nns::FrameLoadOp op);
   void emitSave(mlir::Value memref, mlir::Type elementType, int64_t index, mlir::Location loc);
   /// dest[i...] = combine(dest[i...], src[broadcast(i...)]), or a plain copy without combine.
   void copyInto(

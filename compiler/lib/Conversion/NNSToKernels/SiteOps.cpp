@@ -82,7 +82,7 @@ void KernelEmitter::emitFrameStore(nns::FrameStoreOp op) {
   Location loc = op.getLoc();
   RankedTensorType type = op.getValue().getType();
   Value value = lookup(op.getValue());
-  Value slot = abi.frameSlot(group, op.getOffset());
+  Value slot = abi.frameSlot(group, op.getOffset() + 8);
   Type i64 = builder.getI64Type();
   auto c = [&](int64_t v) {
     return arith::ConstantIntOp::create(builder, loc, i64, v).getResult();
@@ -121,16 +121,53 @@ void KernelEmitter::emitFrameStore(nns::FrameStoreOp op) {
     LLVM::StoreOp::create(builder, loc, sizes[0], rowsSlot);
   }
   copyInto(toUniform(abi.pointerView(data, sizes, strides, type.getElementType())), value, loc);
+  // Stamp the slot with the step (+1: the zeroed frame means never stored).
+  LLVM::StoreOp::create(builder, loc, arith::AddIOp::create(builder, loc, step, c(1)),
+                        abi.frameSlot(group, op.getOffset()));
+}
+
+Value KernelEmitter::storedStep(nns::FrameLoadOp op) {
+  Location loc = op.getLoc();
+  Type i64 = builder.getI64Type();
+  auto c = [&](int64_t v) { return arith::ConstantIntOp::create(builder, loc, i64, v); };
+  auto guard = op->getAttrOfType<DenseI64ArrayAttr>(nns::kStoredGuardAttr);
+  if (!guard || guard == op->getAttr(nns::kGuardAttr))
+    return step;
+  // The last step at or before this one that the store's guard admits; loads never run before
+  // the guard's first step (the order checks), so `step - start` is not negative.
+  int64_t start = guard[0], stop = guard[1], stride = guard[2];
+  Value last = step;
+  if (stop >= 0)
+    last = arith::MinSIOp::create(builder, loc, last, c(stop - 1));
+  Value offset = arith::SubIOp::create(builder, loc, last, c(start));
+  if (stride > 1)
+    offset = arith::MulIOp::create(builder, loc,
+                                   arith::DivSIOp::create(builder, loc, offset, c(stride)),
+                                   c(stride));
+  return arith::AddIOp::create(builder, loc, offset, c(start));
 }
 
 Value KernelEmitter::emitFrameLoad(nns::FrameLoadOp op) {
   Location loc = op.getLoc();
   RankedTensorType type = op.getValue().getType();
-  Value slot = abi.frameSlot(group, op.getOffset());
   Type i64 = builder.getI64Type();
   auto c = [&](int64_t v) {
     return arith::ConstantIntOp::create(builder, loc, i64, v).getResult();
   };
+  // A value whose computation failed (or never ran) for this request, e.g. in an earlier invoke
+  // of the same kernel call, must not be used as zeros or as a stale step's value.
+  Value stamp = LLVM::LoadOp::create(builder, loc, i64, abi.frameSlot(group, op.getOffset()));
+  Value expected = arith::AddIOp::create(builder, loc, storedStep(op), c(1));
+  auto invoke = op->getAttrOfType<StringAttr>(nns::kStoredInvokeAttr);
+  std::string message =
+      invoke ? "this value of invoke '" + invoke.getValue().str() +
+                   "' was never computed for this request (that invoke failed); its uses are "
+                   "skipped"
+             : "this value was never computed for this request at this step (an earlier "
+               "error); its uses are skipped";
+  check(arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, stamp, expected), message,
+        loc);
+  Value slot = abi.frameSlot(group, op.getOffset() + 8);
   Value data = slot;
   Value rows;
   if (!type.hasStaticShape()) {
@@ -139,9 +176,6 @@ Value KernelEmitter::emitFrameLoad(nns::FrameLoadOp op) {
     rows = LLVM::LoadOp::create(builder, loc, i64,
                                 LLVM::GEPOp::create(builder, loc, ptr, builder.getI8Type(), slot,
                                                     ArrayRef<LLVM::GEPArg>{8}));
-    Value null = LLVM::ZeroOp::create(builder, loc, ptr);
-    check(LLVM::ICmpOp::create(builder, loc, LLVM::ICmpPredicate::ne, data, null),
-          "a value of an earlier site event was never computed for this request", loc);
   }
   SmallVector<Value> sizes, strides(type.getRank());
   for (int64_t d = 0; d < type.getRank(); ++d)

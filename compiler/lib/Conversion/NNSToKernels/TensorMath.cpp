@@ -67,38 +67,64 @@ Value KernelEmitter::emitElementwise(Operation *op, ValueRange inputs,
   SmallVector<Value> memrefs;
   for (Value input : inputs)
     memrefs.push_back(lookup(input));
-  // Dynamic result sizes come from an input whose aligned dimension is dynamic too.
+  // NumPy broadcasting with the sizes present: a dynamic size of 1 broadcasts like a static one
+  // (a prompt-length value kept from step 0 meets a one-token site at later steps, as in torch).
+  // The result size of a dimension is its first size other than 1, else 1.
+  auto sizeOf = [&](Value input, Value memref, int64_t j) {
+    auto type = cast<RankedTensorType>(input.getType());
+    return type.isDynamicDim(j) ? dim(memref, j) : index(type.getDimSize(j));
+  };
+  auto isOne = [&](Value size) {
+    return arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, size, index(1))
+        .getResult();
+  };
   SmallVector<Value> sizes;
   for (int64_t d = 0; d < rank; ++d) {
     if (!resultType.isDynamicDim(d)) {
       sizes.push_back(index(resultType.getDimSize(d)));
       continue;
     }
-    Value size;
+    Value size = index(1);
     for (auto [input, memref] : llvm::zip(inputs, memrefs)) {
       auto type = cast<RankedTensorType>(input.getType());
       int64_t j = d - (rank - type.getRank());
-      if (j >= 0 && type.isDynamicDim(j)) {
-        size = dim(memref, j);
-        break;
-      }
+      if (j < 0 || type.getDimSize(j) == 1)
+        continue;
+      size = arith::SelectOp::create(builder, loc, isOne(size), sizeOf(input, memref, j), size);
     }
-    assert(size && "a dynamic result dimension comes from a dynamic input dimension");
     sizes.push_back(size);
   }
-  // Broadcasting assumes that dynamic sizes match where they meet a size other than 1.
+  std::string shapes;
+  for (Value input : inputs) {
+    auto type = cast<RankedTensorType>(input.getType());
+    shapes += shapes.empty() ? "[" : " and [";
+    for (int64_t j = 0; j < type.getRank(); ++j)
+      shapes += (j ? ", " : "") +
+                (type.isDynamicDim(j) ? std::string("?") : std::to_string(type.getDimSize(j)));
+    shapes += "]";
+  }
+  // Which dynamic input dimensions broadcast, decided once per group.
+  SmallVector<SmallVector<Value>> broadcasts;
   for (auto [input, memref] : llvm::zip(inputs, memrefs)) {
     auto type = cast<RankedTensorType>(input.getType());
+    SmallVector<Value> &flags = broadcasts.emplace_back();
     for (int64_t j = 0; j < type.getRank(); ++j) {
       int64_t d = j + rank - type.getRank();
-      if (type.getDimSize(j) == 1 || (!type.isDynamicDim(j) && !resultType.isDynamicDim(d)))
+      if (!type.isDynamicDim(j)) {
+        flags.push_back({});
         continue;
-      Value eq =
-          arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, dim(memref, j), sizes[d]);
-      check(eq,
-            "shape mismatch: dimension " + llvm::Twine(j) + " of an operand of '" +
-                op->getName().getStringRef() + "' does not match the other operands",
+      }
+      Value size = dim(memref, j);
+      Value fits = arith::OrIOp::create(
+          builder, loc, isOne(size),
+          arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, size, sizes[d]));
+      check(fits,
+            "shape mismatch: operands of shapes " + shapes + " do not broadcast in dimension " +
+                llvm::Twine(d) +
+                " at this step (a '?' size is known at run time, e.g. the token count: the "
+                "prompt length at step 0, 1 after)",
             loc);
+      flags.push_back(isOne(size));
     }
   }
   Value result = alloc(resultType.getElementType(), sizes);
@@ -106,12 +132,19 @@ Value KernelEmitter::emitElementwise(Operation *op, ValueRange inputs,
   scf::buildLoopNest(
       builder, loc, lower, sizes, steps, [&](OpBuilder &b, Location l, ValueRange ivs) {
         SmallVector<Value> scalars;
-        for (auto [input, memref] : llvm::zip(inputs, memrefs)) {
+        Value zero = arith::ConstantIndexOp::create(b, l, 0);
+        for (auto [input, memref, flags] : llvm::zip(inputs, memrefs, broadcasts)) {
           auto type = cast<RankedTensorType>(input.getType());
           SmallVector<Value> indices;
-          for (int64_t j = 0; j < type.getRank(); ++j)
-            indices.push_back(type.getDimSize(j) == 1 ? arith::ConstantIndexOp::create(b, l, 0)
-                                                      : ivs[j + rank - type.getRank()]);
+          for (int64_t j = 0; j < type.getRank(); ++j) {
+            Value iv = ivs[j + rank - type.getRank()];
+            if (type.getDimSize(j) == 1)
+              indices.push_back(zero);
+            else if (flags[j])
+              indices.push_back(arith::SelectOp::create(b, l, flags[j], zero, iv));
+            else
+              indices.push_back(iv);
+          }
           scalars.push_back(memref::LoadOp::create(b, l, memref, indices));
         }
         memref::StoreOp::create(b, l, body(b, l, scalars), result, ivs);

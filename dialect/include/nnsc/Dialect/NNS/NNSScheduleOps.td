@@ -9,6 +9,12 @@
 #ifndef NNSC_DIALECT_NNS_NNSSCHEDULEOPS_TD
 #define NNSC_DIALECT_NNS_NNSSCHEDULEOPS_TD
 
+include "nnsc/Dialect/NNS/NNSDialect.td"
+include "nnsc/Dialect/NNS/NNSAttrs.td"
+include "nnsc/Dialect/NNS/NNSTypes.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
 def NNS_StepOp : NNS_Op<"step", [Pure]> {
   let summary = "The current generation step index (0 = prefill)";
   let description = [{
