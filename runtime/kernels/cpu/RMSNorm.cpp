@@ -3,6 +3,7 @@
 #include "nnsc/Runtime/Kernels/RMSNorm.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace nnsc::kernels {
 
@@ -21,6 +22,46 @@ void rmsNormF32(const float *x, const float *weight, float *out, int64_t rows, i
 #pragma omp simd
     for (int64_t c = 0; c < cols; ++c)
       outr[c] = weight[c] * (xr[c] * scale);
+  }
+}
+
+namespace {
+
+float widen(uint16_t v) {
+  const uint32_t bits = uint32_t(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+/// Round to nearest even, as LibTorch converts fp32 to bf16 (NaN stays a quiet NaN).
+uint16_t narrow(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  if (std::isnan(v))
+    return uint16_t((bits >> 16) | 0x40);
+  return uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+}
+
+} // namespace
+
+void rmsNormBF16(const uint16_t *x, const uint16_t *weight, uint16_t *out, int64_t rows,
+                 int64_t cols, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t *xr = x + r * cols;
+    uint16_t *outr = out + r * cols;
+    double sumSq = 0.0;
+#pragma omp simd reduction(+ : sumSq)
+    for (int64_t c = 0; c < cols; ++c) {
+      const float v = widen(xr[c]);
+      sumSq += static_cast<double>(v) * v;
+    }
+    const float scale = 1.0f / std::sqrt(static_cast<float>(sumSq / cols) + eps);
+    // transformers' order for half types: normalize in fp32, round to bf16, then scale by
+    // the weight (a bf16 product, rounded again).
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c)
+      outr[c] = narrow(widen(weight[c]) * widen(narrow(widen(xr[c]) * scale)));
   }
 }
 

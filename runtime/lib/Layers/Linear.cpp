@@ -4,6 +4,7 @@
 
 #include "nnsc/Runtime/Kernels/Gemv.h"
 #include "nnsc/Runtime/Kernels/ThreadPool.h"
+#include "nnsc/Runtime/Layers/OneDnnLinear.h"
 
 namespace nnsc {
 
@@ -58,7 +59,9 @@ void gemv(const torch::Tensor &in, const torch::Tensor &weight, const torch::Ten
   if (bf16) {
     kernels::GemvArgs<uint16_t> a;
     fill(a, static_cast<uint16_t *>(nullptr));
-    runGemv(a, kernels::gemvBF16);
+    static const auto kernel =
+        kernels::gemvBF16DotSupported() ? kernels::gemvBF16Dot : kernels::gemvBF16;
+    runGemv(a, kernel);
   } else {
     kernels::GemvArgs<float> a;
     fill(a, static_cast<float *>(nullptr));
@@ -81,8 +84,11 @@ void checkShapes(const char *what, const torch::Tensor &in, const torch::Tensor 
 torch::Tensor linear(const torch::Tensor &in, const torch::Tensor &weight,
                      const torch::Tensor &bias) {
   checkShapes("linear", in, weight, bias);
-  if (!useGemv(in, weight))
+  if (!useGemv(in, weight)) {
+    if (oneDnnLinearApplies(in, weight))
+      return oneDnnLinear(in, weight, bias);
     return bias.defined() ? at::linear(in, weight, bias) : at::linear(in, weight);
+  }
   torch::Tensor y = torch::empty({in.size(0), weight.size(0)}, in.options());
   gemv(in, weight, bias, y, /*accumulate=*/false);
   return y;
@@ -95,6 +101,10 @@ void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor 
               weight.size(0), "]");
   if (useGemv(in, weight) && acc.scalar_type() == in.scalar_type() && acc.stride(1) == 1) {
     gemv(in, weight, {}, acc, /*accumulate=*/true);
+    return;
+  }
+  if (oneDnnLinearApplies(in, weight) && acc.scalar_type() == in.scalar_type()) {
+    acc.copy_(oneDnnLinear(in, weight, {}, acc));
     return;
   }
   acc.addmm_(in, weight.t());

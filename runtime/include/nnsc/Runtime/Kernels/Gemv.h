@@ -4,8 +4,10 @@
 // its speed is the speed of streaming the weights from memory. These kernels read each weight
 // row once for all activation rows (up to a few), accumulate in fp32 with AVX-512 and write
 // each output once, optionally adding it to what is there (a fused residual add). bf16
-// weights and activations are widened to fp32 exactly; only the output is rounded (to
-// nearest even), as LibTorch's bf16 linear does.
+// products either widen weights and activations to fp32 exactly (gemvBF16) or use the
+// AVX512-BF16 dot product vdpbf16ps (gemvBF16Dot), as LibTorch's bf16 linear (oneDNN) does on
+// such CPUs: exact products summed in fp32, denormal inputs read as zero. The output is
+// rounded once, to nearest even.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +20,9 @@ namespace nnsc::kernels {
 
 /// Whether this CPU runs the kernels below (AVX-512 F and BW).
 bool gemvSupported();
+
+/// Whether this CPU also runs gemvBF16Dot (AVX512-BF16).
+bool gemvBF16DotSupported();
 
 /// One product y = x W^T (+ bias) (+ y). Element types are fp32 (`float`) or bf16 bits
 /// (`uint16_t`), the same for w, x, y and bias.
@@ -34,6 +39,7 @@ template <typename T> struct GemvArgs {
 /// Computes output columns [rowBegin, rowEnd) of `a` (rows of W).
 void gemvF32(const GemvArgs<float> &a, int64_t rowBegin, int64_t rowEnd);
 void gemvBF16(const GemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd);
+void gemvBF16Dot(const GemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd);
 
 } // namespace nnsc::kernels
 

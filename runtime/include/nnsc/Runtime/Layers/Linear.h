@@ -3,7 +3,8 @@
 // A decode step multiplies a few activation rows by each weight matrix: that is bound by
 // weight bandwidth, and LibTorch's GEMM does not split such shapes across threads. Up to
 // GemvMaxRows rows these run the AVX-512 GEMV kernels on the shared thread pool, split by
-// output rows; longer batches (prefill, large decode batches) use LibTorch's GEMM.
+// output rows; longer batches (prefill, large decode batches) run on oneDNN with the weight
+// packed once (OneDnnLinear.h), or LibTorch's GEMM where oneDNN does not apply.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,37 @@
+//===- OneDnnLinear.h - Products on oneDNN with weights packed once -*- C++ -*-===//
+//
+// LibTorch's fp32 at::linear calls MKL's sgemm, which takes a slow path on AMD CPUs (about
+// half of oneDNN's inner product on the 2-core Zen 5 the project is measured on). LibTorch
+// also carries oneDNN, but does not export its C API; it does register the ops inductor uses
+// for frozen models: mkldnn::_reorder_linear_weight packs a weight into oneDNN's blocked
+// layout once, mkldnn::_linear_pointwise multiplies by the packed weight. We call those
+// through the dispatcher and keep each weight's packed copy in a cache.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_LAYERS_ONEDNNLINEAR_H
+#define NNSC_RUNTIME_LAYERS_ONEDNNLINEAR_H
+
+#include <torch/torch.h>
+
+namespace nnsc {
+
+/// Whether oneDnnLinear() can compute in [rows, k] @ weight[n, k]^T: LibTorch was built with
+/// oneDNN (its ops are registered), all tensors are dense CPU fp32 or bf16 of one dtype, and
+/// the weight has unit column stride.
+bool oneDnnLinearApplies(const torch::Tensor &in, const torch::Tensor &weight);
+
+/// in @ weight^T (+ bias), or acc + in @ weight^T when `acc` is defined (rounded once, as
+/// acc.addmm_ does), on oneDNN with `weight` packed on first use. Shapes are the caller's to
+/// check. The packed copy is reused while the weight's storage lives and, outside inference
+/// mode, while its version is unchanged; weights must not be written in place under
+/// inference mode after their first product.
+torch::Tensor oneDnnLinear(const torch::Tensor &in, const torch::Tensor &weight,
+                           const torch::Tensor &bias, const torch::Tensor &acc = {});
+
+/// Number of packed weights currently cached (for tests).
+size_t oneDnnPackedWeights();
+
+} // namespace nnsc
+
+#endif // NNSC_RUNTIME_LAYERS_ONEDNNLINEAR_H

@@ -1,0 +1,149 @@
+//===- OneDnnLinear.cpp - Products on oneDNN with weights packed once -*- C++ -*-===//
+
+#include "nnsc/Runtime/Layers/OneDnnLinear.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <tuple>
+#include <unordered_map>
+
+namespace nnsc {
+
+namespace {
+
+/// A weight is identified by what it reads: a view made afresh on every call (a row slice of
+/// a fused matrix) is the same weight as long as it covers the same elements.
+struct WeightKey {
+  const void *data;
+  int64_t rows, cols, rowStride;
+  torch::ScalarType type;
+  bool operator==(const WeightKey &o) const {
+    return std::tie(data, rows, cols, rowStride, type) ==
+           std::tie(o.data, o.rows, o.cols, o.rowStride, o.type);
+  }
+};
+
+struct WeightKeyHash {
+  size_t operator()(const WeightKey &k) const {
+    size_t h = std::hash<const void *>()(k.data);
+    for (int64_t v : {k.rows, k.cols, k.rowStride, int64_t(k.type)})
+      h = h * 1000003u ^ std::hash<int64_t>()(v);
+    return h;
+  }
+};
+
+struct PackedWeight {
+  /// Tells when the weight's memory was freed (and might hold another weight now).
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+  /// The weight's version when packed; none for inference tensors, which have no version.
+  std::optional<uint32_t> version;
+  torch::Tensor packed;
+};
+
+std::optional<uint32_t> versionOf(const torch::Tensor &t) {
+  if (t.is_inference())
+    return std::nullopt;
+  return t._version();
+}
+
+class PackCache {
+public:
+  static PackCache &shared() {
+    static PackCache cache;
+    return cache;
+  }
+
+  torch::Tensor get(const torch::Tensor &weight) {
+    const WeightKey key{weight.data_ptr(), weight.size(0), weight.size(1), weight.stride(0),
+                        weight.scalar_type()};
+    const std::optional<uint32_t> version = versionOf(weight);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto it = entries.find(key);
+      if (it != entries.end() && !it->second.storage.expired() &&
+          it->second.version == version)
+        return it->second.packed;
+    }
+    // Packing reads the whole weight; do it outside the lock. Two threads packing the same
+    // weight at once store equal results.
+    static const c10::OperatorHandle reorder =
+        c10::Dispatcher::singleton().findSchemaOrThrow("mkldnn::_reorder_linear_weight", "");
+    torch::jit::Stack stack{weight.contiguous(), c10::IValue()};
+    reorder.callBoxed(&stack);
+    torch::Tensor packed = stack[0].toTensor();
+    std::lock_guard<std::mutex> lock(mutex);
+    dropFreed();
+    entries.insert_or_assign(key,
+                             PackedWeight{weight.storage().getWeakStorageImpl(), version, packed});
+    return packed;
+  }
+
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mutex);
+    dropFreed();
+    return entries.size();
+  }
+
+private:
+  /// Packed copies of weights whose memory is gone would only hold memory.
+  void dropFreed() {
+    for (auto it = entries.begin(); it != entries.end();)
+      it = it->second.storage.expired() ? entries.erase(it) : std::next(it);
+  }
+
+  std::mutex mutex;
+  std::unordered_map<WeightKey, PackedWeight, WeightKeyHash> entries;
+};
+
+/// The op, or none when this LibTorch was built without oneDNN.
+std::optional<c10::OperatorHandle> findOp(const char *name, const char *overload) {
+  return c10::Dispatcher::singleton().findSchema({name, overload});
+}
+
+/// NNSC_GEMM=libtorch sends every product to at::linear, as before oneDNN was used, so the
+/// two can be compared on the same build and machine state.
+bool libTorchGemmRequested() {
+  const char *v = std::getenv("NNSC_GEMM");
+  return v && std::string(v) == "libtorch";
+}
+
+} // namespace
+
+bool oneDnnLinearApplies(const torch::Tensor &in, const torch::Tensor &weight) {
+  static const bool registered =
+      findOp("mkldnn::_linear_pointwise", "") && findOp("mkldnn::_linear_pointwise", "binary") &&
+      findOp("mkldnn::_reorder_linear_weight", "") && !libTorchGemmRequested();
+  const auto type = in.scalar_type();
+  return registered && (type == torch::kFloat32 || type == torch::kBFloat16) &&
+         weight.scalar_type() == type && in.device().is_cpu() && weight.device().is_cpu() &&
+         in.layout() == torch::kStrided && weight.layout() == torch::kStrided &&
+         weight.dim() == 2 && weight.stride(1) == 1;
+}
+
+torch::Tensor oneDnnLinear(const torch::Tensor &in, const torch::Tensor &weight,
+                           const torch::Tensor &bias, const torch::Tensor &acc) {
+  static const std::optional<c10::OperatorHandle> plain =
+      findOp("mkldnn::_linear_pointwise", "");
+  static const std::optional<c10::OperatorHandle> add =
+      findOp("mkldnn::_linear_pointwise", "binary");
+  torch::Tensor packed = PackCache::shared().get(weight);
+  c10::IValue biasValue = bias.defined() ? c10::IValue(bias.contiguous()) : c10::IValue();
+  torch::jit::Stack stack;
+  if (acc.defined()) {
+    TORCH_CHECK(!bias.defined(), "oneDnnLinear: a bias with an accumulator is not supported");
+    stack = {in.contiguous(), acc.contiguous(), packed, biasValue, std::string("add")};
+    add->callBoxed(&stack);
+  } else {
+    stack = {in.contiguous(), packed,  biasValue, std::string("none"),
+             c10::List<std::optional<at::Scalar>>(), c10::IValue()};
+    plain->callBoxed(&stack);
+  }
+  return stack[0].toTensor();
+}
+
+size_t oneDnnPackedWeights() { return PackCache::shared().size(); }
+
+} // namespace nnsc
