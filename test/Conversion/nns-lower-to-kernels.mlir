@@ -68,3 +68,128 @@ module attributes {
     } {nns.guard = array<i64: 0, 1, 1>}
   }
 }
+
+// -----
+
+// Frame slots start with the step their value was stored at (+1; the zeroed frame means never
+// stored). A load checks it before touching the value: when the clean invoke's run failed for a
+// request (h[5] out of range), the corrupt invoke's run of the same kernel call reports the value
+// as never computed, naming the invoke, and skips the write (random-invoke-error.nns).
+// CHECK: llvm.mlir.global internal constant @patch_183.msg{{[0-9]+}}("{{.*}}:{{[0-9]+}}:{{[0-9]+}}: this value of invoke 'clean' was never computed for this request (that invoke failed); its uses are skipped\00")
+// CHECK-LABEL: func.func @patch_183
+// CHECK: %[[STAMP:[0-9]+]] = arith.addi %[[STEP:[0-9]+]], %c1_i64{{.*}} : i64
+// CHECK-NEXT: llvm.store %[[STAMP]], %{{[0-9]+}} : i64, !llvm.ptr
+// CHECK: %[[WANT:[0-9]+]] = arith.addi %[[STEP]], %c1_i64{{.*}} : i64
+// CHECK-NEXT: %[[SAME:[0-9]+]] = arith.cmpi eq, %{{[0-9]+}}, %[[WANT]] : i64
+// CHECK-NEXT: scf.if %[[SAME]] {
+module attributes {
+  nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
+                intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
+                modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
+  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 264 : i64,
+                 invokes = ["clean", "corrupt"], name = "patch", saves = []}]} {
+  nns.kernel @patch_183 trace @patch site 183 "model.layers.6.output" forward access ["read", "write"] {
+    %h = nns.site.read "model.layers.6.output" at 183 forward {nns.invoke = 0 : i64, nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32>
+    %i = arith.constant dense<5> : tensor<i64>
+    %r = nns.select %h[%i] dim 0 {nns.invoke = 0 : i64, nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32>, tensor<i64> -> tensor<64xf32>
+    nns.frame.store %r, 0 {nns.guard = array<i64: 0, 1, 1>, nns.invoke = 0 : i64} : tensor<64xf32>
+    %l = nns.frame.load 0 {nns.guard = array<i64: 0, 1, 1>, nns.invoke = 1 : i64, nns.stored_guard = array<i64: 0, 1, 1>, nns.stored_invoke = "clean"} : tensor<64xf32>
+    %h2 = nns.site.read "model.layers.6.output" at 183 forward {nns.invoke = 1 : i64, nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32>
+    %w = nns.select_scatter %l into %h2[%i] dim 0 {nns.invoke = 1 : i64, nns.guard = array<i64: 0, 1, 1>} : tensor<64xf32>, tensor<?x64xf32>, tensor<i64> -> tensor<?x64xf32>
+    nns.site.write %w to "model.layers.6.output" at 183 forward {nns.invoke = 1 : i64, nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32> into tensor<?x64xf32>
+  }
+}
+
+// -----
+
+// A value stored at step 0 and loaded in a steps loop was computed at step 0, whatever the
+// current step: the expected stamp is min(step, 0) + 1.
+// CHECK-LABEL: func.func @main_121
+// CHECK: arith.minsi %{{[0-9]+}}, %c0_i64{{.*}} : i64
+// CHECK: arith.cmpi eq, %{{[0-9]+}}, %{{[0-9]+}} : i64
+module attributes {
+  nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
+                intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
+                modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
+  nns.traces = [{flags = ["writes_prompt"], frame_bytes = 16 : i64, invokes = [], name = "main",
+                 saves = []}]} {
+  nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access ["write"] {
+    %l = nns.frame.load 0 {nns.guard = array<i64: 0, -1, 1>, nns.stored_guard = array<i64: 0, 1, 1>} : tensor<f32>
+    nns.site.update add %l to "model.layers.3.output" at 121 forward {nns.guard = array<i64: 0, -1, 1>} : tensor<f32> into tensor<?x64xf32>
+  }
+}
+
+// -----
+
+// Elementwise ops broadcast a dynamic size of 1 at run time, as torch does: a T-shaped value
+// kept from step 0 ([prompt length, D]) meets a one-token site value at later steps
+// (random-step-broadcast.nns). The result size is the first size other than 1; a size that is
+// neither 1 nor that one is an error naming the shapes; a size of 1 reads index 0.
+// CHECK: llvm.mlir.global internal constant @main_121.msg{{[0-9]+}}("{{.*}}: shape mismatch: operands of shapes [?, 64] and [?, 64] do not broadcast in dimension 0 at this step (a '?' size is known at run time, e.g. the token count: the prompt length at step 0, 1 after)\00")
+// CHECK-LABEL: func.func @main_121
+// CHECK: %[[A:.*]] = memref.dim %{{.*}}, %{{.*}} : memref<?x?xf32
+// CHECK: %[[FIRST:.*]] = arith.select %{{.*}}, %[[A]], %{{.*}} : index
+// CHECK: %[[B:.*]] = memref.dim %{{.*}}, %{{.*}} : memref<?x?xf32
+// CHECK: %[[SIZE:.*]] = arith.select %{{.*}}, %[[B]], %[[FIRST]] : index
+// CHECK: %[[DIM:.*]] = memref.dim
+// CHECK-DAG: %[[SAME:.*]] = arith.cmpi eq, %[[DIM]], %[[SIZE]] : index
+// CHECK-DAG: %[[ONE:.*]] = arith.cmpi eq, %[[DIM]], %{{.*}} : index
+// CHECK: arith.ori %[[ONE]], %[[SAME]] : i1
+// CHECK: scf.for
+// CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : index
+// CHECK: arith.addf
+module attributes {
+  nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
+                intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
+                modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
+  nns.traces = [{flags = ["reads_prompt"], frame_bytes = 0 : i64, invokes = [], name = "main",
+                 saves = [{name = "y", per_step = true, type = tensor<?x64xf32>}]}]} {
+  nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access ["read"] {
+    %h = nns.site.read "model.layers.3.output" at 121 forward {nns.guard = array<i64: 0, -1, 1>} : tensor<?x64xf32>
+    %m = nns.binary min %h, %h {nns.guard = array<i64: 0, -1, 1>} : tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x64xf32>
+    %y = nns.binary add %h, %m {nns.guard = array<i64: 0, -1, 1>} : tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x64xf32>
+    nns.save "y", %y {nns.guard = array<i64: 0, -1, 1>, nns.save_index = 0 : i64} : tensor<?x64xf32>
+  }
+}
+
+// -----
+
+// An `if` that rebinds names: each branch copies its value into storage made before the `if`
+// (a buffer for a static shape; for a T-shaped value, a heap copy whose address and sizes go to
+// a stack slot), and the name after the `if` reads it (random-if-rebind.nns).
+// CHECK-LABEL: func.func @main_121
+// CHECK-DAG: %[[SLOT:.*]] = memref.alloca() : memref<3xindex>
+// CHECK-DAG: memref.alloca() : memref<64xf32>
+// CHECK: scf.if
+// CHECK: memref.extract_aligned_pointer_as_index
+// CHECK: memref.store %{{.*}}, %[[SLOT]][%{{.*}}] : memref<3xindex>
+// CHECK: } else {
+// CHECK: memref.store %{{.*}}, %[[SLOT]][%{{.*}}] : memref<3xindex>
+// CHECK: memref.load %[[SLOT]]
+// CHECK: llvm.inttoptr
+// CHECK: memref.dealloc
+module attributes {
+  nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
+                intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
+                modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
+  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 0 : i64, invokes = [],
+                 name = "main", saves = []}]} {
+  nns.param @a : tensor<f32>
+  nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access ["read", "write"] {
+    %a = nns.get_param @a : tensor<f32>
+    %half = arith.constant dense<5.000000e-01> : tensor<f32>
+    %c = nns.compare gt %a, %half : tensor<f32>, tensor<f32> -> tensor<i1>
+    %h = nns.site.read "model.layers.3.output" at 121 forward {nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32>
+    %m1 = arith.constant dense<-1> : tensor<i64>
+    %x = nns.select %h[%m1] dim 0 {nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32>, tensor<i64> -> tensor<64xf32>
+    %r:2 = nns.if %c : tensor<i1> {
+      %d = nns.binary mul %h, %a : tensor<?x64xf32>, tensor<f32> -> tensor<?x64xf32>
+      %e = nns.binary mul %x, %a : tensor<64xf32>, tensor<f32> -> tensor<64xf32>
+      nns.yield %d, %e : tensor<?x64xf32>, tensor<64xf32>
+    } else {
+      nns.yield %h, %x : tensor<?x64xf32>, tensor<64xf32>
+    } {nns.guard = array<i64: 0, 1, 1>} -> tensor<?x64xf32>, tensor<64xf32>
+    %s = nns.binary add %r#0, %r#1 {nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32>, tensor<64xf32> -> tensor<?x64xf32>
+    nns.site.write %s to "model.layers.3.output" at 121 forward {nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32> into tensor<?x64xf32>
+  }
+}

@@ -4,7 +4,9 @@ prompt of 1-5 tokens, then one token per step, so one kernel call mixes token co
 per-request params, and each request keeps its frame), compared with the program written out
 here in torch. The condition is per request, so one kernel call holds groups on both sides of
 it; the check fails unless both outcomes occurred. The .nns files declare `v: f32[hidden]`
-then `a: f32`.
+then `a: f32`. A repro keeps per-request values across steps in `r.state`; where torch raises
+for a request, the kernels must report an error for it (containing `Repro.error`), and the
+request is dropped from later steps, as the runtime does.
 Usage: if_programs.py BUNDLE NAME
 """
 import ctypes as C
@@ -25,8 +27,9 @@ class Repro:
     """A hand-translated program: the sites it touches and one step of it in torch; `taken`
     records the outcomes of its run-time condition."""
 
-    def __init__(self, paths, step_fn):
-        self.paths, self.step_fn, self.taken = paths, step_fn, set()
+    def __init__(self, paths, step_fn, error=None):
+        self.paths, self.step_fn, self.taken, self.error = paths, step_fn, set(), error
+        self.state = {}
 
     def run_step(self, sites, params, step):
         saves, cache = {}, []
@@ -52,11 +55,12 @@ def check(runner, repro, rng):
     names = [trace.saves[i].name.decode() for i in range(trace.num_saves)]
     requests = [dict(id=r + 1, start=rng.randrange(0, 3), prompt=rng.randint(1, 5),
                      params=dict(v=torch.randn(D), a=torch.randn(())),
-                     frame=C.create_string_buffer(max(trace.frame_bytes, 8)))
+                     frame=C.create_string_buffer(max(trace.frame_bytes, 8)), state={})
                 for r in range(4)]
-    problems = []
+    problems, failing, failed = [], set(), set()
     for tick in range(max(q["start"] for q in requests) + STEPS + 1):
-        active = [q for q in requests if 0 <= tick - q["start"] <= STEPS]
+        active = [q for q in requests
+                  if 0 <= tick - q["start"] <= STEPS and q["id"] not in failed]
         if not active:
             continue
         inputs, finals, want = {}, {}, {}
@@ -65,8 +69,14 @@ def check(runner, repro, rng):
             tokens = q["prompt"] if step == 0 else 1
             sites = {p: torch.randn(tokens, D) for p in repro.paths}
             inputs[q["id"]] = {p: t.clone() for p, t in sites.items()}
-            for name, value in repro.run_step(sites, q["params"], step).items():
-                want[(q["id"], name, step)] = value
+            repro.state = q["state"]
+            try:
+                for name, value in repro.run_step(sites, q["params"], step).items():
+                    want[(q["id"], name, step)] = value
+            except RuntimeError:
+                if repro.error is None:
+                    raise
+                failing.add(q["id"])
             finals[q["id"]] = sites
         runner.saves.clear()
         for index, entry in enumerate(entries):
@@ -84,6 +94,8 @@ def check(runner, repro, rng):
             pad = flat[[0, -1]].clone()
             runner.run_site(trace, index, flat, groups)
             for g, q in zip(groups, active):
+                if q["id"] in failing:
+                    continue
                 got = flat[g["row"]:g["row"] + g["rows"]]
                 if not close(got, finals[q["id"]][path]):
                     problems.append(f"{path} step {g['step']} request {q['id']}: got "
@@ -91,14 +103,21 @@ def check(runner, repro, rng):
                                     f"{finals[q['id']][path].flatten()[:3].tolist()}")
             if not torch.equal(flat[[0, -1]], pad):
                 problems.append(f"{path}: padding rows written")
-        got = {(r, names[i], step): value for r, i, step, value in runner.saves}
+        got = {(r, names[i], step): value for r, i, step, value in runner.saves
+               if r not in failing}
         for key in sorted(set(want) | set(got)):
             if key not in got or key not in want:
                 problems.append(f"save {key}: {'missing' if key not in got else 'extra'}")
             elif not close(got[key], want[key]):
                 problems.append(f"save {key}: got {got[key].flatten()[:3].tolist()}, want "
                                 f"{want[key].flatten()[:3].tolist()}")
-    problems += [f"request {r}: error {m}" for r, m in runner.errors]
+        failed |= failing
+    reported = {r for r, m in runner.errors if r in failed and repro.error in m}
+    problems += [f"request {r}: error {m}" for r, m in runner.errors if r not in reported]
+    problems += [f"request {r}: torch fails, the kernels reported no error '{repro.error}'"
+                 for r in sorted(failed - reported)]
+    if repro.error and not failed:
+        problems.append("torch never failed: the error case went untested")
     return problems
 
 
@@ -164,7 +183,53 @@ def site_cond(r, sites, p, step, saves, cache):
         sites[L4] -= p["v"]
 
 
+def if_rebind(r, sites, p, step, saves, cache):
+    # x = layers[3].output[-1]; if a > 0.5 { x = x * a }; y = x
+    # for i in 0..3 { if i != 1 { y = y + v } }
+    # for step in steps { h = layers[3].output
+    #   if (h[-1] @ v) > 0 { h = h * 2 } else { h = h - v }
+    #   layers[4].output += h; s = h.sum().save() }  (sum: dim -1)
+    # layers[4].output += y
+    if step == 0:
+        x = sites[L3][-1].clone()
+        if r.cond(p["a"] > 0.5):
+            x = x * p["a"]
+    h = sites[L3].clone()
+    if r.cond(h[-1] @ p["v"] > 0):
+        h = h * 2
+    else:
+        h = h - p["v"]
+    sites[L4] += h
+    saves["s"] = h.sum(-1)
+    if step == 0:
+        sites[L4] += x + 2 * p["v"]
+
+
+def step_broadcast(r, sites, p, step, saves, cache):
+    # x = layers[3].output
+    # for step in steps { y = layers[4].output * a + x; s = y.sum(-1).save()
+    #   layers[4].output[-1] = y[-1] }
+    if step == 0:
+        r.state["x"] = sites[L3].clone()
+    y = sites[L4] * p["a"] + r.state["x"]
+    saves["s"] = y.sum(-1)
+    sites[L4][-1] = y[-1]
+
+
+def step_broadcast_error(r, sites, p, step, saves, cache):
+    # x = layers[3].output; for step in steps { layers[4].output += x }
+    if step == 0:
+        r.state["x"] = sites[L3].clone()
+    r.cond(sites[L4].shape[0] == r.state["x"].shape[0])
+    sites[L4] += r.state["x"]
+
+
 REPROS = {
+    "if-rebind": Repro([L3, L4], if_rebind),
+    "step-broadcast": Repro([L3, L4], step_broadcast),
+    "step-broadcast-error": Repro([L3, L4], step_broadcast_error,
+                                  error="does not broadcast to its destination (value [?, 64], "
+                                  "'model.layers.4.output' [?, 64] at this step"),
     "if-indexed-write": Repro([L3], indexed_write),
     "if-site-view": Repro([L3], site_view),
     "if-site-read-write": Repro([L3], site_read_write),
@@ -180,7 +245,7 @@ if __name__ == "__main__":
     name = sys.argv[2]
     repro = REPROS[name]
     problems = check(BundleRunner(sys.argv[1]), repro, random.Random(0))
-    if repro.taken != {True, False}:
+    if repro.taken and repro.taken != {True, False}:
         problems.append(f"the condition was always {repro.taken}: one branch went untested")
     for p in problems:
         print("FAIL", p)

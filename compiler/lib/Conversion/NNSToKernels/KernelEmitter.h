@@ -70,11 +70,18 @@ private:
   /// The step at which the value a frame load reads was stored, if it was computed.
   mlir::Value storedStep(nns::FrameLoadOp op);
   void emitSave(mlir::Value memref, mlir::Type elementType, int64_t index, mlir::Location loc);
-  /// dest[i...] = combine(dest[i...], src[broadcast(i...)]), or a plain copy without combine.
+  /// dest[i...] = combine(dest[i...], src[broadcast(i...)]), or a plain copy without combine;
+  /// `shapes` describes both for the error when src does not broadcast.
   void copyInto(
       mlir::Value dest, mlir::Value src, mlir::Location loc,
       llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location, mlir::Value, mlir::Value)>
-          combine = nullptr);
+          combine = nullptr,
+      llvm::StringRef shapes = "");
+  /// A site write, update or skip: `value` (of nns type `type`) into the site's rows.
+  void copyIntoSite(mlir::Value value, mlir::Type type, mlir::Type siteType, mlir::Location loc,
+                    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location, mlir::Value,
+                                                   mlir::Value)>
+                        combine = nullptr);
 
   // Helpers (TensorMath.cpp).
   mlir::Value alloc(mlir::Type elementType, mlir::ValueRange sizes, bool tracked = true);
@@ -101,6 +108,11 @@ private:
   llvm::DenseMap<mlir::Value, mlir::Value> values;
   llvm::SmallVector<mlir::Operation *> order; ///< the kernel's ops in program order
 };
+
+/// "[?, 64]": a shape for error messages, '?' for sizes known at run time.
+std::string shapeText(mlir::Type type);
+/// What a '?' in shapeText means to the user.
+extern const char *const kDynamicSizes;
 
 /// The uniform memref type of a kernel value: fully dynamic sizes, strides and offset.
 mlir::MemRefType uniformType(mlir::Type elementType, int64_t rank);

@@ -210,12 +210,12 @@ LogicalResult KernelEmitter::emitSiteOp(Operation *op) {
   } else if (auto write = dyn_cast<nns::SiteWriteOp>(op)) {
     Value value = lookup(write.getValue());
     if (value != siteView)
-      copyInto(siteView, value, loc);
+      copyIntoSite(value, write.getValue().getType(), write.getSiteType(), loc);
   } else if (auto skip = dyn_cast<nns::SkipOp>(op)) {
-    copyInto(siteView, lookup(skip.getValue()), loc);
+    copyIntoSite(lookup(skip.getValue()), skip.getValue().getType(), skip.getOutputType(), loc);
   } else if (auto update = dyn_cast<nns::SiteUpdateOp>(op)) {
     nns::UpdateKind kind = update.getKind();
-    copyInto(siteView, lookup(update.getValue()), loc,
+    copyIntoSite(lookup(update.getValue()), update.getValue().getType(), update.getSiteType(), loc,
              [&](OpBuilder &b, Location l, Value old, Value v) -> Value {
                switch (kind) {
                case nns::UpdateKind::Add:
@@ -241,6 +241,14 @@ LogicalResult KernelEmitter::emitSiteOp(Operation *op) {
     return failure();
   }
   return success();
+}
+
+void KernelEmitter::copyIntoSite(
+    Value value, Type type, Type siteType, Location loc,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
+  std::string shapes = "value " + shapeText(type) + ", '" + kernel.getPath().str() + "' " +
+                       shapeText(siteType) + " at this step; " + kDynamicSizes;
+  copyInto(siteView, value, loc, combine, shapes);
 }
 
 LogicalResult KernelEmitter::emitOp(Operation *op) {

@@ -11,6 +11,10 @@ using namespace mlir;
 
 namespace nnsc::kernels {
 
+const char *const kDynamicSizes =
+    "a '?' size is known at run time, e.g. the token count: the prompt length at step 0, 1 "
+    "after";
+
 /// Static buffers up to this size live on the stack.
 static constexpr int64_t kStackBytes = 4096;
 
@@ -95,14 +99,8 @@ Value KernelEmitter::emitElementwise(Operation *op, ValueRange inputs,
     sizes.push_back(size);
   }
   std::string shapes;
-  for (Value input : inputs) {
-    auto type = cast<RankedTensorType>(input.getType());
-    shapes += shapes.empty() ? "[" : " and [";
-    for (int64_t j = 0; j < type.getRank(); ++j)
-      shapes += (j ? ", " : "") +
-                (type.isDynamicDim(j) ? std::string("?") : std::to_string(type.getDimSize(j)));
-    shapes += "]";
-  }
+  for (Value input : inputs)
+    shapes += (shapes.empty() ? "" : " and ") + shapeText(input.getType());
   // Which dynamic input dimensions broadcast, decided once per group.
   SmallVector<SmallVector<Value>> broadcasts;
   for (auto [input, memref] : llvm::zip(inputs, memrefs)) {
@@ -121,8 +119,7 @@ Value KernelEmitter::emitElementwise(Operation *op, ValueRange inputs,
       check(fits,
             "shape mismatch: operands of shapes " + shapes + " do not broadcast in dimension " +
                 llvm::Twine(d) +
-                " at this step (a '?' size is known at run time, e.g. the token count: the "
-                "prompt length at step 0, 1 after)",
+                " at this step (" + kDynamicSizes + ")",
             loc);
       flags.push_back(isOne(size));
     }
@@ -238,8 +235,18 @@ Value KernelEmitter::emitSlice(Value source, int64_t axis, int64_t start,
   return toUniform(memref::SubViewOp::create(builder, loc, source, offsets, sizes, strides));
 }
 
+std::string shapeText(Type type) {
+  auto shaped = cast<ShapedType>(type);
+  std::string text = "[";
+  for (int64_t d = 0; d < shaped.getRank(); ++d)
+    text += (d ? ", " : "") + (shaped.isDynamicDim(d) ? std::string("?")
+                                                      : std::to_string(shaped.getDimSize(d)));
+  return text + "]";
+}
+
 void KernelEmitter::copyInto(Value dest, Value src, Location loc,
-                             function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
+                             function_ref<Value(OpBuilder &, Location, Value, Value)> combine,
+                             StringRef shapes) {
   auto destType = cast<MemRefType>(dest.getType());
   auto srcType = cast<MemRefType>(src.getType());
   int64_t rank = destType.getRank(), srcRank = srcType.getRank();
@@ -255,7 +262,10 @@ void KernelEmitter::copyInto(Value dest, Value src, Location loc,
         builder, loc, arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, size, index(1)),
         arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, size,
                               sizes[j + rank - srcRank]));
-    check(fits, "shape mismatch: the value does not broadcast to its destination", loc);
+    check(fits,
+          "shape mismatch: the value does not broadcast to its destination" +
+              (shapes.empty() ? llvm::Twine() : llvm::Twine(" (") + shapes + ")"),
+          loc);
   }
   Type element = destType.getElementType();
   SmallVector<Value> lower(rank, index(0)), steps(rank, index(1));
