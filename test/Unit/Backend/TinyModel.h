@@ -3,22 +3,9 @@
 #ifndef NNSC_TEST_UNIT_BACKEND_TINYMODEL_H
 #define NNSC_TEST_UNIT_BACKEND_TINYMODEL_H
 
-#include "nnsc/Runtime/Models/ModelWeights.h"
+#include "Support/RandomSource.h"
 
 namespace nnsc::test {
-
-/// Random weights of the requested shapes (optional tensors absent): norms near 1, the rest
-/// small, so logits stay in a range where fp32 comparisons are meaningful.
-class RandomSource : public WeightSource {
-public:
-  torch::Tensor get(const std::string &, const std::vector<int64_t> &shape, torch::ScalarType dtype,
-                    bool optional) override {
-    if (optional)
-      return {};
-    return (torch::randn(shape) * 0.2 + (shape.size() == 1 ? 1.0 : 0.0)).to(dtype);
-  }
-  int64_t size() const override { return 0; }
-};
 
 /// A two-layer GQA Llama (4 query heads, 2 KV heads, head_dim 16) with seeded weights.
 inline ModelWeights tinyWeights(torch::ScalarType dtype = torch::kFloat32) {

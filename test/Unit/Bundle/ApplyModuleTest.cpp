@@ -9,23 +9,13 @@
 #include "nnsc/Runtime/Engine/LLMEngine.h"
 #include "nnsc/Runtime/Hooks/HookTable.h"
 
+#include "Support/RandomSource.h"
+
 #include <gtest/gtest.h>
 
 using namespace nnsc;
 
 namespace {
-
-/// Random weights of the requested shapes (optional tensors absent).
-class RandomSource : public WeightSource {
-public:
-  torch::Tensor get(const std::string &, const std::vector<int64_t> &shape, torch::ScalarType dtype,
-                    bool optional) override {
-    if (optional)
-      return {};
-    return (torch::randn(shape) * 0.2 + (shape.size() == 1 ? 1.0 : 0.0)).to(dtype);
-  }
-  int64_t size() const override { return 0; }
-};
 
 std::shared_ptr<CausalLM> tinyModel() {
   torch::manual_seed(0);
@@ -38,7 +28,7 @@ std::shared_ptr<CausalLM> tinyModel() {
   c.headDim = 8;
   c.vocab = 64;
   c.maxPositions = 128;
-  RandomSource source;
+  test::RandomSource source;
   return std::make_shared<CausalLM>(assembleWeights(c, source, torch::kFloat32, {}));
 }
 
