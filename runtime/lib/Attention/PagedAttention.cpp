@@ -4,8 +4,11 @@
 // query heads that share one KV head. It walks the sequence's cache blocks once, with an
 // online (flash-attention style) softmax per query row, so K/V are read once per tile and
 // never gathered into a contiguous copy. Items run in parallel with at::parallel_for.
-// Prefill tiles score a block as a small GEMM against a transposed copy of its keys; decode
-// tiles (few rows) take dot products against the cache rows directly.
+// Prefill tiles score a block as a small GEMM against a transposed copy of its keys; short
+// tiles (few rows) take dot products against the cache rows directly. Decode tiles (one
+// query, the KV head's group of query heads) load each key and value row once for up to four
+// heads at a time, so the group's independent sums keep the vector units busy instead of
+// waiting on one dot product's reduction per key.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +16,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -56,10 +60,72 @@ struct Scratch {
   explicit Scratch(const Dims &d)
       : rows(kTileQueries * (d.numHeads / d.numKvHeads)), query(rows * d.headDim),
         acc(rows * d.headDim), maxScore(rows), denom(rows), keys(d.blockSize * d.headDim),
-        values(d.blockSize * d.headDim), scores(d.blockSize) {}
+        values(d.blockSize * d.headDim), scores(d.blockSize),
+        groupScores(d.numHeads / d.numKvHeads * d.blockSize) {}
   int64_t rows;
   std::vector<float> query, acc, maxScore, denom, keys, values, scores;
+  std::vector<float> groupScores; // [group, block_size], a decode tile's scores of one block
 };
+
+/// Calls f(std::integral_constant<int, n>) for n in [1, 4].
+template <typename F> void withRowCount(int64_t n, F &&f) {
+  switch (n) {
+  case 1:
+    return f(std::integral_constant<int, 1>{});
+  case 2:
+    return f(std::integral_constant<int, 2>{});
+  case 3:
+    return f(std::integral_constant<int, 3>{});
+  default:
+    return f(std::integral_constant<int, 4>{});
+  }
+}
+
+/// Scores of N query rows ([N, dim], packed) against one key row, stored `stride` apart.
+template <int N>
+inline void scoreKey(const float *q, int64_t dim, const float *key, float *scores,
+                     int64_t stride) {
+  float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+  for (int64_t i = 0; i < dim; ++i) {
+    const float k = key[i];
+    s0 += q[i] * k;
+    if constexpr (N > 1)
+      s1 += q[dim + i] * k;
+    if constexpr (N > 2)
+      s2 += q[2 * dim + i] * k;
+    if constexpr (N > 3)
+      s3 += q[3 * dim + i] * k;
+  }
+  scores[0] = s0;
+  if constexpr (N > 1)
+    scores[stride] = s1;
+  if constexpr (N > 2)
+    scores[2 * stride] = s2;
+  if constexpr (N > 3)
+    scores[3 * stride] = s3;
+}
+
+/// acc[r] += p[r * stride] * value for N accumulator rows ([N, dim], packed).
+template <int N>
+inline void accumulateValue(const float *value, int64_t dim, const float *p, int64_t stride,
+                            float *acc) {
+  const float p0 = p[0];
+  const float p1 = N > 1 ? p[stride] : 0.f;
+  const float p2 = N > 2 ? p[2 * stride] : 0.f;
+  const float p3 = N > 3 ? p[3 * stride] : 0.f;
+#pragma omp simd
+  for (int64_t i = 0; i < dim; ++i) {
+    const float v = value[i];
+    acc[i] += p0 * v;
+    if constexpr (N > 1)
+      acc[dim + i] += p1 * v;
+    if constexpr (N > 2)
+      acc[2 * dim + i] += p2 * v;
+    if constexpr (N > 3)
+      acc[3 * dim + i] += p3 * v;
+  }
+}
 
 /// Copies one block's keys for one KV head into `dst` transposed, [head_dim][block_size] in
 /// float, so the scores of a query against the whole block are a few vector FMAs per dim.
@@ -179,6 +245,72 @@ void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const Tile
     }
 }
 
+/// A one-query tile: the query heads of KV head `kvHead` at the sequence's last position.
+template <typename T>
+void attendDecode(const T *q, T *out, const T *kCache, const T *vCache, const Tile &tile,
+                  int64_t kvHead, const Dims &d, float scale, Scratch &s) {
+  const int64_t group = d.numHeads / d.numKvHeads;
+  const int64_t dim = d.headDim;
+  const int64_t bs = d.blockSize;
+  const T *src = q + (tile.firstRow * d.numHeads + kvHead * group) * dim;
+  for (int64_t i = 0; i < group * dim; ++i)
+    s.query[i] = static_cast<float>(src[i]) * scale;
+  std::fill_n(s.acc.begin(), group * dim, 0.f);
+  std::fill_n(s.maxScore.begin(), group, -std::numeric_limits<float>::infinity());
+  std::fill_n(s.denom.begin(), group, 0.f);
+
+  const int64_t numKeys = tile.firstPos + 1;
+  const int64_t tokenStride = d.numKvHeads * dim;
+  float *scores = s.groupScores.data();
+  for (int64_t kb = 0; kb * bs < numKeys; ++kb) {
+    const int64_t inBlock = std::min(bs, numKeys - kb * bs);
+    const int64_t base =
+        (static_cast<int64_t>(tile.blockTable[kb]) * bs * d.numKvHeads + kvHead) * dim;
+    const float *keys, *values;
+    const int64_t keyStride = valueRows(kCache + base, tokenStride, inBlock, dim, s.keys, keys);
+    const int64_t valueStride =
+        valueRows(vCache + base, tokenStride, inBlock, dim, s.values, values);
+    for (int64_t r0 = 0; r0 < group; r0 += 4)
+      withRowCount(group - r0, [&](auto n) {
+        for (int64_t t = 0; t < inBlock; ++t)
+          scoreKey<decltype(n)::value>(s.query.data() + r0 * dim, dim, keys + t * keyStride,
+                                       scores + r0 * bs + t, bs);
+      });
+    // Online softmax: rescale what the earlier blocks accumulated to this block's maximum and
+    // turn the scores into unnormalized probabilities in place.
+    for (int64_t r = 0; r < group; ++r) {
+      float *row = scores + r * bs;
+      float blockMax = s.maxScore[r];
+      for (int64_t t = 0; t < inBlock; ++t)
+        blockMax = std::max(blockMax, row[t]);
+      const float correction = std::exp(s.maxScore[r] - blockMax);
+      s.maxScore[r] = blockMax;
+      float denom = s.denom[r] * correction;
+      for (int64_t t = 0; t < inBlock; ++t) {
+        row[t] = std::exp(row[t] - blockMax);
+        denom += row[t];
+      }
+      s.denom[r] = denom;
+      float *acc = s.acc.data() + r * dim;
+      for (int64_t i = 0; i < dim; ++i)
+        acc[i] *= correction;
+    }
+    for (int64_t r0 = 0; r0 < group; r0 += 4)
+      withRowCount(group - r0, [&](auto n) {
+        for (int64_t t = 0; t < inBlock; ++t)
+          accumulateValue<decltype(n)::value>(values + t * valueStride, dim,
+                                              scores + r0 * bs + t, bs, s.acc.data() + r0 * dim);
+      });
+  }
+
+  T *dst = out + (tile.firstRow * d.numHeads + kvHead * group) * dim;
+  for (int64_t r = 0; r < group; ++r) {
+    const float inv = 1.f / s.denom[r];
+    for (int64_t i = 0; i < dim; ++i)
+      dst[r * dim + i] = static_cast<T>(s.acc[r * dim + i] * inv);
+  }
+}
+
 template <typename T>
 void runTiles(const torch::Tensor &q, torch::Tensor &out, const torch::Tensor &kCache,
               const torch::Tensor &vCache, const std::vector<Tile> &tiles, const Dims &d,
@@ -190,9 +322,13 @@ void runTiles(const torch::Tensor &q, torch::Tensor &out, const torch::Tensor &k
   auto numItems = static_cast<int64_t>(tiles.size()) * d.numKvHeads;
   at::parallel_for(0, numItems, 1, [&](int64_t begin, int64_t end) {
     Scratch scratch(d);
-    for (int64_t item = begin; item < end; ++item)
-      attendTile(qPtr, outPtr, kPtr, vPtr, tiles[item / d.numKvHeads], item % d.numKvHeads, d,
-                 scale, scratch);
+    for (int64_t item = begin; item < end; ++item) {
+      const Tile &tile = tiles[item / d.numKvHeads];
+      if (tile.numQueries == 1)
+        attendDecode(qPtr, outPtr, kPtr, vPtr, tile, item % d.numKvHeads, d, scale, scratch);
+      else
+        attendTile(qPtr, outPtr, kPtr, vPtr, tile, item % d.numKvHeads, d, scale, scratch);
+    }
   });
 }
 

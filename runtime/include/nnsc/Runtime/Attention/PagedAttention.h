@@ -28,6 +28,24 @@ namespace nnsc {
 void storeKVCache(const torch::Tensor &key, const torch::Tensor &value, torch::Tensor &kCache,
                   torch::Tensor &vCache, const torch::Tensor &slotMapping);
 
+/// RoPE (half-split, as RotaryEmbedding::apply) on q and k, then storeKVCache of the rotated
+/// k and of v, in one pass over the step's rows: the rotated k goes straight into its cache
+/// slot and no intermediate tensors are made. Each element is rounded as the unfused LibTorch
+/// ops round it (x * cos and rotate_half(x) * sin in the dtype, then their sum), so the
+/// results are bit-identical to RotaryEmbedding::apply followed by storeKVCache. Rows with a
+/// negative slot are rotated but not stored.
+///   q:               [num_tokens, num_heads, head_dim]
+///   key, value:      [num_tokens, num_kv_heads, head_dim]
+///                    (rows may be strided, as views of a fused QKV projection are)
+///   cos, sin:        [num_tokens, head_dim]
+///   kCache, vCache:  [num_blocks, block_size, num_kv_heads, head_dim]
+///   slotMapping:     [num_tokens] int32 or int64
+///   returns          the rotated q, [num_tokens, num_heads, head_dim], contiguous
+torch::Tensor ropeAndStoreKV(const torch::Tensor &q, const torch::Tensor &key,
+                             const torch::Tensor &value, const torch::Tensor &cos,
+                             const torch::Tensor &sin, torch::Tensor &kCache,
+                             torch::Tensor &vCache, const torch::Tensor &slotMapping);
+
 /// Varlen causal attention for a prefill step, reading K/V from the cache (store the step's
 /// K/V first). Sequence i's queries are rows [cuSeqlensQ[i], cuSeqlensQ[i + 1]) and are the
 /// last positions of its cuSeqlensK[i + 1] - cuSeqlensK[i] attended tokens, so a chunk or a
