@@ -305,8 +305,7 @@ struct FuseSites : impl::NNSFuseSitesBase<FuseSites> {
       } else {
         return;
       }
-      auto range = dyn_cast_or_null<DenseI64ArrayAttr>(guard);
-      bool perStep = range && !(range[0] == 0 && range[1] == 1);
+      bool perStep = op->hasAttr(kPerStepAttr);
       op->setAttr("nns.save_index", builder.getI64IntegerAttr(saveIndex++));
       saves.push_back(builder.getDictionaryAttr(
           {builder.getNamedAttr("name", builder.getStringAttr(name)),

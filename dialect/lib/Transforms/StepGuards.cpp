@@ -43,6 +43,12 @@ struct StepGuards : impl::NNSStepGuardsBase<StepGuards> {
             continue;
           op.moveBefore(steps);
           op.setAttr(kGuardAttr, guard);
+          // A loop over step 0 alone has the guard of the statements outside loops; its saves
+          // are still per step (`NAME.0`).
+          op.walk([&](Operation *nested) {
+            if (isa<SaveOp, CacheOp>(nested))
+              nested->setAttr(kPerStepAttr, builder.getUnitAttr());
+          });
         }
         steps.erase();
       }

@@ -191,3 +191,20 @@ nns.trace @patch {
     nns.yield
   }
 }
+
+// -----
+
+// A save in a loop over step 0 alone has the guard of the statements outside loops but is
+// still saved per step (`s.0`), unlike the save outside the loop
+// (random-xfail-step0-loop-save.nns).
+// CHECK: saves = [{name = "s", per_step = true, type = tensor<576xf32>}, {name = "t", per_step = false, type = tensor<576xf32>}]
+nns.trace @main {
+  %h = nns.site.read "model.layers.1.output" at 53 forward : tensor<?x576xf32>
+  %m1 = arith.constant dense<-1> : tensor<i64>
+  %x = nns.select %h[%m1] dim 0 : tensor<?x576xf32>, tensor<i64> -> tensor<576xf32>
+  nns.steps from 0 to 1 by 1 {
+  ^bb0(%step: tensor<i64>):
+    nns.save "s", %x : tensor<576xf32>
+  }
+  nns.save "t", %x : tensor<576xf32>
+}

@@ -30,6 +30,8 @@ constexpr const char *kFrameBytesAttr = "nns.frame_bytes";
 constexpr const char *kStoredGuardAttr = "nns.stored_guard";
 constexpr const char *kStoredInvokeAttr = "nns.stored_invoke";
 constexpr const char *kTracesAttr = "nns.traces";
+/// On a save or cache that was in a steps loop: saved once per step, as `NAME.<step>`.
+constexpr const char *kPerStepAttr = "nns.per_step";
 
 } // namespace nnsc::nns
 
