@@ -314,6 +314,7 @@ int main(int argc, char **argv) {
     std::cerr << "requests " << results.size() << ", prompt tokens " << promptTokens
               << ", generated " << generated << " in " << elapsed
               << " s: " << (elapsed > 0 ? double(generated) / elapsed : 0.0) << " tok/s"
+              << ", preemptions " << engine->getScheduler().numPreemptions()
               << ", prefix cache hit tokens "
               << engine->getScheduler().blockManager().numHitTokens() << "\n"
               << "first token after " << firstToken.value_or(0.0) << " s, then "

@@ -104,6 +104,11 @@ HookVerdict BundleHook::verdict(int64_t request) const {
   return r.finished() ? HookVerdict::FinishAfterStep : HookVerdict::Continue;
 }
 
+void BundleHook::restart(int64_t request) {
+  if (auto it = requests.find(request); it != requests.end())
+    it->second.request->restart();
+}
+
 int32_t BundleHook::callModule(void *ctx, int32_t module, const nnsc_tensor *input,
                                nnsc_tensor *output) {
   auto *self = static_cast<BundleHook *>(ctx);

@@ -90,6 +90,14 @@ std::optional<std::string> BundleRequest::save(int32_t index, int64_t step,
   return std::nullopt;
 }
 
+void BundleRequest::restart() {
+  frameBytes.zero_();
+  saved.clear();
+  failure.reset();
+  stopRequested = false;
+  finishRequested = false;
+}
+
 void BundleRequest::fail(const std::string &message) {
   if (!failure)
     failure = message;

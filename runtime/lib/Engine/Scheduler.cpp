@@ -105,7 +105,9 @@ ScheduledBatch Scheduler::schedule() {
   if (!batch.empty())
     return batch;
   // The decode step preempted every running sequence; now they can be admitted again.
-  return schedulePrefill();
+  ScheduledBatch prefill = schedulePrefill();
+  prefill.restarted = std::move(batch.restarted);
+  return prefill;
 }
 
 ScheduledBatch Scheduler::schedulePrefill() {
@@ -180,10 +182,10 @@ ScheduledBatch Scheduler::scheduleDecode() {
       fromBack ? running.pop_back() : running.pop_front();
     return unit;
   };
-  auto preemptUnit = [this](const std::vector<Sequence *> &unit) {
+  auto preemptUnit = [this, &batch](const std::vector<Sequence *> &unit) {
     // Reverse order keeps the gang in invoke order at the front of the waiting queue.
     for (auto it = unit.rbegin(); it != unit.rend(); ++it)
-      preempt(*it);
+      preempt(*it, batch);
   };
   auto missingBlocks = [this](const std::vector<Sequence *> &unit) {
     int64_t missing = 0;
@@ -214,10 +216,14 @@ ScheduledBatch Scheduler::scheduleDecode() {
   return batch;
 }
 
-void Scheduler::preempt(Sequence *seq) {
+void Scheduler::preempt(Sequence *seq, ScheduledBatch &batch) {
   seq->status = SequenceStatus::Waiting;
   seq->numScheduledTokens = 0;
   blocks.deallocate(*seq);
+  if (seq->restartOnPreemption) {
+    seq->restartFromPrompt();
+    batch.restarted.push_back(seq);
+  }
   waiting.push_front(seq);
   ++preemptions;
 }
@@ -248,7 +254,9 @@ std::vector<Sequence *> Scheduler::postprocess(const ScheduledBatch &batch,
     bool samples = seq->samplesThisStep();
     seq->numCachedTokens += seq->numScheduledTokens;
     seq->numScheduledTokens = 0;
-    blocks.cacheComputedBlocks(*seq);
+    // A pass cut short (stop(), a failed kernel) left the later interventions out of its K/V.
+    if (seq->endAfterStep != FinishReason::Cut)
+      blocks.cacheComputedBlocks(*seq);
     if (samples) {
       int32_t token = sampled[next++];
       if (seq->endAfterStep != FinishReason::Cut)

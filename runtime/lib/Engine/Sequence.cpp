@@ -3,6 +3,7 @@
 #include "nnsc/Runtime/Engine/Sequence.h"
 
 #include <algorithm>
+#include <cassert>
 #include <stdexcept>
 #include <string>
 
@@ -25,6 +26,16 @@ std::span<const int32_t> Sequence::blockTokens(int64_t index, int64_t blockSize)
   int64_t begin = index * blockSize;
   int64_t end = std::min(begin + blockSize, numTokens());
   return std::span<const int32_t>(tokens).subspan(begin, end - begin);
+}
+
+void Sequence::restartFromPrompt() {
+  assert(blockTable.empty() && numCachedTokens == 0 && "restart a sequence without K/V only");
+  tokens.resize(size_t(numPrompt));
+  // Hashes of blocks past the prompt described the dropped tokens.
+  blockHashes.clear();
+  finishReason = FinishReason::None;
+  endAfterStep = FinishReason::None;
+  ++numRestarts;
 }
 
 } // namespace nnsc

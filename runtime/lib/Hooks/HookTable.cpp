@@ -62,4 +62,15 @@ HookVerdict HookTable::verdict(int64_t request) const {
   return strongest;
 }
 
+bool HookTable::restartsOnPreemption() const {
+  return std::any_of(distinct.begin(), distinct.end(), [](const std::shared_ptr<SiteHook> &hook) {
+    return hook->restartsOnPreemption();
+  });
+}
+
+void HookTable::restart(int64_t request) const {
+  for (const std::shared_ptr<SiteHook> &hook : distinct)
+    hook->restart(request);
+}
+
 } // namespace nnsc

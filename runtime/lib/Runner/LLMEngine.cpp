@@ -44,6 +44,7 @@ std::unique_ptr<Sequence> LLMEngine::makeSequence(int64_t id, std::vector<int32_
                                         hooks ? hooks->cacheSalt() : 0);
   seq->allowPrefixHits = !hooks || hooks->allowsPrefixHits();
   seq->cacheCompletion = !hooks || hooks->cachesCompletion();
+  seq->restartOnPreemption = hooks && hooks->restartsOnPreemption();
   return seq;
 }
 
@@ -98,13 +99,17 @@ void LLMEngine::finish(Request &request) {
 
 std::vector<StepOutput> LLMEngine::step() {
   ScheduledBatch batch = scheduler.schedule();
-  if (batch.empty())
-    return {};
-  computedTokens += batch.numTokens();
   HookLookup lookup = [this](const Sequence &seq) -> const HookTable * {
     auto it = active.find(seq.id());
     return it == active.end() ? nullptr : it->second.hooks.get();
   };
+  // Before the batch runs: a restarted sequence may be back in it, from its prompt.
+  for (const Sequence *seq : batch.restarted)
+    if (const HookTable *hooks = lookup(*seq))
+      hooks->restart(seq->id());
+  if (batch.empty())
+    return {};
+  computedTokens += batch.numTokens();
   std::vector<int32_t> tokens = runner.run(batch, lookup);
   for (Sequence *seq : batch.seqs)
     if (const HookTable *hooks = lookup(*seq))

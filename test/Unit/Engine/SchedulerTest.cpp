@@ -281,6 +281,65 @@ TEST(Scheduler, PreemptsByRecomputeWhenBlocksRunOut) {
   }
 }
 
+/// A sequence marked restartOnPreemption loses its generated tokens when preempted, is
+/// reported in the batch's `restarted` list, and still ends with the tokens of a run alone.
+TEST(Scheduler, RestartsMarkedSequencesFromTheirPrompt) {
+  SchedulerConfig cfg = smallConfig();
+  cfg.numBlocks = 6;
+  cfg.maxModelLen = 24;
+  Scheduler scheduler(cfg);
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  for (int i = 0; i < 2; ++i) {
+    seqs.push_back(std::make_unique<Sequence>(i, std::vector<int32_t>{1 + i, 2, 3, 4},
+                                              SamplingParams{.maxTokens = 16, .ignoreEos = true}));
+    seqs.back()->restartOnPreemption = true;
+    scheduler.add(seqs.back().get());
+  }
+  TokenCache cache(cfg);
+  int64_t restarts = 0;
+  while (!scheduler.isFinished()) {
+    int64_t before = scheduler.numPreemptions();
+    ScheduledBatch batch = scheduler.schedule();
+    EXPECT_EQ(int64_t(batch.restarted.size()), scheduler.numPreemptions() - before);
+    for (const Sequence *seq : batch.restarted) {
+      ++restarts;
+      EXPECT_TRUE(seq->blockHashes.empty());
+      // Back in this very batch (every other sequence was preempted too) or waiting; either
+      // way from its prompt.
+      EXPECT_EQ(seq->numCompletionTokens(), 0);
+    }
+    scheduler.postprocess(batch, cache.run(batch));
+  }
+  EXPECT_GT(restarts, 0);
+  int64_t counted = 0;
+  for (auto &seq : seqs) {
+    counted += seq->numRestarts;
+    std::vector<int32_t> got(seq->completionTokenIds().begin(), seq->completionTokenIds().end());
+    EXPECT_EQ(got, generateAlone(*seq, cfg)) << "sequence " << seq->id();
+  }
+  EXPECT_EQ(counted, restarts);
+}
+
+/// A prompt whose pass a hook cut short (FinishReason::Cut) leaves nothing in the prefix
+/// cache; one that finished normally does.
+TEST(Scheduler, CutPassesAreNotCached) {
+  for (FinishReason end : {FinishReason::Cut, FinishReason::Stop}) {
+    Scheduler scheduler(smallConfig());
+    std::vector<int32_t> prompt{1, 2, 3, 4, 5, 6, 7, 8, 9};
+    Sequence first(0, prompt, SamplingParams{.maxTokens = 4, .ignoreEos = true});
+    scheduler.add(&first);
+    ScheduledBatch batch = scheduler.schedule();
+    first.endAfterStep = end;
+    TokenCache cache(scheduler.config());
+    ASSERT_EQ(scheduler.postprocess(batch, cache.run(batch)).size(), 1u);
+    Sequence second(1, prompt, SamplingParams{.maxTokens = 1, .ignoreEos = true});
+    scheduler.add(&second);
+    scheduler.schedule();
+    EXPECT_EQ(second.numCachedTokens, end == FinishReason::Cut ? 0 : 8)
+        << (end == FinishReason::Cut ? "cut" : "finished");
+  }
+}
+
 TEST(Scheduler, RespectsMaxNumSeqs) {
   SchedulerConfig cfg = smallConfig();
   cfg.maxNumSeqs = 2;

@@ -6,7 +6,8 @@
 // the nnsc_runtime callbacks (save, report_error, stop, finish, call_module through
 // CausalLM::applyModule). A request whose kernel reported an error, or that stopped, is left
 // out of later kernel calls and ends with the step (verdict EndNow); finish() ends it after
-// the step (FinishAfterStep).
+// the step (FinishAfterStep). A preempted request restarts from its prompt with a fresh frame
+// and no saves, so its results equal a run without preemption.
 //
 // Site values of a bf16 (or f16) model are converted at the hook boundary: the kernel gets an
 // fp32 copy of the site value (the ABI's site dtype is f32) and, for sites it writes, the copy
@@ -46,6 +47,11 @@ public:
   void run(int site, torch::Tensor &value, std::span<const TokenGroup> groups) override;
   HookVerdict verdict(int64_t request) const override;
   bool skips(int site) const override;
+  /// A request's frame and saves hold its steps so far; after preemption it runs them again.
+  bool restartsOnPreemption() const override { return true; }
+  /// Resets the BundleRequest of sequence `request` (BundleRequest::restart); the sequences of
+  /// a multi-invoke request restart together, and the reset is the same for each.
+  void restart(int64_t request) override;
 
   const BundleTrace &trace() const { return traceDesc; }
 

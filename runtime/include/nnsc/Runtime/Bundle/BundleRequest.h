@@ -54,6 +54,10 @@ public:
   /// Whether kernels still run for this request (it neither failed nor stopped).
   bool live() const { return !failure && !stopRequested; }
 
+  /// Back to the state of a request that has not run: zeroed frame, no saves, no error,
+  /// stop or finish (the request restarts from its prompt after preemption). Params stay.
+  void restart();
+
 private:
   const BundleTrace &traceDesc;
   std::vector<torch::Tensor> paramValues;

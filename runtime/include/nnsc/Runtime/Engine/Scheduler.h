@@ -5,6 +5,8 @@
 // sequence). Prefill has priority. When a decode step runs out of KV blocks, the most
 // recently admitted sequence is preempted by recompute: its blocks are freed and it goes back
 // to the front of the waiting queue (its cached prefix usually survives in the prefix cache).
+// A sequence whose hooks keep state (Sequence::restartOnPreemption) restarts from its prompt
+// instead, its generated tokens dropped, so it ends as it would have without preemption.
 // The prompts of a multi-invoke request form a gang (Sequence::gang): admitted together with
 // their whole prompts in one step (never chunked), preempted together, finished together
 // when the first of them finishes, so every forward pass holds all of them or none.
@@ -48,6 +50,9 @@ struct ScheduledBatch {
   std::vector<Sequence *> seqs;
   /// Prefill batches have chunks of any length; decode batches one token per sequence.
   bool isPrefill = false;
+  /// Sequences preempted while this batch was scheduled that restarted from their prompt
+  /// (Sequence::restartOnPreemption); their hooks must forget them before the batch runs.
+  std::vector<Sequence *> restarted;
 
   bool empty() const { return seqs.empty(); }
   /// Total tokens computed this step (rows of the flat [tokens, hidden] batch).
@@ -96,7 +101,7 @@ private:
   ScheduledBatch scheduleDecode();
   /// Throws std::invalid_argument when `seq` cannot be added (see add()).
   void check(const Sequence *seq) const;
-  void preempt(Sequence *seq);
+  void preempt(Sequence *seq, ScheduledBatch &batch);
   /// Admits the gang at the front of `waiting` whole into `batch`, or nothing (false).
   bool admitGang(const std::vector<Sequence *> &gang, int64_t &budget, ScheduledBatch &batch);
   /// Ends the members of `seq`'s gang that are still running, with `seq`'s finish reason.

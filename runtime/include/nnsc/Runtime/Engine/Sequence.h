@@ -74,6 +74,9 @@ public:
 
   /// Appends a generated token (called by Scheduler::postprocess).
   void appendToken(int32_t token) { tokens.push_back(token); }
+  /// Drops every generated token, so the sequence starts again from its prompt (a preempted
+  /// sequence with `restartOnPreemption`; its K/V must already be freed).
+  void restartFromPrompt();
 
   // State owned by the Scheduler and the BlockManager; read by the model runner.
 
@@ -98,6 +101,12 @@ public:
   /// a sequence of its own. The scheduler admits, preempts and finishes them together, so
   /// they are in the same forward passes and run the same number of steps.
   std::vector<Sequence *> gang;
+  /// True makes preemption restart the sequence from its prompt (restartFromPrompt) instead
+  /// of resuming it by recomputing its generated tokens: its hooks keep per-request state
+  /// that recomputed positions would corrupt.
+  bool restartOnPreemption = false;
+  /// How many times preemption restarted the sequence.
+  int64_t numRestarts = 0;
   /// Chained hashes of the full blocks, filled lazily by the BlockManager; they depend only on
   /// the tokens and the salt, so they stay valid across preemption.
   std::vector<uint64_t> blockHashes;

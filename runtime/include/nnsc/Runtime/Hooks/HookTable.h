@@ -44,6 +44,10 @@ public:
   /// The strongest verdict of the table's hooks on `request` after a step (EndNow over
   /// FinishAfterStep over Continue).
   HookVerdict verdict(int64_t request) const;
+  /// Whether one of the table's hooks restarts its requests on preemption.
+  bool restartsOnPreemption() const;
+  /// Tells every hook of the table that `request` restarts from its prompt.
+  void restart(int64_t request) const;
 
 private:
   const schema::Architecture &arch;

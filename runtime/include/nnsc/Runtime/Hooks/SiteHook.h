@@ -66,6 +66,13 @@ public:
     (void)request;
     return HookVerdict::Continue;
   }
+  /// Whether a request bound to this hook restarts from its prompt when the scheduler
+  /// preempts it (its generated tokens dropped, its hooks told by restart()), rather than
+  /// resuming by recomputing its tokens: a hook keeping per-request state across steps would
+  /// otherwise see the recomputed positions as new prompt rows. Plain hooks resume.
+  virtual bool restartsOnPreemption() const { return false; }
+  /// Called when `request` restarts: the hook forgets what it kept for it.
+  virtual void restart(int64_t request) { (void)request; }
 };
 
 /// A SiteHook from a function (tests, tools, quick experiments).
