@@ -20,6 +20,7 @@ import json
 import os
 import random
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -123,6 +124,35 @@ def run_nnsight(lm, name, requests, max_tokens, steer):
     return time.time() - start, outputs
 
 
+def explain_divergence(build, model, hf, requests, engine_out, hf_out, max_tokens, workdir):
+    """For each plain continuation that differs: the first differing step and the gap between
+    the two best logits there, in the engine (nns-run --dump-logits) and in transformers (a
+    forward over the prompt and the tokens both sides agreed on). Returns table rows."""
+    import torch
+    from safetensors.torch import load_file
+    rows = []
+    for i, (ours, theirs) in enumerate(zip(engine_out, hf_out)):
+        if ours == theirs:
+            continue
+        step = next(k for k, (x, y) in enumerate(zip(ours, theirs)) if x != y)
+        dump = os.path.join(workdir, "logits%d.safetensors" % i)
+        subprocess.run([os.path.join(build, "bin", "nns-run"), "--model", model, "--prompt-ids",
+                        ",".join(map(str, requests[i])), "--temperature", "0", "--ignore-eos",
+                        "--max-tokens", str(max_tokens), "--dump-logits", dump, "--quiet",
+                        "--json"], check=True, capture_output=True)
+        ours_logits = load_file(dump)["logits.0"][step].double()
+        with torch.no_grad():
+            ids = torch.tensor([requests[i] + theirs[:step]])
+            hf_logits = hf(ids).logits[0, -1].double()
+        def gap(logits, a, b):
+            return float(logits[a] - logits[b])
+        x, y = ours[step], theirs[step]
+        rows.append([str(i), str(step), "%d vs %d" % (x, y),
+                     "%.4f" % gap(ours_logits, x, y), "%.4f" % gap(hf_logits, y, x),
+                     "%.4f" % float((ours_logits - hf_logits).abs().max())])
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -132,8 +162,9 @@ def main():
     ap.add_argument("--nnsight-prompts", type=int, default=200,
                     help="how many of the prompts also run through nnsight")
     ap.add_argument("--max-tokens", type=int, default=16)
-    ap.add_argument("--repeat", type=int, default=3,
-                    help="engine runs per experiment, interleaved; the median counts")
+    ap.add_argument("--repeat", type=int, default=6,
+                    help="rounds; each runs every experiment once, back to back; an overhead "
+                         "is the median over rounds of the round's ratio to 'none'")
     ap.add_argument("--skip-nnsight", action="store_true")
     a = ap.parse_args()
 
@@ -145,24 +176,31 @@ def main():
     bundles = compile_bundles(a.build, a.model, workdir)
     steer, steer_file = steering_vector(workdir)
 
-    engine = {name: [] for name in EXPERIMENTS}
+    # A round runs 'none' and every experiment back to back, in an order rotated per round so
+    # no experiment always runs first; the machine's drift between rounds then cancels in the
+    # per-round ratio against that round's 'none'.
+    names = list(EXPERIMENTS)
+    engine = {name: [] for name in names}
     tokens = {}
     for r in range(a.repeat):
-        for name, (_, needs_steer) in EXPERIMENTS.items():
+        for name in names[r % len(names):] + names[:r % len(names)]:
             log("engine, round %d/%d: %s, %d prompts" % (r + 1, a.repeat, name, a.prompts))
             seconds, out = run_engine(a.build, a.model, requests, a.max_tokens,
-                                      bundles.get(name), steer_file if needs_steer else None,
-                                      workdir)
+                                      bundles.get(name),
+                                      steer_file if EXPERIMENTS[name][1] else None, workdir)
             engine[name].append(seconds)
             tokens[name] = out
-    median = {name: sorted(t)[len(t) // 2] for name, t in engine.items()}
+    median = {name: statistics.median(t) for name, t in engine.items()}
 
     rows = []
-    for name in EXPERIMENTS:
-        overhead = 100 * (median[name] / median["none"] - 1)
-        rows.append([name, "%.2f s (%s)" % (median[name], ", ".join("%.2f" % t for t in
-                                                                      engine[name])),
-                     "-" if name == "none" else "%+.1f%%" % overhead])
+    for name in names:
+        times = "%.2f s (%s)" % (median[name], ", ".join("%.2f" % t for t in engine[name]))
+        if name == "none":
+            rows.append([name, times, "-", "-"])
+            continue
+        ratios = sorted(100 * (t / n - 1) for t, n in zip(engine[name], engine["none"]))
+        rows.append([name, times, "%+.1f%%" % statistics.median(ratios),
+                     "%+.1f%% .. %+.1f%%" % (ratios[0], ratios[-1])])
 
     if not a.skip_nnsight:
         sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
@@ -174,21 +212,33 @@ def main():
         hf, tok = load_gguf_reference(a.model)
         lm = LanguageModel(hf, tokenizer=tok)
         n = min(a.nnsight_prompts, a.prompts)
-        for row, name in zip(rows, EXPERIMENTS):
+        for row, name in zip(rows, names):
             seconds, out = run_nnsight(lm, name, requests[:n], a.max_tokens, steer)
             same = sum(x == y for x, y in zip(out, tokens[name][:n]))
+            if name == "none":
+                diverging = explain_divergence(a.build, a.model, hf, requests[:n],
+                                               tokens[name][:n], out, a.max_tokens, workdir)
             # Scale the engine's time to the prompts nnsight ran when it ran fewer.
             ours = median[name] * n / a.prompts
             row += ["%.1f s" % seconds, "%.1fx" % (seconds / ours), "%d/%d" % (same, n)]
 
     header = ["experiment (%d prompts x %d tokens)" % (a.prompts, a.max_tokens),
-              "nns-run, median of %d" % a.repeat, "overhead vs none"]
+              "nns-run, median of %d" % a.repeat, "overhead vs none (median of rounds)",
+              "per-round range"]
     if not a.skip_nnsight:
         header += ["nnsight 0.8.1", "speedup", "greedy tokens equal"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for row in rows:
         print("| " + " | ".join(row) + " |")
+    if not a.skip_nnsight and diverging:
+        print("\nPlain continuations that differ from transformers: first differing step, "
+              "the two tokens (engine vs transformers), each side's logit margin of its own "
+              "token over the other's, and the largest logit difference at that step.\n")
+        print("| prompt | step | tokens | engine margin | transformers margin | max abs logit diff |")
+        print("|---|---|---|---|---|---|")
+        for row in diverging:
+            print("| " + " | ".join(row) + " |")
     print("\nload average during the run: %s" % open("/proc/loadavg").read().split()[:3])
 
 
