@@ -10,13 +10,6 @@ namespace nnsc {
 
 using ast::Entity;
 
-namespace {
-
-/// Sliced token dimensions: dynamic, but no longer the prompt's T.
-constexpr int64_t kSlicedTokens = -1000;
-
-} // namespace
-
 LogicalResult Checker::index(ast::IndexExpr &e, Avail &avail) {
   if (failed(expr(*e.base, avail)))
     return failure();

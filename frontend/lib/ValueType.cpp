@@ -21,7 +21,9 @@ std::string ValueType::shapeStr() const {
   for (size_t i = 0; i < dims.size(); ++i) {
     if (i)
       s += ", ";
-    s += isTokenDim(dims[i]) ? std::string("T") : std::to_string(dims[i]);
+    s += dims[i] == kSlicedTokens ? std::string("?")
+         : isTokenDim(dims[i])     ? std::string("T")
+                                   : std::to_string(dims[i]);
   }
   return s + "]";
 }

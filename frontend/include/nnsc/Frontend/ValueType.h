@@ -24,6 +24,8 @@ enum class ElemType { F32, I64, Bool };
 /// The token dimension T of invoke `invoke` (0 outside invokes).
 constexpr int64_t tokenDim(int invoke) { return -1 - invoke; }
 constexpr bool isTokenDim(int64_t dim) { return dim < 0; }
+/// A sliced token dimension: dynamic, but no longer the prompt's T (printed `?`).
+constexpr int64_t kSlicedTokens = -1000;
 
 struct ValueType {
   ElemType elem = ElemType::F32;
