@@ -1,5 +1,7 @@
-"""Engine benchmarks: decode vs the bandwidth roofline, throughput vs transformers generate,
-prefill, prefix-cache speedup. Every number comes from this run on this machine.
+"""Engine benchmarks: decode vs the bandwidth roofline, throughput vs transformers generate
+(fp32 and bf16, like with like, with the achieved GFLOP/s), prefill, prefix-cache speedup.
+Every number comes from this run on this machine. --hf-requests N runs transformers on the
+first N requests only; its tok/s is then over those requests (stated in the row).
 
 usage: .venv/bin/python bench/model_bench.py [--build DIR] [--model GGUF] [--hf-requests N]
                                              [--hf-batch B] [--skip-hf] [--dtypes fp32,bf16]
@@ -46,26 +48,38 @@ def nns_run(args, build, model, prompts, extra):
                 hits=hits, ttft=float(ttft), decode=float(decode), wall=time.time() - start)
 
 
+def parameter_count(model):
+    """Parameters of the GGUF: every tensor once (a tied lm_head is the embedding)."""
+    import gguf
+    r = gguf.GGUFReader(model)
+    return sum(int(t.n_elements) for t in r.tensors)
+
+
 def weight_bytes(model, dtype):
     """Bytes of weights a decode step reads: every parameter once (tied lm_head = embedding,
     which decode reads as lm_head; the embedding lookup reads one row)."""
-    import gguf
-    r = gguf.GGUFReader(model)
-    params = sum(int(t.n_elements) for t in r.tensors)
-    return params * (4 if dtype == "fp32" else 2)
+    return parameter_count(model) * (4 if dtype == "fp32" else 2)
 
 
-def transformers_throughput(model_path, work, batch):
-    """transformers generate on `work`: greedy, fp32, the machine's threads, requests sorted by
-    output length and run in batches of `batch` with left padding (what a careful user of
-    static batching does). Each batch generates its longest request's length; only each
-    request's own max_tokens count as generated, the rest is the cost of static batching.
-    Returns (generated tokens, seconds, requests)."""
+def gflops(params, tokens, seconds):
+    """Achieved GFLOP/s counting 2 x params per computed token (prompt and generated). It
+    slightly overstates the work: prompt rows skip the lm_head except each prompt's last."""
+    return 2.0 * params * tokens / seconds / 1e9
+
+
+def transformers_throughput(model_path, work, batch, dtype):
+    """transformers generate on `work`: greedy, in `dtype` (fp32 or bf16), the machine's
+    threads, requests sorted by output length and run in batches of `batch` with left padding
+    (what a careful user of static batching does). Each batch generates its longest request's
+    length; only each request's own max_tokens count as generated, the rest is the cost of
+    static batching. Returns (generated tokens, prompt tokens, seconds, requests)."""
     import torch
     sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
     from reference import load_gguf_reference
-    log("transformers: loading the same GGUF")
+    log("transformers: loading the same GGUF, %s" % dtype)
     model, _ = load_gguf_reference(model_path)
+    if dtype == "bf16":
+        model = model.to(torch.bfloat16)
     order = sorted(work, key=lambda r: r["max_tokens"])
     generated, seconds = 0, 0.0
     for start in range(0, len(order), batch):
@@ -84,7 +98,8 @@ def transformers_throughput(model_path, work, batch):
         seconds += time.time() - begin
         assert out.shape[1] - width == new
         generated += sum(r["max_tokens"] for r in group)
-    return generated, seconds, len(order)
+    prompt = sum(len(r["ids"]) for r in order)
+    return generated, prompt, seconds, len(order)
 
 
 def main():
@@ -143,22 +158,27 @@ def main():
                  "%.2f s vs %.2f s without: %.1fx (%d hit tokens)"
                  % (on["seconds"], off["seconds"], off["seconds"] / on["seconds"], on["hits"])))
 
-    log("throughput: 64 requests, in/out lengths U(32, 256)")
     work = [{"ids": [rng.randrange(1, 49152) for _ in range(rng.randint(32, 256))],
              "max_tokens": rng.randint(32, 256)} for _ in range(64)]
-    r = nns_run(a, a.build, a.model, work, ["--max-tokens", "256"])
-    ours = r["generated"] / r["seconds"]
-    rows.append(("throughput fp32, 64 requests", "%d tokens in %.1f s = %.1f tok/s"
-                 % (r["generated"], r["seconds"], ours)))
-
-    if not a.skip_hf:
-        hf_tokens, hf_seconds, n = transformers_throughput(a.model, work[:a.hf_requests],
-                                                           a.hf_batch)
+    params = parameter_count(a.model)
+    for dtype in a.dtypes.split(","):
+        log("throughput %s: 64 requests, in/out lengths U(32, 256)" % dtype)
+        r = nns_run(a, a.build, a.model, work, ["--max-tokens", "256", "--dtype", dtype])
+        ours = r["generated"] / r["seconds"]
+        rows.append(("throughput %s, 64 requests" % dtype,
+                     "%d tokens in %.1f s = %.1f tok/s, %.0f GFLOP/s"
+                     % (r["generated"], r["seconds"], ours,
+                        gflops(params, r["prompt"] + r["generated"], r["seconds"]))))
+        if a.skip_hf:
+            continue
+        hf_tokens, hf_prompt, hf_seconds, n = transformers_throughput(
+            a.model, work[:a.hf_requests], a.hf_batch, dtype)
         hf = hf_tokens / hf_seconds
-        rows.append(("transformers generate fp32 (%d requests, batches of %d, left padded)"
-                     % (n, a.hf_batch), "%d tokens in %.1f s = %.1f tok/s"
-                     % (hf_tokens, hf_seconds, hf)))
-        rows.append(("throughput ratio", "%.1fx" % (ours / hf)))
+        rows.append(("transformers generate %s (%d requests, batches of %d, left padded)"
+                     % (dtype, n, a.hf_batch), "%d tokens in %.1f s = %.1f tok/s, %.0f GFLOP/s"
+                     % (hf_tokens, hf_seconds, hf,
+                        gflops(params, hf_prompt + hf_tokens, hf_seconds))))
+        rows.append(("throughput ratio %s" % dtype, "%.1fx" % (ours / hf)))
 
     print("| benchmark | result |\n|---|---|")
     for k, v in rows:

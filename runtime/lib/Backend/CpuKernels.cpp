@@ -29,6 +29,14 @@ void CpuKernels::storeKVCache(const torch::Tensor &key, const torch::Tensor &val
   nnsc::storeKVCache(key, value, kCache, vCache, meta.slotMapping);
 }
 
+torch::Tensor CpuKernels::ropeAndStoreKV(const torch::Tensor &q, const torch::Tensor &k,
+                                         const torch::Tensor &v, const torch::Tensor &cos,
+                                         const torch::Tensor &sin, torch::Tensor &kCache,
+                                         torch::Tensor &vCache,
+                                         const AttentionMetadata &meta) const {
+  return nnsc::ropeAndStoreKV(q, k, v, cos, sin, kCache, vCache, meta.slotMapping);
+}
+
 torch::Tensor CpuKernels::attention(const torch::Tensor &q, const torch::Tensor &kCache,
                                     const torch::Tensor &vCache, const AttentionMetadata &meta,
                                     double scale) const {

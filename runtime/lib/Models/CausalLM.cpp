@@ -4,10 +4,21 @@
 
 #include "nnsc/Runtime/Layers/Linear.h"
 #include "nnsc/Runtime/Layers/RMSNorm.h"
+#include "nnsc/Runtime/Models/PhaseProfile.h"
 
 #include <cmath>
 
 namespace nnsc {
+
+namespace {
+
+/// Runs `f` with its wall time charged to `phase` (NNSC_PROFILE).
+template <typename F> decltype(auto) timed(Phase phase, F &&f) {
+  ScopedPhase scope(phase);
+  return f();
+}
+
+} // namespace
 
 CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels)
     : w(std::move(weights)), kernels(&kernels), arch(w.config),
@@ -73,12 +84,14 @@ torch::Tensor CausalLM::headNorm(const torch::Tensor &x, const torch::Tensor &we
 
 torch::Tensor CausalLM::attention(int64_t index, torch::Tensor q, torch::Tensor k,
                                   torch::Tensor v, StepState &step) const {
-  q = kernels->rope(q, step.cos, step.sin);
-  k = kernels->rope(k, step.cos, step.sin).contiguous();
-  kernels->storeKVCache(k, v.contiguous(), step.cache.k[size_t(index)],
-                        step.cache.v[size_t(index)], step.meta);
-  torch::Tensor out = kernels->attention(q, step.cache.k[size_t(index)],
-                                         step.cache.v[size_t(index)], step.meta, scale);
+  torch::Tensor &kCache = step.cache.k[size_t(index)];
+  torch::Tensor &vCache = step.cache.v[size_t(index)];
+  q = timed(Phase::RopeStore, [&] {
+    return kernels->ropeAndStoreKV(q, k, v, step.cos, step.sin, kCache, vCache, step.meta);
+  });
+  torch::Tensor out = timed(Phase::Attention, [&] {
+    return kernels->attention(q, kCache, vCache, step.meta, scale);
+  });
   return out.reshape({out.size(0), -1});
 }
 
@@ -87,8 +100,8 @@ void CausalLM::fusedLayer(int64_t index, torch::Tensor &x, StepState &step) cons
   const schema::ModelConfig &c = w.config;
   const int64_t t = x.size(0), q = c.heads * c.headDim, kv = c.kvHeads * c.headDim;
 
-  torch::Tensor h = rmsNorm(x, l.inputNorm, c.rmsNormEps);
-  torch::Tensor qkv = nnsc::linear(h, l.qkv, l.qkvBias);
+  torch::Tensor h = timed(Phase::Norm, [&] { return rmsNorm(x, l.inputNorm, c.rmsNormEps); });
+  torch::Tensor qkv = timed(Phase::QKVProj, [&] { return nnsc::linear(h, l.qkv, l.qkvBias); });
   torch::Tensor qs = qkv.narrow(1, 0, q).view({t, c.heads, c.headDim});
   torch::Tensor ks = qkv.narrow(1, q, kv).view({t, c.kvHeads, c.headDim});
   torch::Tensor vs = qkv.narrow(1, q + kv, kv).view({t, c.kvHeads, c.headDim});
@@ -97,13 +110,15 @@ void CausalLM::fusedLayer(int64_t index, torch::Tensor &x, StepState &step) cons
     ks = headNorm(ks, l.kNorm);
   }
   torch::Tensor attn = attention(index, qs, ks, vs, step);
-  nnsc::linearAdd(x, attn, l.o);
+  timed(Phase::OProj, [&] { nnsc::linearAdd(x, attn, l.o); });
 
-  torch::Tensor h2 = rmsNorm(x, l.postNorm, c.rmsNormEps);
-  torch::Tensor gu = nnsc::linear(h2, l.gateUp);
-  torch::Tensor act = at::silu(gu.narrow(1, 0, c.intermediate))
-                          .mul_(gu.narrow(1, c.intermediate, c.intermediate));
-  nnsc::linearAdd(x, act, l.down);
+  torch::Tensor h2 = timed(Phase::Norm, [&] { return rmsNorm(x, l.postNorm, c.rmsNormEps); });
+  torch::Tensor gu = timed(Phase::GateUpProj, [&] { return nnsc::linear(h2, l.gateUp); });
+  torch::Tensor act = timed(Phase::Activation, [&] {
+    return at::silu(gu.narrow(1, 0, c.intermediate))
+        .mul_(gu.narrow(1, c.intermediate, c.intermediate));
+  });
+  timed(Phase::DownProj, [&] { nnsc::linearAdd(x, act, l.down); });
 }
 
 void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
@@ -251,7 +266,7 @@ torch::Tensor CausalLM::forward(const torch::Tensor &tokens, const AttentionMeta
     torch::Tensor ids = tokens.clone();
     hooks->fire(embedIn, ids);
   }
-  torch::Tensor x = at::embedding(w.embed, tokens);
+  torch::Tensor x = timed(Phase::Embed, [&] { return at::embedding(w.embed, tokens); });
   if (hooks && hooks->bound(embedOut))
     hooks->fire(embedOut, x);
 
@@ -273,11 +288,13 @@ torch::Tensor CausalLM::forward(const torch::Tensor &tokens, const AttentionMeta
     hooks->fire(normOut, hidden);
     hidden = hidden.index_select(0, meta.sampleRows);
   } else {
-    hidden = rmsNorm(x.index_select(0, meta.sampleRows), w.norm, w.config.rmsNormEps);
+    hidden = timed(Phase::Norm, [&] {
+      return rmsNorm(x.index_select(0, meta.sampleRows), w.norm, w.config.rmsNormEps);
+    });
   }
   if (hooks && hooks->bound(lmHeadIn))
     hooks->fireSampled(lmHeadIn, hidden);
-  torch::Tensor logits = nnsc::linear(hidden, w.lmHead);
+  torch::Tensor logits = timed(Phase::LMHead, [&] { return nnsc::linear(hidden, w.lmHead); });
   if (hooks && hooks->bound(lmHeadOut))
     hooks->fireSampled(lmHeadOut, logits);
   return logits.to(torch::kFloat32);

@@ -3,8 +3,10 @@
 #include "nnsc/Runtime/Engine/ModelRunner.h"
 
 #include "nnsc/Runtime/Attention/AttentionMetadata.h"
+#include "nnsc/Runtime/Models/PhaseProfile.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace nnsc {
 
@@ -24,6 +26,10 @@ ModelRunner::ModelRunner(std::shared_ptr<ModelBackend> backend, int64_t numBlock
 }
 
 torch::Tensor ModelRunner::forward(const ScheduledBatch &batch, const HookLookup &hooks) {
+  PhaseProfile &profile = PhaseProfile::get();
+  profile.setPrefill(batch.isPrefill);
+  profile.countStep(batch.numTokens());
+  std::optional<ScopedPhase> metadataPhase(std::in_place, Phase::Metadata);
   AttentionMetadata meta = AttentionMetadata::fromBatch(batch, blockSize);
   torch::Tensor tokens = torch::empty({batch.numTokens()}, torch::kInt64);
   int64_t *ids = tokens.data_ptr<int64_t>();
@@ -32,6 +38,7 @@ torch::Tensor ModelRunner::forward(const ScheduledBatch &batch, const HookLookup
     for (int64_t p = 0; p < seq->numScheduledTokens; ++p)
       *ids++ = all[size_t(seq->numCachedTokens + p)];
   }
+  metadataPhase.reset();
 
   // Requests with hooks: their rows in the flat batch and among the sampled rows.
   dispatch.reset();
@@ -64,7 +71,11 @@ torch::Tensor ModelRunner::forward(const ScheduledBatch &batch, const HookLookup
 std::vector<int32_t> ModelRunner::run(const ScheduledBatch &batch, const HookLookup &hooks) {
   torch::Tensor logits = forward(batch, hooks);
   std::vector<Sequence *> sampling = batch.samplingSeqs();
-  std::vector<int32_t> tokens = sampler.sample(logits, sampling);
+  std::vector<int32_t> tokens;
+  {
+    ScopedPhase phase(Phase::Sampler);
+    tokens = sampler.sample(logits, sampling);
+  }
   int samplesSite = model->architecture().findSite("samples");
   if (dispatch && dispatch->bound(samplesSite)) {
     torch::Tensor value =

@@ -7,7 +7,8 @@
 
 namespace nnsc {
 
-/// The CPU kernels: nnsc::rmsNorm, RotaryEmbedding::apply, storeKVCache and pagedAttention.
+/// The CPU kernels: nnsc::rmsNorm, RotaryEmbedding::apply, storeKVCache, ropeAndStoreKV
+/// (the two fused) and pagedAttention.
 class CpuKernels final : public DeviceKernels {
 public:
   /// The one instance (the kernels hold no state).
@@ -19,6 +20,11 @@ public:
                      const torch::Tensor &sin) const override;
   void storeKVCache(const torch::Tensor &key, const torch::Tensor &value, torch::Tensor &kCache,
                     torch::Tensor &vCache, const AttentionMetadata &meta) const override;
+  torch::Tensor ropeAndStoreKV(const torch::Tensor &q, const torch::Tensor &k,
+                               const torch::Tensor &v, const torch::Tensor &cos,
+                               const torch::Tensor &sin, torch::Tensor &kCache,
+                               torch::Tensor &vCache,
+                               const AttentionMetadata &meta) const override;
   torch::Tensor attention(const torch::Tensor &q, const torch::Tensor &kCache,
                           const torch::Tensor &vCache, const AttentionMetadata &meta,
                           double scale) const override;

@@ -1,9 +1,9 @@
 //===- DeviceKernels.h - the device-specific kernels of the decoder -*- C++ -*-===//
 //
 // The few operations of CausalLM's forward pass that have a hand-written kernel per device:
-// RMSNorm, RoPE, the KV-cache store and paged attention. Everything else (GEMMs, SiLU,
-// residual adds, embedding) is a LibTorch op that runs wherever its tensors are. A backend
-// gives its CausalLM one DeviceKernels; the CPU one is the default.
+// RMSNorm, RoPE, the KV-cache store (optionally fused with RoPE) and paged attention.
+// Everything else (GEMMs, SiLU, residual adds, embedding) is a LibTorch op that runs wherever
+// its tensors are. A backend gives its CausalLM one DeviceKernels; the CPU one is the default.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +32,17 @@ public:
   virtual void storeKVCache(const torch::Tensor &key, const torch::Tensor &value,
                             torch::Tensor &kCache, torch::Tensor &vCache,
                             const AttentionMetadata &meta) const = 0;
+  /// RoPE on q and k, then the rotated k and v stored as storeKVCache stores them; returns
+  /// the rotated q. A device with a fused kernel overrides this; the default runs the
+  /// separate kernels.
+  virtual torch::Tensor ropeAndStoreKV(const torch::Tensor &q, const torch::Tensor &k,
+                                       const torch::Tensor &v, const torch::Tensor &cos,
+                                       const torch::Tensor &sin, torch::Tensor &kCache,
+                                       torch::Tensor &vCache,
+                                       const AttentionMetadata &meta) const {
+    storeKVCache(rope(k, cos, sin).contiguous(), v.contiguous(), kCache, vCache, meta);
+    return rope(q, cos, sin);
+  }
   /// The step's paged attention (varlen prefill or decode, as meta.isPrefill says):
   /// q [tokens, heads, head_dim] -> [tokens, heads, head_dim].
   virtual torch::Tensor attention(const torch::Tensor &q, const torch::Tensor &kCache,
