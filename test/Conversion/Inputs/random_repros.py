@@ -63,7 +63,7 @@ def invoke_value_at_site(p):
             p.save(r, "y", mlp13[row + n - 1])
 
 
-REPROS = {"random-xfail-step0-loop-save": step0_loop_save,
+REPROS = {"random-step0-loop-save": step0_loop_save,
           "random-invoke-value-at-site": invoke_value_at_site}
 
 
