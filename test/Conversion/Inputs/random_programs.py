@@ -40,11 +40,6 @@ class Program:
                 a = rng.randrange(0, 3)
                 b = rng.choice([None, a + rng.randint(1, 3)])
                 c = rng.choice([1, 1, 2])
-                # A loop over step 0 alone saved without the '.0' suffix (compiler bug, fixed
-                # in d55f49e; random-step0-loop-save.nns): such loops run from step 0 on until
-                # seeds 1-5 are re-run with the fix.
-                if a == 0 and b is not None and b <= c:
-                    b = None
                 loop = (a, b, c)
             # A loop sees the names bound before it (their step-0 values, carried across
             # steps in the frame) but does not rebind them. Those with the token dimension keep
