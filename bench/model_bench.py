@@ -4,8 +4,13 @@ Every number comes from this run on this machine. --hf-requests N runs transform
 first N requests only; its tok/s is then over those requests (stated in the row).
 
 usage: .venv/bin/python bench/model_bench.py [--build DIR] [--model GGUF] [--hf-requests N]
-                                             [--hf-batch B] [--skip-hf] [--dtypes fp32,bf16]
+                                             [--hf-batch B] [--hf-single-requests N]
+                                             [--skip-hf] [--dtypes fp32,bf16]
                                              [--decode-rounds N]
+
+transformers runs twice per dtype: batched by --hf-batch with left padding (static batching
+done carefully), and one request at a time on the first --hf-single-requests requests (plain
+`generate` per prompt, as most scripts call it); the engine's ratio is given against both.
 
 Progress goes to stderr; the results table (Markdown) to stdout.
 """
@@ -113,6 +118,8 @@ def main():
                     help="requests of the workload run through transformers generate")
     ap.add_argument("--hf-batch", type=int, default=8,
                     help="transformers generate batch size")
+    ap.add_argument("--hf-single-requests", type=int, default=16,
+                    help="requests run through transformers generate one at a time (0: none)")
     ap.add_argument("--skip-hf", action="store_true")
     ap.add_argument("--dtypes", default="fp32,bf16")
     ap.add_argument("--decode-rounds", type=int, default=4,
@@ -151,6 +158,8 @@ def main():
                          "%.1f tok/s = %.0f%% of roofline %.1f tok/s"
                          % (rate, 100 * rate / roof, roof)))
     for dtype, f in fractions.items():
+        if not f:
+            continue
         rows.append(("batch-1 decode %s, median of %d rounds" % (dtype, len(f)),
                      "%.0f%% of roofline (rounds %.0f%%-%.0f%%)"
                      % (100 * statistics.median(f), 100 * min(f), 100 * max(f))))
@@ -185,14 +194,21 @@ def main():
                         gflops(params, r["prompt"] + r["generated"], r["seconds"]))))
         if a.skip_hf:
             continue
-        hf_tokens, hf_prompt, hf_seconds, n = transformers_throughput(
-            a.model, work[:a.hf_requests], a.hf_batch, dtype)
-        hf = hf_tokens / hf_seconds
-        rows.append(("transformers generate %s (%d requests, batches of %d, left padded)"
-                     % (dtype, n, a.hf_batch), "%d tokens in %.1f s = %.1f tok/s, %.0f GFLOP/s"
-                     % (hf_tokens, hf_seconds, hf,
-                        gflops(params, hf_prompt + hf_tokens, hf_seconds))))
-        rows.append(("throughput ratio %s" % dtype, "%.1fx" % (ours / hf)))
+        baselines = [(a.hf_requests, a.hf_batch)]
+        if a.hf_single_requests > 0:
+            baselines.append((a.hf_single_requests, 1))
+        for requests, batch in baselines:
+            hf_tokens, hf_prompt, hf_seconds, n = transformers_throughput(
+                a.model, work[:requests], batch, dtype)
+            hf = hf_tokens / hf_seconds
+            how = ("one at a time" if batch == 1
+                   else "batches of %d, left padded" % batch)
+            rows.append(("transformers generate %s (%d requests, %s)" % (dtype, n, how),
+                         "%d tokens in %.1f s = %.1f tok/s, %.0f GFLOP/s"
+                         % (hf_tokens, hf_seconds, hf,
+                            gflops(params, hf_prompt + hf_tokens, hf_seconds))))
+            rows.append(("throughput ratio %s vs transformers %s" % (dtype, how),
+                         "%.1fx" % (ours / hf)))
 
     print("| benchmark | result |\n|---|---|")
     for k, v in rows:
