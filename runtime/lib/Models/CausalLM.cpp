@@ -4,6 +4,7 @@
 
 #include "nnsc/Runtime/Layers/Linear.h"
 #include "nnsc/Runtime/Layers/RMSNorm.h"
+#include "nnsc/Runtime/Layers/SiluMul.h"
 #include "nnsc/Runtime/Models/PhaseProfile.h"
 
 #include <cmath>
@@ -115,8 +116,7 @@ void CausalLM::fusedLayer(int64_t index, torch::Tensor &x, StepState &step) cons
   torch::Tensor h2 = timed(Phase::Norm, [&] { return rmsNorm(x, l.postNorm, c.rmsNormEps); });
   torch::Tensor gu = timed(Phase::GateUpProj, [&] { return nnsc::linear(h2, l.gateUp); });
   torch::Tensor act = timed(Phase::Activation, [&] {
-    return at::silu(gu.narrow(1, 0, c.intermediate))
-        .mul_(gu.narrow(1, c.intermediate, c.intermediate));
+    return siluMul(gu.narrow(1, 0, c.intermediate), gu.narrow(1, c.intermediate, c.intermediate));
   });
   timed(Phase::DownProj, [&] { nnsc::linearAdd(x, act, l.down); });
 }
@@ -129,9 +129,10 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
   const int64_t t = x.size(0), q = c.heads * c.headDim, kv = c.kvHeads * c.headDim;
   const int64_t inter = c.intermediate;
 
+  auto bound = [&](int site) { return site >= 0 && hooks.bound(site); };
   // Fires `site` on `value` (made contiguous so hooks and kernels see plain rows).
   auto fire = [&](int site, torch::Tensor &value) {
-    if (site >= 0 && hooks.bound(site)) {
+    if (bound(site)) {
       value = value.contiguous();
       hooks.fire(site, value);
     }
@@ -139,7 +140,7 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
   // The value a module receives when it shares its input with later consumers: a copy if
   // the module's input site is bound, so a replacement reaches this module only.
   auto ownInput = [&](int site, const torch::Tensor &value) {
-    if (site < 0 || !hooks.bound(site))
+    if (!bound(site))
       return value;
     torch::Tensor copy = value.clone();
     hooks.fire(site, copy);
@@ -152,7 +153,7 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
   // (docs/Runtime.md, "Skipping a module").
   auto keepSkipped = [&](int inSite, const torch::Tensor &input) {
     std::vector<std::pair<TokenGroup, torch::Tensor>> kept;
-    if (inSite >= 0 && hooks.bound(inSite))
+    if (bound(inSite))
       for (const TokenGroup &g : hooks.skippedRows(inSite))
         kept.emplace_back(g, input.narrow(0, g.tokenStart, g.tokenCount).clone());
     return kept;
@@ -170,23 +171,27 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
 
   fire(s.layerIn, x);
   const auto layerSkipped = keepSkipped(s.layerIn, x);
-  torch::Tensor h = rmsNorm(ownInput(s.inNormIn, x), l.inputNorm, c.rmsNormEps);
+  torch::Tensor h = timed(Phase::Norm, [&] {
+    return rmsNorm(ownInput(s.inNormIn, x), l.inputNorm, c.rmsNormEps);
+  });
   fire(s.inNormOut, h);
   fire(s.attnIn, h);
   const auto attnSkipped = keepSkipped(s.attnIn, h);
 
   // q, k and v read the same input; a bound input site of one of them gets its own copy.
-  const bool splitQKV = hooks.bound(s.qIn) || hooks.bound(s.kIn) || hooks.bound(s.vIn);
+  const bool splitQKV = bound(s.qIn) || bound(s.kIn) || bound(s.vIn);
   torch::Tensor qkv;
   if (!splitQKV)
-    qkv = nnsc::linear(h, l.qkv, l.qkvBias);
+    qkv = timed(Phase::QKVProj, [&] { return nnsc::linear(h, l.qkv, l.qkvBias); });
   auto project = [&](int inSite, int64_t begin, int64_t count, bool lastConsumer) {
     if (!splitQKV)
       return qkv.narrow(1, begin, count);
     torch::Tensor input = lastConsumer ? h : ownInput(inSite, h);
     if (lastConsumer)
       fire(inSite, input);
-    return nnsc::linear(input, rows(l.qkv, begin, count), biasRows(begin, count));
+    return timed(Phase::QKVProj, [&] {
+      return nnsc::linear(input, rows(l.qkv, begin, count), biasRows(begin, count));
+    });
   };
   torch::Tensor qs = project(s.qIn, 0, q, false);
   fire(s.qOut, qs);
@@ -209,41 +214,65 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
 
   torch::Tensor attn = attention(index, q3, k3, vs.view({t, c.kvHeads, c.headDim}), step);
   fire(s.oIn, attn);
-  torch::Tensor o = nnsc::linear(attn, l.o);
-  fire(s.oOut, o);
-  restoreSkipped(o, attnSkipped);
-  fire(s.attnOut, o);
-  x.add_(o);
+  // Nobody sees o_proj's output on its own: add it to the residual inside the GEMM.
+  if (!bound(s.oOut) && !bound(s.attnOut) && attnSkipped.empty()) {
+    timed(Phase::OProj, [&] { nnsc::linearAdd(x, attn, l.o); });
+  } else {
+    torch::Tensor o = timed(Phase::OProj, [&] { return nnsc::linear(attn, l.o); });
+    fire(s.oOut, o);
+    restoreSkipped(o, attnSkipped);
+    fire(s.attnOut, o);
+    x.add_(o);
+  }
 
-  torch::Tensor h2 = rmsNorm(ownInput(s.postNormIn, x), l.postNorm, c.rmsNormEps);
+  torch::Tensor h2 = timed(Phase::Norm, [&] {
+    return rmsNorm(ownInput(s.postNormIn, x), l.postNorm, c.rmsNormEps);
+  });
   fire(s.postNormOut, h2);
   fire(s.mlpIn, h2);
   const auto mlpSkipped = keepSkipped(s.mlpIn, h2);
 
-  const bool splitGateUp = hooks.bound(s.gateIn) || hooks.bound(s.upIn);
+  const bool splitGateUp = bound(s.gateIn) || bound(s.upIn);
   torch::Tensor gu, g, u;
   if (splitGateUp)
-    g = nnsc::linear(ownInput(s.gateIn, h2), rows(l.gateUp, 0, inter));
+    g = timed(Phase::GateUpProj, [&] {
+      return nnsc::linear(ownInput(s.gateIn, h2), rows(l.gateUp, 0, inter));
+    });
   else
-    gu = nnsc::linear(h2, l.gateUp), g = gu.narrow(1, 0, inter);
+    gu = timed(Phase::GateUpProj, [&] { return nnsc::linear(h2, l.gateUp); }),
+    g = gu.narrow(1, 0, inter);
   fire(s.gateOut, g);
   fire(s.actIn, g);
-  torch::Tensor a = at::silu(g);
-  fire(s.actOut, a);
-  if (splitGateUp) {
+  auto upProj = [&] {
+    if (!splitGateUp)
+      return gu.narrow(1, inter, inter);
     fire(s.upIn, h2);
-    u = nnsc::linear(h2, rows(l.gateUp, inter, inter));
+    return timed(Phase::GateUpProj,
+                 [&] { return nnsc::linear(h2, rows(l.gateUp, inter, inter)); });
+  };
+  torch::Tensor p;
+  if (!bound(s.actOut) && !bound(s.upOut)) {
+    // act_fn's and up_proj's outputs are seen by nobody but the product: one pass. up_proj
+    // runs before SiLU here, which only its input site (h2, unchanged by SiLU) could tell.
+    u = upProj();
+    p = timed(Phase::Activation, [&] { return siluMul(g, u); });
   } else {
-    u = gu.narrow(1, inter, inter);
+    torch::Tensor a = timed(Phase::Activation, [&] { return at::silu(g); });
+    fire(s.actOut, a);
+    u = upProj();
+    fire(s.upOut, u);
+    p = timed(Phase::Activation, [&] { return a * u; });
   }
-  fire(s.upOut, u);
-  torch::Tensor p = a * u;
   fire(s.downIn, p);
-  torch::Tensor d = nnsc::linear(p, l.down);
-  fire(s.downOut, d);
-  restoreSkipped(d, mlpSkipped);
-  fire(s.mlpOut, d);
-  x.add_(d);
+  if (!bound(s.downOut) && !bound(s.mlpOut) && mlpSkipped.empty()) {
+    timed(Phase::DownProj, [&] { nnsc::linearAdd(x, p, l.down); });
+  } else {
+    torch::Tensor d = timed(Phase::DownProj, [&] { return nnsc::linear(p, l.down); });
+    fire(s.downOut, d);
+    restoreSkipped(d, mlpSkipped);
+    fire(s.mlpOut, d);
+    x.add_(d);
+  }
   restoreSkipped(x, layerSkipped);
   fire(s.layerOut, x);
 }

@@ -2,10 +2,10 @@
 //
 // Set NNSC_PROFILE=1 to have the process print, at exit, the wall time spent in each phase
 // of the engine's steps (GEMMs, attention, RoPE + KV store, norms, sampler, ...) split by
-// prefill and decode steps. Layers with bound hooks are charged only for their RoPE + KV
-// store and attention. Without the variable a phase costs one predictable branch. The
-// kernels are synchronous on the CPU, so wall time per phase is the phase's cost; on CUDA the
-// split is not meaningful (launches are asynchronous).
+// prefill and decode steps. Layers with bound hooks are charged like the others; the hooks
+// themselves and the copies they need are outside any phase. Without the variable a phase
+// costs one predictable branch. The kernels are synchronous on the CPU, so wall time per
+// phase is the phase's cost; on CUDA the split is not meaningful (launches are asynchronous).
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,57 @@
+//===- SiluMul.cpp - The Llama MLP's SiLU(gate) * up ------------*- C++ -*-===//
+
+#include "nnsc/Runtime/Layers/SiluMul.h"
+
+#include "nnsc/Runtime/Kernels/SiluMul.h"
+#include "nnsc/Runtime/Kernels/ThreadPool.h"
+
+namespace nnsc {
+
+namespace {
+
+/// Below this many elements one thread finishes before a second would wake up.
+constexpr int64_t MinParallelElements = 32 * 1024;
+
+template <typename T>
+void run(const torch::Tensor &gate, const torch::Tensor &up, torch::Tensor &out,
+         void (*kernel)(const T *, const T *, T *, int64_t)) {
+  const T *g = static_cast<const T *>(gate.data_ptr());
+  const T *u = static_cast<const T *>(up.data_ptr());
+  T *o = static_cast<T *>(out.data_ptr());
+  const int64_t rows = gate.size(0), n = gate.size(1);
+  const int64_t gs = gate.stride(0), us = up.stride(0), os = out.stride(0);
+  auto span = [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      kernel(g + r * gs, u + r * us, o + r * os, n);
+  };
+  const int threads = rows < 2 || rows * n < MinParallelElements ? 1 : at::get_num_threads();
+  if (threads <= 1) {
+    span(0, rows);
+    return;
+  }
+  kernels::ThreadPool::shared(threads).parallel(
+      [&](int part, int parts) { span(rows * part / parts, rows * (part + 1) / parts); });
+}
+
+} // namespace
+
+torch::Tensor siluMul(const torch::Tensor &gate, const torch::Tensor &up) {
+  TORCH_CHECK(gate.dim() == 2 && up.sizes() == gate.sizes(), "siluMul: gate ", gate.sizes(),
+              " and up ", up.sizes(), " must be the same [rows, n]");
+  TORCH_CHECK(gate.scalar_type() == up.scalar_type(), "siluMul: gate is ", gate.scalar_type(),
+              " but up is ", up.scalar_type());
+  const auto type = gate.scalar_type();
+  if (!gate.device().is_cpu() || !up.device().is_cpu() ||
+      (type != torch::kFloat32 && type != torch::kBFloat16))
+    return at::silu(gate).mul_(up);
+  const torch::Tensor g = gate.stride(1) == 1 ? gate : gate.contiguous();
+  const torch::Tensor u = up.stride(1) == 1 ? up : up.contiguous();
+  torch::Tensor out = torch::empty(gate.sizes(), gate.options());
+  if (type == torch::kBFloat16)
+    run<uint16_t>(g, u, out, kernels::siluMulBF16);
+  else
+    run<float>(g, u, out, kernels::siluMulF32);
+  return out;
+}
+
+} // namespace nnsc
