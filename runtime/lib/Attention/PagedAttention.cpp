@@ -1,335 +1,66 @@
-//===- PagedAttention.cpp - CPU paged attention kernels ---------*- C++ -*-===//
+//===- PagedAttention.cpp - CPU paged attention entry points ----*- C++ -*-===//
 //
-// One work item is a tile of up to kTileQueries consecutive queries of one sequence times the
-// query heads that share one KV head. It walks the sequence's cache blocks once, with an
-// online (flash-attention style) softmax per query row, so K/V are read once per tile and
-// never gathered into a contiguous copy. Items run in parallel with at::parallel_for.
-// Prefill tiles score a block as a small GEMM against a transposed copy of its keys; short
-// tiles (few rows) take dot products against the cache rows directly. Decode tiles (one
-// query, the KV head's group of query heads) load each key and value row once for up to four
-// heads at a time, so the group's independent sums keep the vector units busy instead of
-// waiting on one dot product's reduction per key.
+// Checks a step's tensors and metadata, cuts the step into work items and runs them on the
+// runtime's thread pool. A prefill item is a tile of up to TileQueries queries of one
+// sequence times the query heads of one KV head; a decode item is one sequence, all heads.
+// Items are claimed one at a time from a shared counter, so items of unequal length balance
+// across threads and a thread the OS deschedules on a shared machine delays no one. The
+// kernels (AttentionKernels.h) are AVX-512 where the CPU and head size allow, portable C++
+// otherwise.
 //
 //===----------------------------------------------------------------------===//
 
 #include "nnsc/Runtime/Attention/PagedAttention.h"
 
+#include "AttentionKernels.h"
+#include "nnsc/Runtime/Kernels/ThreadPool.h"
+
 #include <ATen/Parallel.h>
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
-#include <type_traits>
+#include <atomic>
 #include <vector>
 
 namespace nnsc {
 
+using attention::Dims;
+using attention::Operands;
+using attention::Tile;
+using attention::TileQueries;
+
 namespace {
 
-constexpr int64_t kTileQueries = 16;
-/// Tiles with at least this many query rows score keys from a transposed copy of the block.
-constexpr int64_t kTransposeMinRows = 8;
-
-inline float dot(const float *a, const float *b, int64_t n) {
-  float sum = 0.f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < n; ++i)
-    sum += a[i] * b[i];
-  return sum;
-}
-
-struct Dims {
-  int64_t numHeads;
-  int64_t numKvHeads;
-  int64_t headDim;
-  int64_t numBlocks;
-  int64_t blockSize;
-};
-
-/// Queries [firstRow, firstRow + numQueries) of one sequence at positions
-/// [firstPos, firstPos + numQueries), and the block table of that sequence.
-struct Tile {
-  int64_t firstRow;
-  int64_t numQueries;
-  int64_t firstPos;
-  const int32_t *blockTable;
-};
-
-/// Per-thread buffers, sized for the largest tile.
-struct Scratch {
-  explicit Scratch(const Dims &d)
-      : rows(kTileQueries * (d.numHeads / d.numKvHeads)), query(rows * d.headDim),
-        acc(rows * d.headDim), maxScore(rows), denom(rows), keys(d.blockSize * d.headDim),
-        values(d.blockSize * d.headDim), scores(d.blockSize),
-        groupScores(d.numHeads / d.numKvHeads * d.blockSize) {}
-  int64_t rows;
-  std::vector<float> query, acc, maxScore, denom, keys, values, scores;
-  std::vector<float> groupScores; // [group, block_size], a decode tile's scores of one block
-};
-
-/// Calls f(std::integral_constant<int, n>) for n in [1, 4].
-template <typename F> void withRowCount(int64_t n, F &&f) {
-  switch (n) {
-  case 1:
-    return f(std::integral_constant<int, 1>{});
-  case 2:
-    return f(std::integral_constant<int, 2>{});
-  case 3:
-    return f(std::integral_constant<int, 3>{});
-  default:
-    return f(std::integral_constant<int, 4>{});
+/// Calls work(i) for every i in [0, numItems) on the thread pool.
+template <typename F> void forEachItem(int64_t numItems, const F &work) {
+  const int threads = at::get_num_threads();
+  if (threads <= 1 || numItems <= 1) {
+    for (int64_t i = 0; i < numItems; ++i)
+      work(i);
+    return;
   }
-}
-
-/// Scores of N query rows ([N, dim], packed) against one key row, stored `stride` apart.
-template <int N>
-inline void scoreKey(const float *q, int64_t dim, const float *key, float *scores,
-                     int64_t stride) {
-  float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;
-#pragma omp simd reduction(+ : s0, s1, s2, s3)
-  for (int64_t i = 0; i < dim; ++i) {
-    const float k = key[i];
-    s0 += q[i] * k;
-    if constexpr (N > 1)
-      s1 += q[dim + i] * k;
-    if constexpr (N > 2)
-      s2 += q[2 * dim + i] * k;
-    if constexpr (N > 3)
-      s3 += q[3 * dim + i] * k;
-  }
-  scores[0] = s0;
-  if constexpr (N > 1)
-    scores[stride] = s1;
-  if constexpr (N > 2)
-    scores[2 * stride] = s2;
-  if constexpr (N > 3)
-    scores[3 * stride] = s3;
-}
-
-/// acc[r] += p[r * stride] * value for N accumulator rows ([N, dim], packed).
-template <int N>
-inline void accumulateValue(const float *value, int64_t dim, const float *p, int64_t stride,
-                            float *acc) {
-  const float p0 = p[0];
-  const float p1 = N > 1 ? p[stride] : 0.f;
-  const float p2 = N > 2 ? p[2 * stride] : 0.f;
-  const float p3 = N > 3 ? p[3 * stride] : 0.f;
-#pragma omp simd
-  for (int64_t i = 0; i < dim; ++i) {
-    const float v = value[i];
-    acc[i] += p0 * v;
-    if constexpr (N > 1)
-      acc[dim + i] += p1 * v;
-    if constexpr (N > 2)
-      acc[2 * dim + i] += p2 * v;
-    if constexpr (N > 3)
-      acc[3 * dim + i] += p3 * v;
-  }
-}
-
-/// Copies one block's keys for one KV head into `dst` transposed, [head_dim][block_size] in
-/// float, so the scores of a query against the whole block are a few vector FMAs per dim.
-template <typename T>
-void transposeKeys(const T *src, int64_t stride, int64_t rows, int64_t headDim, int64_t blockSize,
-                   float *dst) {
-  for (int64_t t = 0; t < rows; ++t)
-    for (int64_t i = 0; i < headDim; ++i)
-      dst[i * blockSize + t] = static_cast<float>(src[t * stride + i]);
-}
-
-/// Points `dst` at one block's rows (keys or values) for one KV head as float: the cache
-/// itself for float32, a converted copy for bfloat16. Returns the row stride.
-template <typename T>
-int64_t valueRows(const T *src, int64_t stride, int64_t rows, int64_t headDim,
-                  std::vector<float> &buffer, const float *&dst) {
-  if constexpr (std::is_same_v<T, float>) {
-    dst = src;
-    return stride;
-  } else {
-    for (int64_t t = 0; t < rows; ++t)
-      for (int64_t i = 0; i < headDim; ++i)
-        buffer[t * headDim + i] = static_cast<float>(src[t * stride + i]);
-    dst = buffer.data();
-    return headDim;
-  }
-}
-
-template <typename T>
-void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const Tile &tile,
-                int64_t kvHead, const Dims &d, float scale, Scratch &s) {
-  const int64_t group = d.numHeads / d.numKvHeads;
-  const int64_t dim = d.headDim;
-  const int64_t rows = tile.numQueries * group;
-  // Row ri = query qi, head kvHead * group + hj, at ri = qi * group + hj.
-  for (int64_t qi = 0; qi < tile.numQueries; ++qi)
-    for (int64_t hj = 0; hj < group; ++hj) {
-      const T *src = q + ((tile.firstRow + qi) * d.numHeads + kvHead * group + hj) * dim;
-      float *dst = s.query.data() + (qi * group + hj) * dim;
-      for (int64_t i = 0; i < dim; ++i)
-        dst[i] = static_cast<float>(src[i]) * scale;
-    }
-  std::fill_n(s.acc.begin(), rows * dim, 0.f);
-  std::fill_n(s.maxScore.begin(), rows, -std::numeric_limits<float>::infinity());
-  std::fill_n(s.denom.begin(), rows, 0.f);
-
-  const int64_t numKeys = tile.firstPos + tile.numQueries;
-  const int64_t tokenStride = d.numKvHeads * dim;
-  for (int64_t kb = 0; kb * d.blockSize < numKeys; ++kb) {
-    const int64_t blockStart = kb * d.blockSize;
-    const int64_t inBlock = std::min(d.blockSize, numKeys - blockStart);
-    const int64_t base =
-        (static_cast<int64_t>(tile.blockTable[kb]) * d.blockSize * d.numKvHeads + kvHead) * dim;
-    // Transposing pays off only when many query rows share the block (prefill tiles); a
-    // decode tile has one row per head of the group and scores the keys in place.
-    const bool transposed = rows >= kTransposeMinRows;
-    const float *keys = nullptr;
-    int64_t keyStride = 0;
-    if (transposed)
-      transposeKeys(kCache + base, tokenStride, inBlock, dim, d.blockSize, s.keys.data());
-    else
-      keyStride = valueRows(kCache + base, tokenStride, inBlock, dim, s.keys, keys);
-    const float *values;
-    int64_t valueStride = valueRows(vCache + base, tokenStride, inBlock, dim, s.values, values);
-
-    for (int64_t qi = 0; qi < tile.numQueries; ++qi) {
-      // Causal: the query at position p sees keys [0, p].
-      int64_t visible = std::min(inBlock, tile.firstPos + qi - blockStart + 1);
-      if (visible <= 0)
-        continue;
-      for (int64_t hj = 0; hj < group; ++hj) {
-        int64_t ri = qi * group + hj;
-        const float *query = s.query.data() + ri * dim;
-        float *acc = s.acc.data() + ri * dim;
-        float *scores = s.scores.data();
-        if (transposed) {
-          std::fill_n(scores, visible, 0.f);
-          for (int64_t i = 0; i < dim; ++i) {
-            const float qd = query[i];
-            const float *keyColumn = s.keys.data() + i * d.blockSize;
-#pragma omp simd
-            for (int64_t t = 0; t < visible; ++t)
-              scores[t] += qd * keyColumn[t];
-          }
-        } else {
-          for (int64_t t = 0; t < visible; ++t)
-            scores[t] = dot(query, keys + t * keyStride, dim);
-        }
-        float blockMax = s.maxScore[ri];
-        for (int64_t t = 0; t < visible; ++t)
-          blockMax = std::max(blockMax, scores[t]);
-        float correction = std::exp(s.maxScore[ri] - blockMax);
-        s.maxScore[ri] = blockMax;
-        float denom = s.denom[ri] * correction;
-        for (int64_t i = 0; i < dim; ++i)
-          acc[i] *= correction;
-        for (int64_t t = 0; t < visible; ++t) {
-          float p = std::exp(s.scores[t] - blockMax);
-          denom += p;
-          const float *value = values + t * valueStride;
-#pragma omp simd
-          for (int64_t i = 0; i < dim; ++i)
-            acc[i] += p * value[i];
-        }
-        s.denom[ri] = denom;
-      }
-    }
-  }
-
-  for (int64_t qi = 0; qi < tile.numQueries; ++qi)
-    for (int64_t hj = 0; hj < group; ++hj) {
-      int64_t ri = qi * group + hj;
-      T *dst = out + ((tile.firstRow + qi) * d.numHeads + kvHead * group + hj) * dim;
-      float inv = 1.f / s.denom[ri];
-      for (int64_t i = 0; i < dim; ++i)
-        dst[i] = static_cast<T>(s.acc[ri * dim + i] * inv);
-    }
-}
-
-/// A one-query tile: the query heads of KV head `kvHead` at the sequence's last position.
-template <typename T>
-void attendDecode(const T *q, T *out, const T *kCache, const T *vCache, const Tile &tile,
-                  int64_t kvHead, const Dims &d, float scale, Scratch &s) {
-  const int64_t group = d.numHeads / d.numKvHeads;
-  const int64_t dim = d.headDim;
-  const int64_t bs = d.blockSize;
-  const T *src = q + (tile.firstRow * d.numHeads + kvHead * group) * dim;
-  for (int64_t i = 0; i < group * dim; ++i)
-    s.query[i] = static_cast<float>(src[i]) * scale;
-  std::fill_n(s.acc.begin(), group * dim, 0.f);
-  std::fill_n(s.maxScore.begin(), group, -std::numeric_limits<float>::infinity());
-  std::fill_n(s.denom.begin(), group, 0.f);
-
-  const int64_t numKeys = tile.firstPos + 1;
-  const int64_t tokenStride = d.numKvHeads * dim;
-  float *scores = s.groupScores.data();
-  for (int64_t kb = 0; kb * bs < numKeys; ++kb) {
-    const int64_t inBlock = std::min(bs, numKeys - kb * bs);
-    const int64_t base =
-        (static_cast<int64_t>(tile.blockTable[kb]) * bs * d.numKvHeads + kvHead) * dim;
-    const float *keys, *values;
-    const int64_t keyStride = valueRows(kCache + base, tokenStride, inBlock, dim, s.keys, keys);
-    const int64_t valueStride =
-        valueRows(vCache + base, tokenStride, inBlock, dim, s.values, values);
-    for (int64_t r0 = 0; r0 < group; r0 += 4)
-      withRowCount(group - r0, [&](auto n) {
-        for (int64_t t = 0; t < inBlock; ++t)
-          scoreKey<decltype(n)::value>(s.query.data() + r0 * dim, dim, keys + t * keyStride,
-                                       scores + r0 * bs + t, bs);
-      });
-    // Online softmax: rescale what the earlier blocks accumulated to this block's maximum and
-    // turn the scores into unnormalized probabilities in place.
-    for (int64_t r = 0; r < group; ++r) {
-      float *row = scores + r * bs;
-      float blockMax = s.maxScore[r];
-      for (int64_t t = 0; t < inBlock; ++t)
-        blockMax = std::max(blockMax, row[t]);
-      const float correction = std::exp(s.maxScore[r] - blockMax);
-      s.maxScore[r] = blockMax;
-      float denom = s.denom[r] * correction;
-      for (int64_t t = 0; t < inBlock; ++t) {
-        row[t] = std::exp(row[t] - blockMax);
-        denom += row[t];
-      }
-      s.denom[r] = denom;
-      float *acc = s.acc.data() + r * dim;
-      for (int64_t i = 0; i < dim; ++i)
-        acc[i] *= correction;
-    }
-    for (int64_t r0 = 0; r0 < group; r0 += 4)
-      withRowCount(group - r0, [&](auto n) {
-        for (int64_t t = 0; t < inBlock; ++t)
-          accumulateValue<decltype(n)::value>(values + t * valueStride, dim,
-                                              scores + r0 * bs + t, bs, s.acc.data() + r0 * dim);
-      });
-  }
-
-  T *dst = out + (tile.firstRow * d.numHeads + kvHead * group) * dim;
-  for (int64_t r = 0; r < group; ++r) {
-    const float inv = 1.f / s.denom[r];
-    for (int64_t i = 0; i < dim; ++i)
-      dst[r * dim + i] = static_cast<T>(s.acc[r * dim + i] * inv);
-  }
-}
-
-template <typename T>
-void runTiles(const torch::Tensor &q, torch::Tensor &out, const torch::Tensor &kCache,
-              const torch::Tensor &vCache, const std::vector<Tile> &tiles, const Dims &d,
-              float scale) {
-  const T *qPtr = q.data_ptr<T>();
-  T *outPtr = out.data_ptr<T>();
-  const T *kPtr = kCache.data_ptr<T>();
-  const T *vPtr = vCache.data_ptr<T>();
-  auto numItems = static_cast<int64_t>(tiles.size()) * d.numKvHeads;
-  at::parallel_for(0, numItems, 1, [&](int64_t begin, int64_t end) {
-    Scratch scratch(d);
-    for (int64_t item = begin; item < end; ++item) {
-      const Tile &tile = tiles[item / d.numKvHeads];
-      if (tile.numQueries == 1)
-        attendDecode(qPtr, outPtr, kPtr, vPtr, tile, item % d.numKvHeads, d, scale, scratch);
-      else
-        attendTile(qPtr, outPtr, kPtr, vPtr, tile, item % d.numKvHeads, d, scale, scratch);
-    }
+  std::atomic<int64_t> next{0};
+  kernels::ThreadPool::shared(threads).parallel([&](int, int) {
+    for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < numItems;
+         i = next.fetch_add(1, std::memory_order_relaxed))
+      work(i);
   });
+}
+
+template <typename T>
+void runTiles(const Operands<T> &ops, const std::vector<Tile> &tiles, bool decode) {
+  const Dims &d = ops.dims;
+  const auto numTiles = static_cast<int64_t>(tiles.size());
+  if (!attention::avx512Usable(d.headDim)) {
+    forEachItem(numTiles * d.numKvHeads, [&](int64_t item) {
+      attention::attendTilePortable(ops, tiles[item / d.numKvHeads], item % d.numKvHeads);
+    });
+  } else if (decode) {
+    forEachItem(numTiles, [&](int64_t item) { attention::decodeTileAvx512(ops, tiles[item]); });
+  } else {
+    forEachItem(numTiles * d.numKvHeads, [&](int64_t item) {
+      attention::prefillTileAvx512(ops, tiles[item / d.numKvHeads], item % d.numKvHeads);
+    });
+  }
 }
 
 /// Checks q against the caches and returns the dimensions.
@@ -377,14 +108,21 @@ void checkIndexTensor(const char *fn, const char *name, const torch::Tensor &t, 
               fn, ": ", name, " must be a contiguous ", dims, "-d int32 CPU tensor");
 }
 
+/// Runs the tiles (one-query tiles of decoding sequences if `decode`) into a new tensor.
 torch::Tensor dispatch(const torch::Tensor &q, const torch::Tensor &kCache,
                        const torch::Tensor &vCache, const std::vector<Tile> &tiles, const Dims &d,
-                       double scale) {
+                       double scale, bool decode) {
   torch::Tensor out = torch::empty_like(q);
-  if (q.scalar_type() == torch::kFloat32)
-    runTiles<float>(q, out, kCache, vCache, tiles, d, static_cast<float>(scale));
-  else
-    runTiles<c10::BFloat16>(q, out, kCache, vCache, tiles, d, static_cast<float>(scale));
+  if (q.scalar_type() == torch::kFloat32) {
+    runTiles(Operands<float>{q.data_ptr<float>(), out.data_ptr<float>(), kCache.data_ptr<float>(),
+                             vCache.data_ptr<float>(), d, static_cast<float>(scale)},
+             tiles, decode);
+  } else {
+    auto bits = [](const torch::Tensor &t) { return static_cast<uint16_t *>(t.data_ptr()); };
+    runTiles(Operands<uint16_t>{bits(q), bits(out), bits(kCache), bits(vCache), d,
+                                static_cast<float>(scale)},
+             tiles, decode);
+  }
   return out;
 }
 
@@ -419,11 +157,11 @@ torch::Tensor prefillAttention(const torch::Tensor &query, const torch::Tensor &
                 " tokens (needs 0 <= queries <= attended tokens)");
     checkBlockTable(fn, meta.blockTables, i, numK, d);
     const int32_t *table = meta.blockTables.data_ptr<int32_t>() + i * meta.blockTables.size(1);
-    for (int64_t start = 0; start < numQ; start += kTileQueries)
+    for (int64_t start = 0; start < numQ; start += TileQueries)
       tiles.push_back(
-          {cuQ[i] + start, std::min(kTileQueries, numQ - start), numK - numQ + start, table});
+          {cuQ[i] + start, std::min(TileQueries, numQ - start), numK - numQ + start, table});
   }
-  return dispatch(q, kCache, vCache, tiles, d, scale);
+  return dispatch(q, kCache, vCache, tiles, d, scale, /*decode=*/false);
 }
 
 torch::Tensor decodeAttention(const torch::Tensor &query, const torch::Tensor &kCache,
@@ -446,7 +184,7 @@ torch::Tensor decodeAttention(const torch::Tensor &query, const torch::Tensor &k
     checkBlockTable(fn, blockTables, i, lens[i], d);
     tiles.push_back({i, 1, lens[i] - 1, blockTables.data_ptr<int32_t>() + i * blockTables.size(1)});
   }
-  return dispatch(q, kCache, vCache, tiles, d, scale);
+  return dispatch(q, kCache, vCache, tiles, d, scale, /*decode=*/true);
 }
 
 torch::Tensor pagedAttention(const torch::Tensor &q, const torch::Tensor &kCache,

@@ -1,0 +1,68 @@
+//===- AttentionKernels.h - Paged attention work items ----------*- C++ -*-===//
+//
+// Private to runtime/lib/Attention: the work items PagedAttention.cpp cuts a step into and
+// the kernels that run one item. The header is free of LibTorch so the AVX-512 kernels can be
+// compiled with AVX-512 enabled without also compiling LibTorch's inline functions that way
+// (the linker could then pick an AVX-512 copy for callers on any CPU). bfloat16 is passed as
+// its bits, uint16_t.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_LIB_ATTENTION_ATTENTIONKERNELS_H
+#define NNSC_RUNTIME_LIB_ATTENTION_ATTENTIONKERNELS_H
+
+#include <cstdint>
+
+namespace nnsc::attention {
+
+/// Query rows per prefill tile: with the query heads of one KV head, 16 * group rows.
+constexpr int64_t TileQueries = 16;
+
+struct Dims {
+  int64_t numHeads;
+  int64_t numKvHeads;
+  int64_t headDim;
+  int64_t numBlocks;
+  int64_t blockSize;
+
+  int64_t group() const { return numHeads / numKvHeads; }
+};
+
+/// Queries [firstRow, firstRow + numQueries) of one sequence at positions
+/// [firstPos, firstPos + numQueries), and the block table of that sequence.
+struct Tile {
+  int64_t firstRow;
+  int64_t numQueries;
+  int64_t firstPos;
+  const int32_t *blockTable;
+};
+
+/// One step's tensors as raw pointers, all of one element type T.
+template <typename T> struct Operands {
+  const T *q;      // [num_tokens, num_heads, head_dim]
+  T *out;          // [num_tokens, num_heads, head_dim]
+  const T *kCache; // [num_blocks, block_size, num_kv_heads, head_dim]
+  const T *vCache; // [num_blocks, block_size, num_kv_heads, head_dim]
+  Dims dims;
+  float scale;
+};
+
+/// Whether this CPU runs the AVX-512 kernels and they handle head_dim (a multiple of 16, at
+/// most 256).
+bool avx512Usable(int64_t headDim);
+
+/// AVX-512: the query heads of KV head `kvHead` for the queries of `tile`.
+void prefillTileAvx512(const Operands<float> &ops, const Tile &tile, int64_t kvHead);
+void prefillTileAvx512(const Operands<uint16_t> &ops, const Tile &tile, int64_t kvHead);
+
+/// AVX-512: every query head of a one-query tile (a decoding sequence).
+void decodeTileAvx512(const Operands<float> &ops, const Tile &tile);
+void decodeTileAvx512(const Operands<uint16_t> &ops, const Tile &tile);
+
+/// Portable C++: the query heads of KV head `kvHead` for the queries of `tile`.
+void attendTilePortable(const Operands<float> &ops, const Tile &tile, int64_t kvHead);
+void attendTilePortable(const Operands<uint16_t> &ops, const Tile &tile, int64_t kvHead);
+
+} // namespace nnsc::attention
+
+#endif // NNSC_RUNTIME_LIB_ATTENTION_ATTENTIONKERNELS_H

@@ -1,0 +1,199 @@
+//===- Avx512Decode.cpp - One-query paged attention, AVX-512 ----*- C++ -*-===//
+//
+// A decoding sequence has one query row per head, too few to fill vector lanes with rows, so
+// the lanes hold 16 consecutive keys: each head's dot products with 16 keys are 16 vector
+// FMA chains over head_dim, summed across lanes together by one transpose-and-add tree. The
+// item is the whole sequence: 16 positions at a time, every KV head in turn, so a block's
+// K/V (all KV heads side by side in the cache) is streamed from memory once, in order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionKernels.h"
+#include "Avx512Math.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+#include <vector>
+
+namespace nnsc::attention {
+
+namespace {
+
+/// Per-thread buffers, grown to the largest shape seen and reused across calls.
+template <typename T> struct DecodeScratch {
+  std::vector<float> query, acc, maxScore, denom, probs, corrections;
+  std::vector<T> zeros; // stands in for the rows past the sequence's end, one token wide
+
+  void reserve(const Dims &d) {
+    const auto heads = size_t(d.numHeads), dim = size_t(d.headDim);
+    for (std::vector<float> *v : {&query, &acc})
+      if (v->size() < heads * dim)
+        v->resize(heads * dim);
+    for (std::vector<float> *v : {&maxScore, &denom, &corrections})
+      if (v->size() < heads)
+        v->resize(heads);
+    if (probs.size() < heads * 16)
+      probs.resize(heads * 16);
+    if (zeros.size() < size_t(d.numKvHeads) * dim)
+      zeros.assign(size_t(d.numKvHeads) * dim, T{});
+  }
+};
+
+template <typename T> DecodeScratch<T> &scratch() {
+  thread_local DecodeScratch<T> s;
+  return s;
+}
+
+/// Calls f(std::integral_constant<int, n>) for the n in [1, Max] equal to `n`.
+template <int Max, int N = 1, typename F> void withCount(int n, F &&f) {
+  if constexpr (N < Max) {
+    if (n != N)
+      return withCount<Max, N + 1>(n, std::forward<F>(f));
+  }
+  f(std::integral_constant<int, N>{});
+}
+
+/// The scores of head `head` (query pre-scaled, float) against 16 key rows.
+template <int NV, typename T>
+__m512 scoreKeys(const float *query, const T *const (&keys)[16], int64_t offset) {
+  __m512 q[NV];
+  for (int c = 0; c < NV; ++c)
+    q[c] = _mm512_loadu_ps(query + 16 * c);
+  __m512 dots[16];
+  for (int t = 0; t < 16; ++t) {
+    const T *key = keys[t] + offset;
+    __m512 a = _mm512_mul_ps(q[0], load16(key));
+    for (int c = 1; c < NV; ++c)
+      a = _mm512_fmadd_ps(q[c], load16(key + 16 * c), a);
+    dots[t] = a;
+  }
+  return transposeSum16(dots);
+}
+
+/// acc[g] = acc[g] * corrections[g] + sum_t probs[g][t] * values[t] for GS heads whose
+/// accumulator rows ([GS, 16 * NV]) and probabilities ([GS, 16]) are packed.
+template <int GS, int NV, typename T>
+void accumulateValues(const T *const (&values)[16], int64_t offset, int n, const float *probs,
+                      const float *corrections, float *acc) {
+  __m512 a[GS][NV];
+  for (int g = 0; g < GS; ++g)
+    for (int c = 0; c < NV; ++c)
+      a[g][c] =
+          _mm512_mul_ps(_mm512_loadu_ps(acc + (g * NV + c) * 16), _mm512_set1_ps(corrections[g]));
+  for (int t = 0; t < n; ++t) {
+    const T *value = values[t] + offset;
+    for (int c = 0; c < NV; ++c) {
+      const __m512 v = load16(value + 16 * c);
+      for (int g = 0; g < GS; ++g)
+        a[g][c] = _mm512_fmadd_ps(_mm512_set1_ps(probs[g * 16 + t]), v, a[g][c]);
+    }
+  }
+  for (int g = 0; g < GS; ++g)
+    for (int c = 0; c < NV; ++c)
+      _mm512_storeu_ps(acc + (g * NV + c) * 16, a[g][c]);
+}
+
+/// Asks for the K/V rows of positions [first, first + 16) (all KV heads) to be loaded into
+/// the cache: the block table makes consecutive blocks land anywhere in memory, where the
+/// hardware prefetcher cannot follow.
+template <typename T>
+void prefetchRows(const Tile &tile, int64_t first, int64_t numKeys, int64_t blockSize,
+                  const T *kCache, const T *vCache, int64_t rowBytes) {
+  const int64_t last = std::min(first + 16, numKeys);
+  for (int64_t pos = first; pos < last; ++pos) {
+    const int64_t slot = int64_t(tile.blockTable[pos / blockSize]) * blockSize + pos % blockSize;
+    const char *k = reinterpret_cast<const char *>(kCache) + slot * rowBytes;
+    const char *v = reinterpret_cast<const char *>(vCache) + slot * rowBytes;
+    for (int64_t b = 0; b < rowBytes; b += 64) {
+      _mm_prefetch(k + b, _MM_HINT_T0);
+      _mm_prefetch(v + b, _MM_HINT_T0);
+    }
+  }
+}
+
+template <typename T, int NV> void decodeTile(const Operands<T> &ops, const Tile &tile) {
+  constexpr int64_t Dim = 16 * NV;
+  // Heads whose value accumulators share the registers: at most 16 of them.
+  constexpr int MaxHeadSet = NV >= 16 ? 1 : 16 / NV;
+  const Dims &d = ops.dims;
+  const int64_t group = d.group();
+  const int64_t tokenStride = d.numKvHeads * Dim;
+  DecodeScratch<T> &s = scratch<T>();
+  s.reserve(d);
+
+  const T *q = ops.q + tile.firstRow * d.numHeads * Dim;
+  for (int64_t i = 0; i < d.numHeads * Dim; ++i)
+    s.query[i] = toFloat(q[i]) * ops.scale;
+  std::fill_n(s.acc.begin(), d.numHeads * Dim, 0.f);
+  std::fill_n(s.maxScore.begin(), d.numHeads, -std::numeric_limits<float>::infinity());
+  std::fill_n(s.denom.begin(), d.numHeads, 0.f);
+
+  const int64_t numKeys = tile.firstPos + 1;
+  for (int64_t first = 0; first < numKeys; first += 16) {
+    const int n = int(std::min<int64_t>(16, numKeys - first));
+    const __mmask16 valid = __mmask16((1u << n) - 1);
+    // Rows of the 16 positions, at KV head 0; past the end, zeros.
+    const T *keys[16], *values[16];
+    for (int t = 0; t < 16; ++t) {
+      if (t < n) {
+        const int64_t pos = first + t;
+        const int64_t slot =
+            int64_t(tile.blockTable[pos / d.blockSize]) * d.blockSize + pos % d.blockSize;
+        keys[t] = ops.kCache + slot * tokenStride;
+        values[t] = ops.vCache + slot * tokenStride;
+      } else {
+        keys[t] = values[t] = s.zeros.data();
+      }
+    }
+    prefetchRows(tile, first + 16, numKeys, d.blockSize, ops.kCache, ops.vCache,
+                 tokenStride * int64_t(sizeof(T)));
+    for (int64_t kvHead = 0; kvHead < d.numKvHeads; ++kvHead) {
+      const int64_t offset = kvHead * Dim;
+      const int64_t firstHead = kvHead * group;
+      for (int64_t g = 0; g < group; ++g) {
+        const int64_t head = firstHead + g;
+        const __m512 scores = scoreKeys<NV>(s.query.data() + head * Dim, keys, offset);
+        // Online softmax: the running maximum over the keys seen so far, with what the
+        // earlier keys accumulated rescaled to it.
+        const float old = s.maxScore[head];
+        const float top = std::max(old, _mm512_mask_reduce_max_ps(valid, scores));
+        const __m512 p =
+            _mm512_maskz_mov_ps(valid, exp512(_mm512_sub_ps(scores, _mm512_set1_ps(top))));
+        s.corrections[g] = std::exp(old - top);
+        s.denom[head] = s.denom[head] * s.corrections[g] + _mm512_reduce_add_ps(p);
+        s.maxScore[head] = top;
+        _mm512_storeu_ps(s.probs.data() + g * 16, p);
+      }
+      for (int64_t g0 = 0; g0 < group; g0 += MaxHeadSet)
+        withCount<MaxHeadSet>(int(std::min<int64_t>(MaxHeadSet, group - g0)), [&](auto gs) {
+          accumulateValues<decltype(gs)::value, NV>(values, offset, n, s.probs.data() + g0 * 16,
+                                                    s.corrections.data() + g0,
+                                                    s.acc.data() + (firstHead + g0) * Dim);
+        });
+    }
+  }
+
+  T *out = ops.out + tile.firstRow * d.numHeads * Dim;
+  for (int64_t head = 0; head < d.numHeads; ++head) {
+    const float inv = 1.f / s.denom[head];
+    for (int64_t i = 0; i < Dim; ++i)
+      out[head * Dim + i] = fromFloat<T>(s.acc[head * Dim + i] * inv);
+  }
+}
+
+template <typename T> void decodeAnyDim(const Operands<T> &ops, const Tile &tile) {
+  withCount<16>(int(ops.dims.headDim / 16), [&](auto nv) { decodeTile<T, nv()>(ops, tile); });
+}
+
+} // namespace
+
+bool avx512Usable(int64_t headDim) {
+  return headDim % 16 == 0 && headDim > 0 && headDim <= 256 && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+}
+
+void decodeTileAvx512(const Operands<float> &ops, const Tile &tile) { decodeAnyDim(ops, tile); }
+void decodeTileAvx512(const Operands<uint16_t> &ops, const Tile &tile) { decodeAnyDim(ops, tile); }
+
+} // namespace nnsc::attention
