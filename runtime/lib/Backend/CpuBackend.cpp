@@ -1,11 +1,14 @@
 //===- CpuBackend.cpp - the model on the CPU --------------------*- C++ -*-===//
 
 #include "nnsc/Runtime/Backend/CpuBackend.h"
+#include "nnsc/Runtime/Backend/HostAllocator.h"
 
 namespace nnsc {
 
 CpuBackend::CpuBackend(std::shared_ptr<const CausalLM> model) : lm(std::move(model)) {
   TORCH_CHECK(lm, "CpuBackend: no model");
+  // Activations from here on reuse cached blocks instead of faulting in fresh pages.
+  installHostAllocator();
 }
 
 BackendCapabilities CpuBackend::capabilities() const {
