@@ -46,6 +46,45 @@ TEST(Sampler, GreedyIsArgmax) {
     EXPECT_EQ(gotBf[i], wantBf[i].item<int64_t>()) << "row " << i;
 }
 
+/// The vectorized argmax against a scalar scan on vocabularies with ties across vector lanes,
+/// the maximum in the tail, infinities and NaNs.
+TEST(Sampler, GreedyMatchesAScalarScan) {
+  auto scalar = [](const torch::Tensor &row) {
+    const float *x = row.data_ptr<float>();
+    int64_t best = 0;
+    for (int64_t i = 1; i < row.numel(); ++i)
+      if (x[i] > x[best])
+        best = i;
+    return best;
+  };
+  Sampler sampler(0);
+  SamplingParams greedy{.temperature = 0.0f};
+  torch::manual_seed(3);
+  for (int64_t vocab : {15, 16, 17, 49152, 49157}) {
+    std::vector<torch::Tensor> cases;
+    torch::Tensor r = torch::randn({vocab});
+    cases.push_back(r.clone());
+    torch::Tensor coarse = torch::randint(0, 4, {vocab}).to(torch::kFloat32); // many ties
+    cases.push_back(coarse);
+    torch::Tensor tail = r.clone();
+    tail[vocab - 1] = 100.0f;
+    cases.push_back(tail);
+    torch::Tensor withNaN = r.clone();
+    withNaN[vocab / 2] = NAN;
+    cases.push_back(withNaN);
+    torch::Tensor withInf = r.clone();
+    withInf[vocab / 3] = INFINITY;
+    withInf[vocab - 1] = INFINITY;
+    cases.push_back(withInf);
+    torch::Tensor nanFirst = r.clone();
+    nanFirst[0] = NAN;
+    cases.push_back(nanFirst);
+    for (size_t c = 0; c < cases.size(); ++c)
+      EXPECT_EQ(sampleOne(sampler, cases[c], greedy, 0)[0], scalar(cases[c]))
+          << "vocab " << vocab << ", case " << c;
+  }
+}
+
 TEST(Sampler, SeedGivesTheSameTokensInAnyBatch) {
   torch::manual_seed(1);
   torch::Tensor target = torch::randn({500});
@@ -170,7 +209,23 @@ TEST(Sampler, RejectsBadInput) {
         << e.what();
   }
   torch::Tensor allInf = torch::full({10}, -INFINITY);
-  EXPECT_THROW(sampleOne(sampler, allInf, ok, 0), c10::Error);
+  try {
+    sampleOne(sampler, allInf, ok, 0);
+    FAIL() << "expected a no-finite-value error";
+  } catch (const c10::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("logits row 0 has no finite value"), std::string::npos)
+        << e.what();
+  }
+  torch::Tensor secondRowNaN = torch::randn({3, 40});
+  secondRowNaN[1].fill_(NAN);
+  std::vector<SamplingRow> three(3, SamplingRow{&ok, 0});
+  try {
+    sampler.sample(secondRowNaN, three);
+    FAIL() << "expected a no-finite-value error";
+  } catch (const c10::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("logits row 1 has no finite value"), std::string::npos)
+        << e.what();
+  }
   EXPECT_THROW(sampleOne(sampler, torch::arange(10), ok, 0), c10::Error);
 }
 
