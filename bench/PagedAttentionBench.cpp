@@ -1,11 +1,16 @@
 //===- PagedAttentionBench.cpp - CPU paged attention throughput -*- C++ -*-===//
 //
 // Times the CPU paged kernels at SmolLM2-135M's attention shape (9 heads, 3 KV heads,
-// head_dim 64, 16-token blocks) against LibTorch's scaled_dot_product_attention on the same
-// K/V laid out contiguously, and reports decode's K/V read bandwidth next to the machine's
-// copy bandwidth measured in the same run.
+// head_dim 64, 16-token blocks) on the batches the engine runs: the intervention workload
+// (200 prompts of 16-64 tokens, then decode at contexts of about 40-80) and the throughput
+// workload of bench/model_bench.py (64 requests, prompts and outputs of 32-256 tokens), plus
+// single long sequences. Sequences sit on shuffled cache blocks, as after a while of serving.
+// Decode reports its K/V read bandwidth next to the machine's copy bandwidth measured in the
+// same run; prefill reports the useful (causal) GFLOP/s.
 //
-//   nnsc-bench-attention [iterations]
+//   nnsc-bench-attention [iterations [filter]]     (threads: OMP_NUM_THREADS)
+//
+// runs the cases whose "phase dtype" prefix (e.g. "decode Float") contains `filter`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +20,7 @@
 #include <cstdio>
 #include <numeric>
 #include <random>
+#include <string>
 
 namespace {
 
@@ -29,33 +35,44 @@ template <typename Fn> double secondsPerCall(Fn fn, int iterations) {
   return elapsed.count() / iterations;
 }
 
-/// A cache holding `numSeqs` sequences of `length` tokens on shuffled blocks.
+/// A cache holding sequences of the given lengths on shuffled blocks.
 struct Setup {
   torch::Tensor kCache, vCache, blockTables, contextLens;
-  torch::Tensor kFlat, vFlat; // [numSeqs, kvHeads, length, dim] for the LibTorch baseline
 };
 
-Setup makeSetup(int64_t numSeqs, int64_t length, torch::ScalarType dtype) {
-  int64_t perSeq = (length + kBlockSize - 1) / kBlockSize;
-  std::vector<int32_t> ids(numSeqs * perSeq);
+Setup makeSetup(const std::vector<int64_t> &lengths, torch::ScalarType dtype) {
+  int64_t width = 0, total = 0;
+  for (int64_t len : lengths) {
+    width = std::max(width, (len + kBlockSize - 1) / kBlockSize);
+    total += (len + kBlockSize - 1) / kBlockSize;
+  }
+  std::vector<int32_t> ids(total);
   std::iota(ids.begin(), ids.end(), 0);
   std::shuffle(ids.begin(), ids.end(), std::mt19937(0));
+  auto numSeqs = static_cast<int64_t>(lengths.size());
+  std::vector<int32_t> table(numSeqs * width, 0);
+  size_t next = 0;
+  for (int64_t i = 0; i < numSeqs; ++i)
+    for (int64_t j = 0; j * kBlockSize < lengths[i]; ++j)
+      table[i * width + j] = ids[next++];
   Setup s;
   auto opts = torch::TensorOptions().dtype(dtype);
-  s.kCache = torch::randn({numSeqs * perSeq, kBlockSize, kKvHeads, kDim}, opts);
-  s.vCache = torch::randn({numSeqs * perSeq, kBlockSize, kKvHeads, kDim}, opts);
-  s.blockTables = torch::tensor(ids, torch::kInt32).view({numSeqs, perSeq});
-  s.contextLens = torch::full({numSeqs}, length, torch::kInt32);
-  auto flat = [&](const torch::Tensor &cache) {
-    return cache.index_select(0, s.blockTables.flatten().to(torch::kInt64))
-        .view({numSeqs, perSeq * kBlockSize, kKvHeads, kDim})
-        .slice(1, 0, length)
-        .permute({0, 2, 1, 3})
-        .contiguous();
-  };
-  s.kFlat = flat(s.kCache);
-  s.vFlat = flat(s.vCache);
+  s.kCache = torch::randn({total, kBlockSize, kKvHeads, kDim}, opts);
+  s.vCache = torch::randn({total, kBlockSize, kKvHeads, kDim}, opts);
+  s.blockTables = torch::tensor(table, torch::kInt32).view({numSeqs, width});
+  std::vector<int32_t> lens(lengths.begin(), lengths.end());
+  s.contextLens = torch::tensor(lens, torch::kInt32);
   return s;
+}
+
+/// `n` lengths drawn uniformly from [lo, hi] with a fixed seed.
+std::vector<int64_t> lengthsBetween(int64_t n, int64_t lo, int64_t hi, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int64_t> len(lo, hi);
+  std::vector<int64_t> out(n);
+  for (int64_t &l : out)
+    l = len(rng);
+  return out;
 }
 
 double copyBandwidth() {
@@ -65,67 +82,78 @@ double copyBandwidth() {
   return 2.0 * src.nbytes() / t / 1e9; // read + write
 }
 
-void benchDecode(int64_t numSeqs, int64_t length, torch::ScalarType dtype, int iterations) {
-  Setup s = makeSetup(numSeqs, length, dtype);
-  torch::Tensor q = torch::randn({numSeqs, kHeads, kDim}, torch::TensorOptions().dtype(dtype));
-  double scale = 1.0 / std::sqrt(double(kDim));
-  double ours = secondsPerCall(
-      [&] { nnsc::decodeAttention(q, s.kCache, s.vCache, s.contextLens, s.blockTables, scale); },
-      iterations);
-  torch::Tensor q4 = q.view({numSeqs, kKvHeads, kHeads / kKvHeads, 1, kDim}); // GQA as batched
-  double torchTime = secondsPerCall(
-      [&] {
-        at::scaled_dot_product_attention(
-            q4, s.kFlat.unsqueeze(2).expand({-1, -1, kHeads / kKvHeads, -1, -1}),
-            s.vFlat.unsqueeze(2).expand({-1, -1, kHeads / kKvHeads, -1, -1}));
-      },
-      iterations);
-  double kvBytes = 2.0 * numSeqs * length * kKvHeads * kDim * c10::elementSize(dtype);
-  std::printf("decode  %-8s seqs %3lld ctx %5lld: %8.1f us  (%5.1f GB/s K/V read)  "
-              "LibTorch SDPA on contiguous K/V %8.1f us\n",
-              c10::toString(dtype), (long long)numSeqs, (long long)length, ours * 1e6,
-              kvBytes / ours / 1e9, torchTime * 1e6);
+std::string filter;
+
+bool selected(const char *phase, torch::ScalarType dtype) {
+  return (std::string(phase) + " " + c10::toString(dtype)).find(filter) != std::string::npos;
 }
 
-void benchPrefill(int64_t numSeqs, int64_t length, torch::ScalarType dtype, int iterations) {
-  Setup s = makeSetup(numSeqs, length, dtype);
-  torch::Tensor q =
-      torch::randn({numSeqs * length, kHeads, kDim}, torch::TensorOptions().dtype(dtype));
+void benchDecode(const char *name, const std::vector<int64_t> &lengths, torch::ScalarType dtype,
+                 int iterations) {
+  if (!selected("decode", dtype))
+    return;
+  Setup s = makeSetup(lengths, dtype);
+  auto numSeqs = static_cast<int64_t>(lengths.size());
+  torch::Tensor q = torch::randn({numSeqs, kHeads, kDim}, torch::TensorOptions().dtype(dtype));
+  double scale = 1.0 / std::sqrt(double(kDim));
+  double seconds = secondsPerCall(
+      [&] { nnsc::decodeAttention(q, s.kCache, s.vCache, s.contextLens, s.blockTables, scale); },
+      iterations);
+  int64_t keys = std::accumulate(lengths.begin(), lengths.end(), int64_t{0});
+  double kvBytes = 2.0 * keys * kKvHeads * kDim * c10::elementSize(dtype);
+  std::printf("decode  %-8s %-26s %9.1f us  (%5.1f GB/s K/V read)\n", c10::toString(dtype), name,
+              seconds * 1e6, kvBytes / seconds / 1e9);
+}
+
+void benchPrefill(const char *name, const std::vector<int64_t> &lengths, torch::ScalarType dtype,
+                  int iterations) {
+  if (!selected("prefill", dtype))
+    return;
+  Setup s = makeSetup(lengths, dtype);
+  std::vector<int32_t> cu{0};
+  double flops = 0;
+  for (int64_t len : lengths) {
+    cu.push_back(cu.back() + static_cast<int32_t>(len));
+    // Causal: QK^T and PV over the len * (len + 1) / 2 visible pairs.
+    flops += 2.0 * 2.0 * kHeads * kDim * len * (len + 1) / 2.0;
+  }
+  torch::Tensor q = torch::randn({cu.back(), kHeads, kDim}, torch::TensorOptions().dtype(dtype));
   nnsc::AttentionMetadata meta;
   meta.isPrefill = true;
-  meta.cuSeqlensQ = torch::arange(0, (numSeqs + 1) * length, length, torch::kInt32);
+  meta.cuSeqlensQ = torch::tensor(cu, torch::kInt32);
   meta.cuSeqlensK = meta.cuSeqlensQ.clone();
   meta.blockTables = s.blockTables;
   double scale = 1.0 / std::sqrt(double(kDim));
-  double ours = secondsPerCall([&] { nnsc::prefillAttention(q, s.kCache, s.vCache, meta, scale); },
-                               iterations);
-  torch::Tensor qb = q.view({numSeqs, length, kKvHeads, kHeads / kKvHeads, kDim})
-                         .permute({0, 2, 3, 1, 4})
-                         .contiguous();
-  torch::Tensor kb = s.kFlat.unsqueeze(2).expand({-1, -1, kHeads / kKvHeads, -1, -1});
-  torch::Tensor vb = s.vFlat.unsqueeze(2).expand({-1, -1, kHeads / kKvHeads, -1, -1});
-  double torchTime = secondsPerCall(
-      [&] { at::scaled_dot_product_attention(qb, kb, vb, {}, 0.0, /*is_causal=*/true); },
-      iterations);
-  // Causal: about half of the QK^T and PV products.
-  double flops = 2.0 * 2.0 * numSeqs * kHeads * kDim * length * (length + 1) / 2.0;
-  std::printf("prefill %-8s seqs %3lld len %5lld: %8.1f us  (%5.1f GFLOP/s)  "
-              "LibTorch SDPA (causal, contiguous) %8.1f us\n",
-              c10::toString(dtype), (long long)numSeqs, (long long)length, ours * 1e6,
-              flops / ours / 1e9, torchTime * 1e6);
+  double seconds = secondsPerCall(
+      [&] { nnsc::prefillAttention(q, s.kCache, s.vCache, meta, scale); }, iterations);
+  std::printf("prefill %-8s %-26s %9.1f us  (%5.1f GFLOP/s)\n", c10::toString(dtype), name,
+              seconds * 1e6, flops / seconds / 1e9);
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
   int iterations = argc > 1 ? std::atoi(argv[1]) : 20;
+  filter = argc > 2 ? argv[2] : "";
   std::printf("threads %d, copy bandwidth %.1f GB/s\n", at::get_num_threads(), copyBandwidth());
+  // Intervention workload: prompts of 16-64 tokens, decode contexts after 1-16 new tokens.
+  auto prompts = lengthsBetween(200, 16, 64, 1);
+  auto contexts = prompts;
+  for (int64_t &c : contexts)
+    c += 8;
+  // Throughput workload: prompts of 32-256 tokens, decode contexts up to 256 tokens later.
+  auto longPrompts = lengthsBetween(64, 32, 256, 2);
+  auto longContexts = longPrompts;
+  auto extra = lengthsBetween(64, 1, 256, 3);
+  for (size_t i = 0; i < longContexts.size(); ++i)
+    longContexts[i] += extra[i] / 2;
   for (torch::ScalarType dtype : {torch::kFloat32, torch::kBFloat16}) {
-    benchDecode(1, 512, dtype, iterations);
-    benchDecode(1, 2048, dtype, iterations);
-    benchDecode(64, 256, dtype, iterations);
-    benchPrefill(1, 512, dtype, iterations);
-    benchPrefill(8, 256, dtype, iterations);
+    benchDecode("200 seqs, ctx 24-72", contexts, dtype, iterations);
+    benchDecode("64 seqs, ctx 32-384", longContexts, dtype, iterations);
+    benchDecode("1 seq, ctx 2048", {2048}, dtype, iterations);
+    benchPrefill("200 seqs, 16-64 tokens", prompts, dtype, iterations);
+    benchPrefill("64 seqs, 32-256 tokens", longPrompts, dtype, iterations);
+    benchPrefill("1 seq, 512 tokens", {512}, dtype, iterations);
   }
   return 0;
 }

@@ -12,7 +12,9 @@
 #include "Avx512Math.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -23,7 +25,8 @@ namespace {
 /// Per-thread buffers, grown to the largest shape seen and reused across calls.
 template <typename T> struct DecodeScratch {
   std::vector<float> query, acc, maxScore, denom, probs, corrections;
-  std::vector<T> zeros; // stands in for the rows past the sequence's end, one token wide
+  std::vector<float> keyRows; // [16, head_dim], one KV head's keys widened from bfloat16
+  std::vector<T> zeros;       // stands in for the rows past the sequence's end, one token wide
 
   void reserve(const Dims &d) {
     const auto heads = size_t(d.numHeads), dim = size_t(d.headDim);
@@ -35,6 +38,8 @@ template <typename T> struct DecodeScratch {
         v->resize(heads);
     if (probs.size() < heads * 16)
       probs.resize(heads * 16);
+    if (keyRows.size() < 16 * dim)
+      keyRows.resize(16 * dim);
     if (zeros.size() < size_t(d.numKvHeads) * dim)
       zeros.assign(size_t(d.numKvHeads) * dim, T{});
   }
@@ -55,14 +60,13 @@ template <int Max, int N = 1, typename F> void withCount(int n, F &&f) {
 }
 
 /// The scores of head `head` (query pre-scaled, float) against 16 key rows.
-template <int NV, typename T>
-__m512 scoreKeys(const float *query, const T *const (&keys)[16], int64_t offset) {
+template <int NV> __m512 scoreKeys(const float *query, const float *const (&keys)[16]) {
   __m512 q[NV];
   for (int c = 0; c < NV; ++c)
     q[c] = _mm512_loadu_ps(query + 16 * c);
   __m512 dots[16];
   for (int t = 0; t < 16; ++t) {
-    const T *key = keys[t] + offset;
+    const float *key = keys[t];
     __m512 a = _mm512_mul_ps(q[0], load16(key));
     for (int c = 1; c < NV; ++c)
       a = _mm512_fmadd_ps(q[c], load16(key + 16 * c), a);
@@ -94,24 +98,6 @@ void accumulateValues(const T *const (&values)[16], int64_t offset, int n, const
       _mm512_storeu_ps(acc + (g * NV + c) * 16, a[g][c]);
 }
 
-/// Asks for the K/V rows of positions [first, first + 16) (all KV heads) to be loaded into
-/// the cache: the block table makes consecutive blocks land anywhere in memory, where the
-/// hardware prefetcher cannot follow.
-template <typename T>
-void prefetchRows(const Tile &tile, int64_t first, int64_t numKeys, int64_t blockSize,
-                  const T *kCache, const T *vCache, int64_t rowBytes) {
-  const int64_t last = std::min(first + 16, numKeys);
-  for (int64_t pos = first; pos < last; ++pos) {
-    const int64_t slot = int64_t(tile.blockTable[pos / blockSize]) * blockSize + pos % blockSize;
-    const char *k = reinterpret_cast<const char *>(kCache) + slot * rowBytes;
-    const char *v = reinterpret_cast<const char *>(vCache) + slot * rowBytes;
-    for (int64_t b = 0; b < rowBytes; b += 64) {
-      _mm_prefetch(k + b, _MM_HINT_T0);
-      _mm_prefetch(v + b, _MM_HINT_T0);
-    }
-  }
-}
-
 template <typename T, int NV> void decodeTile(const Operands<T> &ops, const Tile &tile) {
   constexpr int64_t Dim = 16 * NV;
   // Heads whose value accumulators share the registers: at most 16 of them.
@@ -123,8 +109,8 @@ template <typename T, int NV> void decodeTile(const Operands<T> &ops, const Tile
   s.reserve(d);
 
   const T *q = ops.q + tile.firstRow * d.numHeads * Dim;
-  for (int64_t i = 0; i < d.numHeads * Dim; ++i)
-    s.query[i] = toFloat(q[i]) * ops.scale;
+  for (int64_t i = 0; i < d.numHeads * Dim; i += 16)
+    _mm512_storeu_ps(s.query.data() + i, _mm512_mul_ps(load16(q + i), _mm512_set1_ps(ops.scale)));
   std::fill_n(s.acc.begin(), d.numHeads * Dim, 0.f);
   std::fill_n(s.maxScore.begin(), d.numHeads, -std::numeric_limits<float>::infinity());
   std::fill_n(s.denom.begin(), d.numHeads, 0.f);
@@ -146,14 +132,24 @@ template <typename T, int NV> void decodeTile(const Operands<T> &ops, const Tile
         keys[t] = values[t] = s.zeros.data();
       }
     }
-    prefetchRows(tile, first + 16, numKeys, d.blockSize, ops.kCache, ops.vCache,
-                 tokenStride * int64_t(sizeof(T)));
     for (int64_t kvHead = 0; kvHead < d.numKvHeads; ++kvHead) {
       const int64_t offset = kvHead * Dim;
       const int64_t firstHead = kvHead * group;
+      // Every head of the group reads the keys: widen bfloat16 ones once.
+      const float *keyRows[16];
+      for (int t = 0; t < 16; ++t) {
+        if constexpr (std::is_same_v<T, float>) {
+          keyRows[t] = keys[t] + offset;
+        } else {
+          float *widened = s.keyRows.data() + t * Dim;
+          for (int c = 0; c < NV; ++c)
+            _mm512_storeu_ps(widened + 16 * c, load16(keys[t] + offset + 16 * c));
+          keyRows[t] = widened;
+        }
+      }
       for (int64_t g = 0; g < group; ++g) {
         const int64_t head = firstHead + g;
-        const __m512 scores = scoreKeys<NV>(s.query.data() + head * Dim, keys, offset);
+        const __m512 scores = scoreKeys<NV>(s.query.data() + head * Dim, keyRows);
         // Online softmax: the running maximum over the keys seen so far, with what the
         // earlier keys accumulated rescaled to it.
         const float old = s.maxScore[head];
@@ -176,9 +172,9 @@ template <typename T, int NV> void decodeTile(const Operands<T> &ops, const Tile
 
   T *out = ops.out + tile.firstRow * d.numHeads * Dim;
   for (int64_t head = 0; head < d.numHeads; ++head) {
-    const float inv = 1.f / s.denom[head];
-    for (int64_t i = 0; i < Dim; ++i)
-      out[head * Dim + i] = fromFloat<T>(s.acc[head * Dim + i] * inv);
+    const __m512 inv = _mm512_set1_ps(1.f / s.denom[head]);
+    for (int64_t i = head * Dim; i < (head + 1) * Dim; i += 16)
+      store16(out + i, _mm512_mul_ps(_mm512_loadu_ps(s.acc.data() + i), inv));
   }
 }
 

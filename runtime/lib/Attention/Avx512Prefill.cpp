@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace nnsc::attention {
@@ -93,18 +94,24 @@ template <typename T> void prefillTile(const Operands<T> &ops, const Tile &tile,
 
   // Row r is query r / group, head kvHead * group + r % group; lanes past the last row have
   // position -1, which sees no key.
-  for (int64_t r = 0; r < rowVectors * 16; ++r) {
-    float *dst = s.queries.data() + (r / 16) * dim * 16 + r % 16;
-    if (r < rows) {
-      const T *src =
-          ops.q + ((tile.firstRow + r / group) * d.numHeads + kvHead * group + r % group) * dim;
-      for (int64_t i = 0; i < dim; ++i)
-        dst[i * 16] = toFloat(src[i]) * ops.scale;
-      s.positions[r] = int32_t(tile.firstPos + r / group);
-    } else {
-      for (int64_t i = 0; i < dim; ++i)
-        dst[i * 16] = 0.f;
-      s.positions[r] = -1;
+  auto rowOffset = [&](int64_t r) {
+    return ((tile.firstRow + r / group) * d.numHeads + kvHead * group + r % group) * dim;
+  };
+  const __m512 scale = _mm512_set1_ps(ops.scale);
+  for (int64_t rv = 0; rv < rowVectors; ++rv) {
+    const T *src[16];
+    for (int j = 0; j < 16; ++j) {
+      const int64_t r = rv * 16 + j;
+      src[j] = r < rows ? ops.q + rowOffset(r) : nullptr;
+      s.positions[r] = r < rows ? int32_t(tile.firstPos + r / group) : -1;
+    }
+    for (int64_t i0 = 0; i0 < dim; i0 += 16) {
+      __m512 in[16], out[16];
+      for (int j = 0; j < 16; ++j)
+        in[j] = src[j] ? _mm512_mul_ps(load16(src[j] + i0), scale) : _mm512_setzero_ps();
+      transpose16(in, out);
+      for (int j = 0; j < 16; ++j)
+        _mm512_storeu_ps(s.queries.data() + (rv * dim + i0 + j) * 16, out[j]);
     }
   }
   std::fill_n(s.acc.begin(), rowVectors * dim * 16, 0.f);
@@ -114,16 +121,13 @@ template <typename T> void prefillTile(const Operands<T> &ops, const Tile &tile,
   const int64_t numKeys = tile.firstPos + tile.numQueries;
   for (int64_t first = 0; first < numKeys; first += 16) {
     const int n = int(std::min<int64_t>(16, numKeys - first));
+    const T *keys[16];
     const float *values[16];
-    if (n < 16)
-      std::fill_n(s.keys.begin(), dim * 16, 0.f);
     for (int t = 0; t < n; ++t) {
       const int64_t pos = first + t;
       const int64_t slot =
           int64_t(tile.blockTable[pos / d.blockSize]) * d.blockSize + pos % d.blockSize;
-      const T *key = ops.kCache + slot * tokenStride + kvHead * dim;
-      for (int64_t i = 0; i < dim; ++i)
-        s.keys[i * 16 + t] = toFloat(key[i]);
+      keys[t] = ops.kCache + slot * tokenStride + kvHead * dim;
       const T *value = ops.vCache + slot * tokenStride + kvHead * dim;
       if constexpr (std::is_same_v<T, float>) {
         values[t] = value;
@@ -136,6 +140,14 @@ template <typename T> void prefillTile(const Operands<T> &ops, const Tile &tile,
     }
     for (int t = n; t < 16; ++t)
       values[t] = s.zeros.data();
+    for (int64_t i0 = 0; i0 < dim; i0 += 16) {
+      __m512 in[16], out[16];
+      for (int t = 0; t < 16; ++t)
+        in[t] = t < n ? load16(keys[t] + i0) : _mm512_setzero_ps();
+      transpose16(in, out);
+      for (int j = 0; j < 16; ++j)
+        _mm512_storeu_ps(s.keys.data() + (i0 + j) * 16, out[j]);
+    }
 
     for (int64_t rv = 0; rv < rowVectors; ++rv) {
       // Causal: the tile's rows are in position order, so a vector whose last row precedes
@@ -172,13 +184,19 @@ template <typename T> void prefillTile(const Operands<T> &ops, const Tile &tile,
     }
   }
 
-  for (int64_t r = 0; r < rows; ++r) {
-    T *dst =
-        ops.out + ((tile.firstRow + r / group) * d.numHeads + kvHead * group + r % group) * dim;
-    const float *acc = s.acc.data() + (r / 16) * dim * 16 + r % 16;
-    const float inv = 1.f / s.denom[r];
-    for (int64_t i = 0; i < dim; ++i)
-      dst[i] = fromFloat<T>(acc[i * 16] * inv);
+  // Normalize lane-wise, then transpose back to rows.
+  for (int64_t rv = 0; rv < rowVectors; ++rv) {
+    const __m512 inv =
+        _mm512_div_ps(_mm512_set1_ps(1.f), _mm512_loadu_ps(s.denom.data() + rv * 16));
+    const int64_t valid = std::min<int64_t>(16, rows - rv * 16);
+    for (int64_t i0 = 0; i0 < dim; i0 += 16) {
+      __m512 in[16], out[16];
+      for (int j = 0; j < 16; ++j)
+        in[j] = _mm512_mul_ps(_mm512_loadu_ps(s.acc.data() + (rv * dim + i0 + j) * 16), inv);
+      transpose16(in, out);
+      for (int64_t j = 0; j < valid; ++j)
+        store16(ops.out + rowOffset(rv * 16 + j) + i0, out[j]);
+    }
   }
 }
 
