@@ -37,6 +37,20 @@ struct Tile {
   const int32_t *blockTable;
 };
 
+/// The cache slots of positions [first, first + n) (n <= 16) of the tile's sequence: one
+/// division per call instead of two per position.
+inline void slotsOf(const Tile &tile, int64_t blockSize, int64_t first, int n,
+                    int64_t (&slots)[16]) {
+  int64_t block = first / blockSize, offset = first % blockSize;
+  for (int t = 0; t < n; ++t) {
+    slots[t] = int64_t(tile.blockTable[block]) * blockSize + offset;
+    if (++offset == blockSize) {
+      offset = 0;
+      ++block;
+    }
+  }
+}
+
 /// One step's tensors as raw pointers, all of one element type T.
 template <typename T> struct Operands {
   const T *q;      // [num_tokens, num_heads, head_dim]

@@ -12,7 +12,6 @@
 #include "Avx512Math.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <type_traits>
 #include <utility>
@@ -59,7 +58,7 @@ template <int Max, int N = 1, typename F> void withCount(int n, F &&f) {
   f(std::integral_constant<int, N>{});
 }
 
-/// The scores of head `head` (query pre-scaled, float) against 16 key rows.
+/// The scores of one head's query (pre-scaled, float) against 16 key rows.
 template <int NV> __m512 scoreKeys(const float *query, const float *const (&keys)[16]) {
   __m512 q[NV];
   for (int c = 0; c < NV; ++c)
@@ -100,7 +99,7 @@ void accumulateValues(const T *const (&values)[16], int64_t offset, int n, const
 
 template <typename T, int NV> void decodeTile(const Operands<T> &ops, const Tile &tile) {
   constexpr int64_t Dim = 16 * NV;
-  // Heads whose value accumulators share the registers: at most 16 of them.
+  // Heads whose value accumulators are held in registers at once: at most 16 vectors.
   constexpr int MaxHeadSet = NV >= 16 ? 1 : 16 / NV;
   const Dims &d = ops.dims;
   const int64_t group = d.group();
@@ -121,13 +120,12 @@ template <typename T, int NV> void decodeTile(const Operands<T> &ops, const Tile
     const __mmask16 valid = __mmask16((1u << n) - 1);
     // Rows of the 16 positions, at KV head 0; past the end, zeros.
     const T *keys[16], *values[16];
+    int64_t slots[16];
+    slotsOf(tile, d.blockSize, first, n, slots);
     for (int t = 0; t < 16; ++t) {
       if (t < n) {
-        const int64_t pos = first + t;
-        const int64_t slot =
-            int64_t(tile.blockTable[pos / d.blockSize]) * d.blockSize + pos % d.blockSize;
-        keys[t] = ops.kCache + slot * tokenStride;
-        values[t] = ops.vCache + slot * tokenStride;
+        keys[t] = ops.kCache + slots[t] * tokenStride;
+        values[t] = ops.vCache + slots[t] * tokenStride;
       } else {
         keys[t] = values[t] = s.zeros.data();
       }
@@ -156,7 +154,9 @@ template <typename T, int NV> void decodeTile(const Operands<T> &ops, const Tile
         const float top = std::max(old, _mm512_mask_reduce_max_ps(valid, scores));
         const __m512 p =
             _mm512_maskz_mov_ps(valid, exp512(_mm512_sub_ps(scores, _mm512_set1_ps(top))));
-        s.corrections[g] = std::exp(old - top);
+        // The vector exp on one lane: a libm call here would spill every live vector
+        // register around it.
+        s.corrections[g] = _mm512_cvtss_f32(exp512(_mm512_set1_ps(old - top)));
         s.denom[head] = s.denom[head] * s.corrections[g] + _mm512_reduce_add_ps(p);
         s.maxScore[head] = top;
         _mm512_storeu_ps(s.probs.data() + g * 16, p);

@@ -123,12 +123,11 @@ template <typename T> void prefillTile(const Operands<T> &ops, const Tile &tile,
     const int n = int(std::min<int64_t>(16, numKeys - first));
     const T *keys[16];
     const float *values[16];
+    int64_t slots[16];
+    slotsOf(tile, d.blockSize, first, n, slots);
     for (int t = 0; t < n; ++t) {
-      const int64_t pos = first + t;
-      const int64_t slot =
-          int64_t(tile.blockTable[pos / d.blockSize]) * d.blockSize + pos % d.blockSize;
-      keys[t] = ops.kCache + slot * tokenStride + kvHead * dim;
-      const T *value = ops.vCache + slot * tokenStride + kvHead * dim;
+      keys[t] = ops.kCache + slots[t] * tokenStride + kvHead * dim;
+      const T *value = ops.vCache + slots[t] * tokenStride + kvHead * dim;
       if constexpr (std::is_same_v<T, float>) {
         values[t] = value;
       } else {
