@@ -114,8 +114,8 @@ NNSC_AVX512 __m256i narrow16(__m512 v) {
 NNSC_AVX512 void siluMulF32Avx512(const float *gate, const float *up, float *out, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(out + i, _mm512_mul_ps(silu16(_mm512_loadu_ps(gate + i)),
-                                            _mm512_loadu_ps(up + i)));
+    _mm512_storeu_ps(out + i,
+                     _mm512_mul_ps(silu16(_mm512_loadu_ps(gate + i)), _mm512_loadu_ps(up + i)));
   if (i < n) {
     const __mmask16 m = __mmask16((1u << (n - i)) - 1);
     _mm512_mask_storeu_ps(out + i, m,
@@ -146,9 +146,9 @@ NNSC_AVX512 void siluMulBF16Avx512(const uint16_t *gate, const uint16_t *up, uin
 }
 
 bool avx512() {
-  static const bool supported =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl");
+  static const bool supported = __builtin_cpu_supports("avx512f") &&
+                                __builtin_cpu_supports("avx512bw") &&
+                                __builtin_cpu_supports("avx512vl");
   return supported;
 }
 

@@ -9,8 +9,7 @@ namespace {
 
 /// NaN-aware bitwise equality of two tensors of one dtype.
 bool sameBits(const torch::Tensor &a, const torch::Tensor &b) {
-  return a.sizes() == b.sizes() &&
-         (a.eq(b) | (a.isnan() & b.isnan())).all().item<bool>();
+  return a.sizes() == b.sizes() && (a.eq(b) | (a.isnan() & b.isnan())).all().item<bool>();
 }
 
 /// Gate values over SiLU's whole range: the polynomial region, both saturations, the exp
@@ -18,9 +17,8 @@ bool sameBits(const torch::Tensor &a, const torch::Tensor &b) {
 torch::Tensor gateValues(int64_t rows, int64_t n, torch::ScalarType dtype) {
   torch::Tensor g = torch::randn({rows, n}) * 4;
   torch::Tensor flat = g.view({-1});
-  const float specials[] = {0.0f,  -0.0f,  1e-30f, -1e-30f, 88.0f,     -88.0f,   99.9f,
-                            100.5f, -103.9f, -104.5f, 120.0f, -120.0f, INFINITY, -INFINITY,
-                            NAN};
+  const float specials[] = {0.0f,    -0.0f,   1e-30f, -1e-30f, 88.0f,    -88.0f,    99.9f, 100.5f,
+                            -103.9f, -104.5f, 120.0f, -120.0f, INFINITY, -INFINITY, NAN};
   for (int64_t i = 0; i < flat.size(0) && i < int64_t(std::size(specials)); ++i)
     flat[i * 7 % flat.size(0)] = specials[i];
   return g.to(dtype);
@@ -35,9 +33,9 @@ protected:
 /// NaNs coincide (values of one sign are ordered like their bit patterns).
 int64_t maxUlps(const torch::Tensor &a, const torch::Tensor &b) {
   auto ordered = [](const torch::Tensor &t) {
-    torch::Tensor bits = (t.scalar_type() == torch::kBFloat16 ? t.view(torch::kInt16)
-                                                                : t.view(torch::kInt32))
-                             .to(torch::kInt64);
+    torch::Tensor bits =
+        (t.scalar_type() == torch::kBFloat16 ? t.view(torch::kInt16) : t.view(torch::kInt32))
+            .to(torch::kInt64);
     const int64_t sign = t.scalar_type() == torch::kBFloat16 ? 0x8000 : 0x80000000LL;
     bits = bits.bitwise_and(t.scalar_type() == torch::kBFloat16 ? 0xffff : 0xffffffffLL);
     return torch::where(bits >= sign, sign - bits, bits);
@@ -73,8 +71,7 @@ TEST_P(SiluMulTest, WithinAnUlpOfLibTorchOnTails) {
       torch::Tensor gu =
           torch::cat({gateValues(rows, n, dtype), torch::randn({rows, n}).to(dtype)}, 1);
       torch::Tensor g = gu.narrow(1, 0, n), u = gu.narrow(1, n, n);
-      EXPECT_LE(maxUlps(nnsc::siluMul(g, u), at::silu(g) * u), 4)
-          << "rows=" << rows << " n=" << n;
+      EXPECT_LE(maxUlps(nnsc::siluMul(g, u), at::silu(g) * u), 4) << "rows=" << rows << " n=" << n;
     }
 }
 
@@ -111,8 +108,7 @@ TEST_P(SiluMulTest, CloseToDoubleSilu) {
   EXPECT_LE(((got - exact).abs() / (exact.abs() + 1e-30)).max().item<double>(), tol);
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, SiluMulTest,
-                         ::testing::Values(torch::kFloat32, torch::kBFloat16));
+INSTANTIATE_TEST_SUITE_P(Dtypes, SiluMulTest, ::testing::Values(torch::kFloat32, torch::kBFloat16));
 
 TEST(SiluMul, RejectsMismatchedInputs) {
   torch::Tensor g = torch::randn({2, 8});
@@ -122,7 +118,8 @@ TEST(SiluMul, RejectsMismatchedInputs) {
 }
 
 TEST(SiluMul, OtherDtypesFallBackToLibTorch) {
-  torch::Tensor g = torch::randn({3, 9}, torch::kFloat64), u = torch::randn({3, 9}, torch::kFloat64);
+  torch::Tensor g = torch::randn({3, 9}, torch::kFloat64),
+                u = torch::randn({3, 9}, torch::kFloat64);
   EXPECT_TRUE(torch::equal(nnsc::siluMul(g, u), at::silu(g) * u));
 }
 

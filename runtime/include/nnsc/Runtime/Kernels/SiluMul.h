@@ -5,8 +5,10 @@
 // [tokens, intermediate] matrix. These kernels read gate and up once and write the product
 // once. SiLU is computed as LibTorch's vectorized CPU kernel computes it, x / (1 + exp(-x))
 // with SLEEF's 1-ulp expf algorithm (Cody-Waite reduction, degree-6 polynomial, FMAs), so
-// fp32 results equal at::silu(g) * u bit for bit; bf16 rounds SiLU to bf16 before the
-// product and the product again, as the two LibTorch ops do.
+// fp32 results equal at::silu(g) * u bit for bit where LibTorch runs its vector loop (its
+// scalar tail, the last n mod 32 elements of a row, calls the C library's expf and can
+// differ by a few ulps); bf16 rounds SiLU to bf16 before the product and the product again,
+// as the two LibTorch ops do.
 //
 //===----------------------------------------------------------------------===//
 

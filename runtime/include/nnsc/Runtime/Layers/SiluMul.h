@@ -1,8 +1,9 @@
 //===- SiluMul.h - The Llama MLP's SiLU(gate) * up --------------*- C++ -*-===//
 //
 // One pass over the gate and up projections (kernels/cpu/SiluMul.cpp) split by rows over the
-// shared thread pool, equal to at::silu(gate) * up; LibTorch's two ops where the kernel does
-// not apply (CUDA tensors, other dtypes).
+// shared thread pool, computing at::silu(gate) * up as LibTorch's vector loop does (see
+// Kernels/SiluMul.h); LibTorch's two ops where the kernel does not apply (CUDA tensors,
+// other dtypes).
 //
 //===----------------------------------------------------------------------===//
 
