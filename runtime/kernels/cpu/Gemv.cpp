@@ -20,14 +20,6 @@ namespace {
 constexpr int RowBlock = 4;
 constexpr int BatchBlock = 4;
 
-/// Asks for the cache line at the same place in the next row block, `ahead` elements on.
-/// Blocks are contiguous, so the weights stream one block (a few KB) ahead of the loads: the
-/// hardware prefetchers alone leave a batch-1 product waiting on memory at every block.
-/// Prefetches past the matrix end are harmless (they never fault).
-template <typename T> void prefetchNext(const T *w, int64_t ahead) {
-  _mm_prefetch(reinterpret_cast<const char *>(w + ahead), _MM_HINT_T0);
-}
-
 __m512 load16(const float *p) { return _mm512_loadu_ps(p); }
 __m512 load16(const uint16_t *p) {
   __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
@@ -85,7 +77,6 @@ void widenBlock(const GemvArgs<T> &a, int64_t r, int64_t b) {
     for (int j = 0; j < BB; ++j)
       xv[j] = load16(x + j * a.xStride + c);
     for (int i = 0; i < RB; ++i) {
-      prefetchNext(w + i * a.cols + c, RB * a.cols);
       __m512 wv = load16(w + i * a.cols + c);
       for (int j = 0; j < BB; ++j)
         acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
@@ -123,7 +114,6 @@ __attribute__((target("avx512bf16"))) void dotBlock(const GemvArgs<uint16_t> &a,
     for (int j = 0; j < BB; ++j)
       xv[j] = (__m512bh)_mm512_loadu_si512(x + j * a.xStride + c);
     for (int i = 0; i < RB; ++i) {
-      prefetchNext(w + i * a.cols + c, RB * a.cols);
       const __m512bh wv = (__m512bh)_mm512_loadu_si512(w + i * a.cols + c);
       for (int j = 0; j < BB; ++j)
         acc[i][j] = _mm512_dpbf16_ps(acc[i][j], wv, xv[j]);
