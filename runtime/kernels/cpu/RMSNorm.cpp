@@ -2,6 +2,8 @@
 
 #include "nnsc/Runtime/Kernels/RMSNorm.h"
 
+#include "Bf16.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -25,25 +27,8 @@ void rmsNormF32(const float *x, const float *weight, float *out, int64_t rows, i
   }
 }
 
-namespace {
-
-float widen(uint16_t v) {
-  const uint32_t bits = uint32_t(v) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-/// Round to nearest even, as LibTorch converts fp32 to bf16 (NaN stays a quiet NaN).
-uint16_t narrow(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  if (std::isnan(v))
-    return uint16_t((bits >> 16) | 0x40);
-  return uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
-}
-
-} // namespace
+using bf16::narrow;
+using bf16::widen;
 
 void rmsNormBF16(const uint16_t *x, const uint16_t *weight, uint16_t *out, int64_t rows,
                  int64_t cols, float eps) {

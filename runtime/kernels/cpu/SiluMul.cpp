@@ -7,6 +7,8 @@
 
 #include "nnsc/Runtime/Kernels/SiluMul.h"
 
+#include "Bf16.h"
+
 #include <immintrin.h>
 
 #include <cmath>
@@ -54,21 +56,8 @@ float expScalar(float d) {
 
 float siluScalar(float x) { return x / (1.0f + expScalar(-x)); }
 
-float widen(uint16_t v) {
-  const uint32_t bits = uint32_t(v) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-/// Round to nearest even, as LibTorch converts fp32 to bf16 (NaN stays a quiet NaN).
-uint16_t narrow(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  if (std::isnan(v))
-    return uint16_t((bits >> 16) | 0x40);
-  return uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
-}
+using bf16::narrow;
+using bf16::widen;
 
 #define NNSC_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 

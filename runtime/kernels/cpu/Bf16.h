@@ -1,0 +1,36 @@
+//===- Bf16.h - Scalar bf16 <-> fp32 conversions for CPU kernels -*- C++ -*-===//
+//
+// Private to runtime/kernels/cpu: the kernels keep bf16 as raw uint16_t so they build without
+// LibTorch, and convert exactly as LibTorch does.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_KERNELS_CPU_BF16_H
+#define NNSC_RUNTIME_KERNELS_CPU_BF16_H
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace nnsc::kernels::bf16 {
+
+/// The fp32 value of a bf16 bit pattern (exact).
+inline float widen(uint16_t v) {
+  const uint32_t bits = uint32_t(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+/// Round to nearest even, as LibTorch converts fp32 to bf16 (NaN stays a quiet NaN).
+inline uint16_t narrow(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  if (std::isnan(v))
+    return uint16_t((bits >> 16) | 0x40);
+  return uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+}
+
+} // namespace nnsc::kernels::bf16
+
+#endif // NNSC_RUNTIME_KERNELS_CPU_BF16_H
