@@ -162,6 +162,21 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
     for (const auto &[g, value] : kept)
       output.narrow(0, g.tokenStart, g.tokenCount).copy_(value);
   };
+  // o_proj / down_proj: the projection's output is added to the residual. When nobody sees it
+  // on its own (its site and the module's output site unbound, no skipped rows) the add
+  // happens inside the GEMM.
+  auto addToResidual = [&](const torch::Tensor &input, const torch::Tensor &weight,
+                           Phase phase, int projOut, int moduleOut, const auto &skipped) {
+    if (!bound(projOut) && !bound(moduleOut) && skipped.empty()) {
+      timed(phase, [&] { nnsc::linearAdd(x, input, weight); });
+      return;
+    }
+    torch::Tensor out = timed(phase, [&] { return nnsc::linear(input, weight); });
+    fire(projOut, out);
+    restoreSkipped(out, skipped);
+    fire(moduleOut, out);
+    x.add_(out);
+  };
   auto rows = [&](const torch::Tensor &weight, int64_t begin, int64_t count) {
     return weight.narrow(0, begin, count);
   };
@@ -214,16 +229,7 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
 
   torch::Tensor attn = attention(index, q3, k3, vs.view({t, c.kvHeads, c.headDim}), step);
   fire(s.oIn, attn);
-  // Nobody sees o_proj's output on its own: add it to the residual inside the GEMM.
-  if (!bound(s.oOut) && !bound(s.attnOut) && attnSkipped.empty()) {
-    timed(Phase::OProj, [&] { nnsc::linearAdd(x, attn, l.o); });
-  } else {
-    torch::Tensor o = timed(Phase::OProj, [&] { return nnsc::linear(attn, l.o); });
-    fire(s.oOut, o);
-    restoreSkipped(o, attnSkipped);
-    fire(s.attnOut, o);
-    x.add_(o);
-  }
+  addToResidual(attn, l.o, Phase::OProj, s.oOut, s.attnOut, attnSkipped);
 
   torch::Tensor h2 = timed(Phase::Norm, [&] {
     return rmsNorm(ownInput(s.postNormIn, x), l.postNorm, c.rmsNormEps);
@@ -264,15 +270,7 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
     p = timed(Phase::Activation, [&] { return a * u; });
   }
   fire(s.downIn, p);
-  if (!bound(s.downOut) && !bound(s.mlpOut) && mlpSkipped.empty()) {
-    timed(Phase::DownProj, [&] { nnsc::linearAdd(x, p, l.down); });
-  } else {
-    torch::Tensor d = timed(Phase::DownProj, [&] { return nnsc::linear(p, l.down); });
-    fire(s.downOut, d);
-    restoreSkipped(d, mlpSkipped);
-    fire(s.mlpOut, d);
-    x.add_(d);
-  }
+  addToResidual(p, l.down, Phase::DownProj, s.downOut, s.mlpOut, mlpSkipped);
   restoreSkipped(x, layerSkipped);
   fire(s.layerOut, x);
 }
