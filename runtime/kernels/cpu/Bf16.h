@@ -1,7 +1,9 @@
 //===- Bf16.h - Scalar bf16 <-> fp32 conversions for CPU kernels -*- C++ -*-===//
 //
 // Private to runtime/kernels/cpu: the kernels keep bf16 as raw uint16_t so they build without
-// LibTorch, and convert exactly as LibTorch does.
+// LibTorch, and convert exactly as LibTorch does. Only for files built at the library's
+// baseline ISA: an inline function also compiled in a file with -mavx512* flags (Gemv.cpp)
+// could be merged into the AVX-512 copy by the linker and run on a CPU without it.
 //
 //===----------------------------------------------------------------------===//
 

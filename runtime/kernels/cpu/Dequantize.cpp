@@ -2,6 +2,8 @@
 
 #include "nnsc/Runtime/Kernels/Dequantize.h"
 
+#include "Bf16.h"
+
 #include <cassert>
 #include <cstring>
 
@@ -38,12 +40,7 @@ float halfToFloat(uint16_t h) {
   return f;
 }
 
-float bf16ToFloat(uint16_t h) {
-  uint32_t bits = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
+float bf16ToFloat(uint16_t h) { return bf16::widen(h); }
 
 void dequantizeF16(const uint8_t *src, float *out, int64_t count) {
   for (int64_t i = 0; i < count; ++i)
