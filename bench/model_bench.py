@@ -16,6 +16,7 @@ Progress goes to stderr; the results table (Markdown) to stdout.
 """
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -74,6 +75,17 @@ def gflops(params, tokens, seconds):
     return 2.0 * params * tokens / seconds / 1e9
 
 
+@functools.lru_cache(maxsize=1)
+def transformers_model(model_path, dtype):
+    """The same GGUF through transformers in `dtype`, loaded once for both baselines."""
+    import torch
+    sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
+    from reference import load_gguf_reference
+    log("transformers: loading the same GGUF, %s" % dtype)
+    model, _ = load_gguf_reference(model_path)
+    return model.to(torch.bfloat16) if dtype == "bf16" else model
+
+
 def transformers_throughput(model_path, work, batch, dtype):
     """transformers generate on `work`: greedy, in `dtype` (fp32 or bf16), the machine's
     threads, requests sorted by output length and run in batches of `batch` with left padding
@@ -81,12 +93,7 @@ def transformers_throughput(model_path, work, batch, dtype):
     length; only each request's own max_tokens count as generated, the rest is the cost of
     static batching. Returns (generated tokens, prompt tokens, seconds, requests)."""
     import torch
-    sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
-    from reference import load_gguf_reference
-    log("transformers: loading the same GGUF, %s" % dtype)
-    model, _ = load_gguf_reference(model_path)
-    if dtype == "bf16":
-        model = model.to(torch.bfloat16)
+    model = transformers_model(model_path, dtype)
     order = sorted(work, key=lambda r: r["max_tokens"])
     generated, seconds = 0, 0.0
     for start in range(0, len(order), batch):
