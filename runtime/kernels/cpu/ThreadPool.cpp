@@ -20,10 +20,12 @@ void cpuRelax() {
 #endif
 }
 
-/// How long an idle worker keeps polling before it sleeps. Jobs within one decode step are
-/// tens of microseconds apart; a step boundary (sampling, scheduling) or a busy machine is
-/// longer, and then the worker should be off the core.
-constexpr auto SpinTime = std::chrono::microseconds(200);
+/// How long an idle worker keeps polling before it sleeps. Batch-1 decode's jobs (the GEMVs
+/// and attention of one step) are a few microseconds apart. Longer gaps are a step boundary,
+/// or a oneDNN product or ATen parallel_for running on LibTorch's OpenMP threads: a worker
+/// still polling then takes a core from them (200 us made the batched decode projections
+/// after attention and SiLU * up a third slower; docs/Engine.md, "Threads").
+constexpr auto SpinTime = std::chrono::microseconds(30);
 
 } // namespace
 
