@@ -9,6 +9,8 @@ CpuBackend::CpuBackend(std::shared_ptr<const CausalLM> model) : lm(std::move(mod
   TORCH_CHECK(lm, "CpuBackend: no model");
   // Activations from here on reuse cached blocks instead of faulting in fresh pages.
   installHostAllocator();
+  // Weight layout is part of loading, not of the first batched step.
+  lm->packWeights();
 }
 
 BackendCapabilities CpuBackend::capabilities() const {

@@ -144,6 +144,11 @@ torch::Tensor oneDnnLinear(const torch::Tensor &in, const torch::Tensor &weight,
   return stack[0].toTensor();
 }
 
+void oneDnnPack(const torch::Tensor &weight) {
+  if (weight.defined() && weight.dim() == 2 && oneDnnLinearApplies(weight, weight))
+    PackCache::shared().get(weight);
+}
+
 size_t oneDnnPackedWeights() { return PackCache::shared().size(); }
 
 } // namespace nnsc

@@ -3,6 +3,7 @@
 #include "nnsc/Runtime/Models/CausalLM.h"
 
 #include "nnsc/Runtime/Layers/Linear.h"
+#include "nnsc/Runtime/Layers/OneDnnLinear.h"
 #include "nnsc/Runtime/Layers/RMSNorm.h"
 #include "nnsc/Runtime/Layers/SiluMul.h"
 #include "nnsc/Runtime/Models/PhaseProfile.h"
@@ -76,6 +77,13 @@ CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels)
     s.last = s.layerOut;
     layerSites.push_back(s);
   }
+}
+
+void CausalLM::packWeights() const {
+  for (const LayerWeights &l : w.layers)
+    for (const torch::Tensor &weight : {l.qkv, l.o, l.gateUp, l.down})
+      oneDnnPack(weight);
+  oneDnnPack(w.lmHead);
 }
 
 torch::Tensor CausalLM::headNorm(const torch::Tensor &x, const torch::Tensor &weight) const {

@@ -110,6 +110,22 @@ TEST_P(OneDnnLinear, FreedWeightsLeaveTheCache) {
   EXPECT_LE(nnsc::oneDnnPackedWeights(), before + 1);
 }
 
+TEST_P(OneDnnLinear, PackedAheadIsPackedOnce) {
+  const auto dtype = GetParam();
+  torch::Tensor w = torch::randn({48, 64}).to(dtype);
+  torch::Tensor x = torch::randn({20, 64}).to(dtype);
+  const size_t before = nnsc::oneDnnPackedWeights();
+  nnsc::oneDnnPack(w);
+  EXPECT_EQ(nnsc::oneDnnPackedWeights(), before + 1);
+  // The product finds the packed copy, and the copy is of this weight.
+  EXPECT_LE(relErr(nnsc::linear(x, w), reference(x, w, {})), tolerance(64));
+  EXPECT_EQ(nnsc::oneDnnPackedWeights(), before + 1);
+  // Nothing is packed for a weight oneDNN would not serve.
+  nnsc::oneDnnPack(torch::randn({48, 64}, torch::kFloat64));
+  nnsc::oneDnnPack(torch::randn({64, 48}).to(dtype).t());
+  EXPECT_EQ(nnsc::oneDnnPackedWeights(), before + 1);
+}
+
 TEST_P(OneDnnLinear, WeightWrittenInPlaceIsRepacked) {
   const auto dtype = GetParam();
   torch::Tensor x = torch::randn({20, 64}).to(dtype);

@@ -45,6 +45,10 @@ public:
   /// for another module or an input of the wrong width.
   torch::Tensor applyModule(int module, const torch::Tensor &input) const;
 
+  /// Packs the weights of the fused projections and the lm_head for oneDNN now (where oneDNN
+  /// serves them), so that the first batched forward does not pay for it.
+  void packWeights() const;
+
 private:
   /// Site indices of one decoder layer.
   struct LayerSites {
