@@ -133,11 +133,7 @@ void BundleHook::save(void *ctx, void *request, int32_t index, int64_t step,
                       const nnsc_tensor *value) {
   (void)ctx;
   auto *r = static_cast<BundleRequest *>(request);
-  if (value->rank < 0 || value->rank > NNSC_MAX_RANK) {
-    r->fail("a save has rank " + std::to_string(value->rank));
-    return;
-  }
-  if (std::optional<std::string> error = r->save(index, step, tensorOf(*value)))
+  if (std::optional<std::string> error = r->save(index, step, *value))
     r->fail(*error);
 }
 

@@ -73,21 +73,34 @@ BundleRequest::BundleRequest(const BundleTrace &trace, std::vector<torch::Tensor
 }
 
 std::optional<std::string> BundleRequest::save(int32_t index, int64_t step,
-                                               const torch::Tensor &value) {
+                                               const nnsc_tensor &value) {
   if (index < 0 || size_t(index) >= traceDesc.saves.size())
     return "save index " + std::to_string(index) + " out of range";
+  if (value.rank < 0 || value.rank > NNSC_MAX_RANK)
+    return "a save has rank " + std::to_string(value.rank);
+  if (!dtypeBytes(value.dtype))
+    return "a save has dtype " + std::to_string(int(value.dtype)) + ", which the ABI does not name";
   const BundleSave &desc = traceDesc.saves[size_t(index)];
-  std::vector<int64_t> shape(value.sizes().begin(), value.sizes().end());
-  bool fits = toABIDtype(value.scalar_type()) == desc.dtype && shape.size() == desc.shape.size();
-  for (size_t i = 0; fits && i < shape.size(); ++i)
-    fits = desc.shape[i] == NNSC_DIM_TOKENS || desc.shape[i] == shape[i];
+  bool fits = value.dtype == desc.dtype && size_t(value.rank) == desc.shape.size();
+  for (int32_t i = 0; fits && i < value.rank; ++i)
+    fits = value.shape[i] >= 0 &&
+           (desc.shape[size_t(i)] == NNSC_DIM_TOKENS || desc.shape[size_t(i)] == value.shape[i]);
   if (!fits)
     return "save '" + desc.name + "' is declared " + describeType(desc.dtype, desc.shape) +
            " but the kernel saved " +
-           describeType(toABIDtype(value.scalar_type()).value_or(NNSC_DTYPE_F32), shape);
-  std::string name = desc.perStep ? desc.name + "." + std::to_string(step) : desc.name;
-  saved[name] = value.clone(at::MemoryFormat::Contiguous);
+           describeType(value.dtype, std::vector<int64_t>(value.shape, value.shape + value.rank));
+  saved.put({index, desc.perStep ? step : -1}, value);
   return std::nullopt;
+}
+
+std::map<std::string, torch::Tensor> BundleRequest::saves() const {
+  std::map<std::string, torch::Tensor> named;
+  for (auto &[key, value] : saved.values()) {
+    const std::string &name = traceDesc.saves[size_t(key.first)].name;
+    named.emplace(key.second < 0 ? name : name + "." + std::to_string(key.second),
+                  std::move(value));
+  }
+  return named;
 }
 
 void BundleRequest::restart() {

@@ -108,13 +108,13 @@ TEST(BundleRequest, FrameParamsAndSaves) {
   EXPECT_EQ(r.params()[1].dtype, NNSC_DTYPE_I64);
   EXPECT_EQ(*static_cast<const int64_t *>(r.params()[1].data), 3);
 
-  EXPECT_FALSE(r.save(0, 2, torch::ones({4})));
-  EXPECT_FALSE(r.save(1, 0, torch::ones({3, 4})));
-  EXPECT_EQ(r.save(0, 0, torch::ones({5})).value_or(""),
+  EXPECT_FALSE(r.save(0, 2, viewOf(torch::ones({4}))));
+  EXPECT_FALSE(r.save(1, 0, viewOf(torch::ones({3, 4}))));
+  EXPECT_EQ(r.save(0, 0, viewOf(torch::ones({5}))).value_or(""),
             "save 'h' is declared f32[4] but the kernel saved f32[5]");
-  EXPECT_EQ(r.save(1, 0, torch::ones({3, 4}, torch::kInt64)).value_or(""),
+  EXPECT_EQ(r.save(1, 0, viewOf(torch::ones({3, 4}, torch::kInt64))).value_or(""),
             "save 'all' is declared f32[T, 4] but the kernel saved i64[3, 4]");
-  EXPECT_EQ(r.save(2, 0, torch::ones({4})).value_or(""), "save index 2 out of range");
+  EXPECT_EQ(r.save(2, 0, viewOf(torch::ones({4}))).value_or(""), "save index 2 out of range");
   std::vector<std::string> names;
   for (const auto &[name, value] : r.saves())
     names.push_back(name);

@@ -220,9 +220,7 @@ void ProgramRunner::reportError(void *, void *request, const char *message) {
 void ProgramRunner::save(void *, void *request, int32_t index, int64_t step,
                          const nnsc_tensor *value) {
   auto *r = static_cast<Request *>(request);
-  if (value->rank < 0 || value->rank > NNSC_MAX_RANK)
-    r->state->fail("a save has rank " + std::to_string(value->rank));
-  else if (std::optional<std::string> error = r->state->save(index, step, tensorOf(*value)))
+  if (std::optional<std::string> error = r->state->save(index, step, *value))
     r->state->fail(*error);
 }
 

@@ -13,6 +13,7 @@
 #define NNSC_RUNTIME_BUNDLE_BUNDLEREQUEST_H
 
 #include "nnsc/Runtime/Bundle/Bundle.h"
+#include "nnsc/Runtime/Bundle/SaveStore.h"
 
 #include <torch/torch.h>
 
@@ -37,9 +38,10 @@ public:
 
   /// Records save `index` (at `step` for per-step saves) as a copy of `value`. Returns an
   /// error message when the value does not match the save's declared dtype and shape.
-  std::optional<std::string> save(int32_t index, int64_t step, const torch::Tensor &value);
-  /// Saved tensors by name ("h", "h.3" for a per-step save at step 3).
-  const std::map<std::string, torch::Tensor> &saves() const { return saved; }
+  std::optional<std::string> save(int32_t index, int64_t step, const nnsc_tensor &value);
+  /// Saved tensors by name ("h", "h.3" for a per-step save at step 3), viewing the request's
+  /// save memory.
+  std::map<std::string, torch::Tensor> saves() const;
 
   /// Fails the request; the first message is kept and no later kernel sees it.
   void fail(const std::string &message);
@@ -63,7 +65,7 @@ private:
   std::vector<torch::Tensor> paramValues;
   std::vector<nnsc_tensor> views;
   torch::Tensor frameBytes;
-  std::map<std::string, torch::Tensor> saved;
+  SaveStore saved;
   std::optional<std::string> failure;
   bool stopRequested = false;
   bool finishRequested = false;
