@@ -104,7 +104,12 @@ void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor 
     return;
   }
   if (oneDnnLinearApplies(in, weight) && acc.scalar_type() == in.scalar_type()) {
-    acc.copy_(oneDnnLinear(in, weight, {}, acc));
+    // oneDNN writes acc + product to a new tensor (its sum post-op is not exposed).
+    torch::Tensor sum = oneDnnLinear(in, weight, {}, acc);
+    if (acc.use_count() == 1 && acc.storage().use_count() == 1 && acc.is_contiguous())
+      acc = std::move(sum);
+    else
+      acc.copy_(sum);
     return;
   }
   acc.addmm_(in, weight.t());

@@ -82,6 +82,33 @@ TEST_P(OneDnnLinear, AddAccumulatesIntoStridedRows) {
   EXPECT_TRUE(torch::equal(buffer.narrow(1, 676, 24), before.narrow(1, 676, 24)));
 }
 
+TEST_P(OneDnnLinear, AddIntoAnAccumulatorNothingElseSees) {
+  // acc may be rebound to the sum: only its value is checked.
+  const auto dtype = GetParam();
+  torch::Tensor x = torch::randn({40, 576}).to(dtype);
+  torch::Tensor w = torch::randn({576, 576}).to(dtype);
+  torch::Tensor acc = torch::randn({40, 576}).to(dtype);
+  torch::Tensor want = acc.to(torch::kFloat64) + reference(x, w, {});
+  nnsc::linearAdd(acc, x, w);
+  EXPECT_LE(relErr(acc, want), tolerance(576));
+}
+
+TEST_P(OneDnnLinear, AddSeenThroughOtherReferencesToTheAccumulator) {
+  // Another tensor or a view shares acc's memory: the sum must land in that memory.
+  const auto dtype = GetParam();
+  torch::Tensor x = torch::randn({40, 576}).to(dtype);
+  torch::Tensor w = torch::randn({576, 576}).to(dtype);
+  for (bool view : {false, true}) {
+    torch::Tensor acc = torch::randn({40, 576}).to(dtype);
+    torch::Tensor other = view ? acc.narrow(0, 10, 5) : acc;
+    torch::Tensor want = acc.to(torch::kFloat64) + reference(x, w, {});
+    nnsc::linearAdd(acc, x, w);
+    EXPECT_LE(relErr(acc, want), tolerance(576)) << "view=" << view;
+    EXPECT_LE(relErr(other, view ? want.narrow(0, 10, 5) : want), tolerance(576))
+        << "view=" << view;
+  }
+}
+
 TEST_P(OneDnnLinear, RowSlicesOfAFusedWeight) {
   const auto dtype = GetParam();
   // q, k and v are row slices of one fused matrix, made afresh on each call: each slice is

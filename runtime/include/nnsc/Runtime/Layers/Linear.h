@@ -24,7 +24,9 @@ torch::Tensor linear(const torch::Tensor &in, const torch::Tensor &weight,
                      const torch::Tensor &bias = {});
 
 /// acc [rows, n] += in [rows, k] @ weight[n, k]^T: the residual add fused into the
-/// projection, as x.addmm_(in, weight.t()).
+/// projection, as x.addmm_(in, weight.t()). When nothing else refers to acc's memory (no
+/// other tensor or view shares its storage), acc may instead be rebound to a new tensor that
+/// holds the sum, which no one can tell apart and saves copying the sum back.
 void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor &weight);
 
 } // namespace nnsc
