@@ -2,6 +2,8 @@
 
 #include "nnsc/Runtime/Hooks/HookDispatch.h"
 
+#include "nnsc/Runtime/Models/PhaseProfile.h"
+
 namespace nnsc {
 
 void HookDispatch::add(const HookTable &table, const TokenGroup &rows,
@@ -31,6 +33,7 @@ std::vector<TokenGroup> HookDispatch::skippedRows(int site) const {
 }
 
 void HookDispatch::fireGroups(int site, torch::Tensor &value, bool sampledRows) const {
+  ScopedPhase phase(Phase::Hooks);
   // One call per distinct hook, with the groups of all its requests, in batch order.
   const std::vector<Entry> &list = entries[size_t(site)];
   std::vector<bool> done(list.size(), false);

@@ -3,7 +3,8 @@
 // Set NNSC_PROFILE=1 to have the process print, at exit, the wall time spent in each phase
 // of the engine's steps (GEMMs, attention, RoPE + KV store, norms, sampler, ...) split by
 // prefill and decode steps. Layers with bound hooks are charged like the others; the hooks
-// themselves and the copies they need are outside any phase. Without the variable a phase
+// themselves (a bundle's kernels, its saves) are the `hooks` phase. A phase inside another is
+// charged to itself only, so the phases add up to the time in them. Without the variable a phase
 // costs one predictable branch. The kernels are synchronous on the CPU, so wall time per
 // phase is the phase's cost; on CUDA the split is not meaningful (launches are asynchronous).
 //
@@ -34,6 +35,7 @@ enum class Phase {
   LMHead,
   Metadata,
   Sampler,
+  Hooks,
   NumPhases
 };
 
@@ -53,9 +55,7 @@ public:
   void setPrefill(bool prefill) { decodeStep = !prefill; }
 
   /// Adds `ns` nanoseconds to `phase` of the current step kind.
-  void add(Phase phase, int64_t ns) {
-    totals[decodeStep][static_cast<size_t>(phase)] += ns;
-  }
+  void add(Phase phase, int64_t ns) { totals[decodeStep][static_cast<size_t>(phase)] += ns; }
 
   /// Counts one step of the current kind with `tokens` tokens.
   void countStep(int64_t tokens) {
@@ -66,10 +66,9 @@ public:
   ~PhaseProfile() {
     if (!on)
       return;
-    static const char *names[] = {"embed",      "rmsnorm",    "qkv_proj",     "rope+kv_store",
-                                  "attention",  "o_proj",     "gate_up_proj", "silu*up",
-                                  "down_proj",  "lm_head",    "metadata",
-                                  "sampler"};
+    static const char *names[] = {
+        "embed",   "rmsnorm",   "qkv_proj", "rope+kv_store", "attention", "o_proj", "gate_up_proj",
+        "silu*up", "down_proj", "lm_head",  "metadata",      "sampler",   "hooks"};
     for (int kind = 0; kind < 2; ++kind) {
       int64_t sum = 0;
       for (int64_t t : totals[kind])
@@ -96,26 +95,48 @@ private:
   std::array<int64_t, 2> steps{}, stepTokens{};
 };
 
-/// Charges the wall time of its scope to a phase when profiling is on.
+/// Charges the wall time of its scope to a phase when profiling is on, except the time of
+/// phases nested in it on the same thread (a hook fired inside a norm is `hooks`, not both).
 class ScopedPhase {
 public:
   explicit ScopedPhase(Phase phase) : phase(phase), on(PhaseProfile::get().enabled()) {
-    if (on)
-      start = std::chrono::steady_clock::now();
+    if (!on)
+      return;
+    start = Clock::now();
+    outer = active();
+    if (outer)
+      outer->charge(start);
+    active() = this;
   }
   ~ScopedPhase() {
-    if (on)
-      PhaseProfile::get().add(phase, std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                         std::chrono::steady_clock::now() - start)
-                                         .count());
+    if (!on)
+      return;
+    const Clock::time_point end = Clock::now();
+    charge(end);
+    active() = outer;
+    if (outer)
+      outer->start = end;
   }
   ScopedPhase(const ScopedPhase &) = delete;
   ScopedPhase &operator=(const ScopedPhase &) = delete;
 
 private:
+  using Clock = std::chrono::steady_clock;
+
+  /// Adds the time since `start` up to `now` (a nested phase begins, or this one ends).
+  void charge(Clock::time_point now) {
+    PhaseProfile::get().add(
+        phase, std::chrono::duration_cast<std::chrono::nanoseconds>(now - start).count());
+  }
+  static ScopedPhase *&active() {
+    static thread_local ScopedPhase *current = nullptr;
+    return current;
+  }
+
   Phase phase;
   bool on;
-  std::chrono::steady_clock::time_point start;
+  ScopedPhase *outer = nullptr;
+  Clock::time_point start;
 };
 
 } // namespace nnsc
