@@ -59,7 +59,21 @@ template <typename T> struct Operands {
   const T *vCache; // [num_blocks, block_size, num_kv_heads, head_dim]
   Dims dims;
   float scale;
+  /// Per cache slot, or null: non-zero where the layer has no K/V for that position (a
+  /// skipped layer's rows, docs/Runtime.md "Skipping a module"); attention leaves it out.
+  const uint8_t *absent = nullptr;
 };
+
+/// Whether some position the tile's queries attend to is absent.
+template <typename T> bool attendsToAbsent(const Operands<T> &ops, const Tile &tile) {
+  if (!ops.absent)
+    return false;
+  const int64_t numKeys = tile.firstPos + tile.numQueries, bs = ops.dims.blockSize;
+  for (int64_t p = 0; p < numKeys; ++p)
+    if (ops.absent[int64_t(tile.blockTable[p / bs]) * bs + p % bs])
+      return true;
+  return false;
+}
 
 /// Whether this CPU runs the AVX-512 kernels and they handle head_dim (a multiple of 16, at
 /// most 256).

@@ -117,11 +117,15 @@ template <typename T, int NV> void decodeTile(const Operands<T> &ops, const Tile
   const int64_t numKeys = tile.firstPos + 1;
   for (int64_t first = 0; first < numKeys; first += 16) {
     const int n = int(std::min<int64_t>(16, numKeys - first));
-    const __mmask16 valid = __mmask16((1u << n) - 1);
     // Rows of the 16 positions, at KV head 0; past the end, zeros.
     const T *keys[16], *values[16];
     int64_t slots[16];
     slotsOf(tile, d.blockSize, first, n, slots);
+    __mmask16 valid = __mmask16((1u << n) - 1);
+    if (ops.absent)
+      for (int t = 0; t < n; ++t)
+        if (ops.absent[slots[t]])
+          valid &= __mmask16(~(1u << t));
     for (int t = 0; t < 16; ++t) {
       if (t < n) {
         keys[t] = ops.kCache + slots[t] * tokenStride;
@@ -152,6 +156,12 @@ template <typename T, int NV> void decodeTile(const Operands<T> &ops, const Tile
         // earlier keys accumulated rescaled to it.
         const float old = s.maxScore[head];
         const float top = std::max(old, _mm512_mask_reduce_max_ps(valid, scores));
+        if (top == -std::numeric_limits<float>::infinity()) {
+          // No key seen yet (all absent so far): nothing to add or rescale.
+          s.corrections[g] = 1.f;
+          _mm512_storeu_ps(s.probs.data() + g * 16, _mm512_setzero_ps());
+          continue;
+        }
         const __m512 p =
             _mm512_maskz_mov_ps(valid, exp512(_mm512_sub_ps(scores, _mm512_set1_ps(top))));
         // The vector exp on one lane: a libm call here would spill every live vector
@@ -172,7 +182,8 @@ template <typename T, int NV> void decodeTile(const Operands<T> &ops, const Tile
 
   T *out = ops.out + tile.firstRow * d.numHeads * Dim;
   for (int64_t head = 0; head < d.numHeads; ++head) {
-    const __m512 inv = _mm512_set1_ps(1.f / s.denom[head]);
+    // A query that sees no key at all (all absent) gets zeros.
+    const __m512 inv = _mm512_set1_ps(s.denom[head] > 0.f ? 1.f / s.denom[head] : 0.f);
     for (int64_t i = head * Dim; i < (head + 1) * Dim; i += 16)
       store16(out + i, _mm512_mul_ps(_mm512_loadu_ps(s.acc.data() + i), inv));
   }

@@ -57,8 +57,18 @@ void runTiles(const Operands<T> &ops, const std::vector<Tile> &tiles, bool decod
   } else if (decode) {
     forEachItem(numTiles, [&](int64_t item) { attention::decodeTileAvx512(ops, tiles[item]); });
   } else {
+    // The prefill tiles have no absent-position mask; the rare tile that needs one (its
+    // sequence skipped this layer earlier) takes the portable kernel.
+    std::vector<uint8_t> portable(tiles.size(), 0);
+    if (ops.absent)
+      for (size_t i = 0; i < tiles.size(); ++i)
+        portable[i] = attention::attendsToAbsent(ops, tiles[i]);
     forEachItem(numTiles * d.numKvHeads, [&](int64_t item) {
-      attention::prefillTileAvx512(ops, tiles[item / d.numKvHeads], item % d.numKvHeads);
+      const Tile &tile = tiles[item / d.numKvHeads];
+      if (portable[item / d.numKvHeads])
+        attention::attendTilePortable(ops, tile, item % d.numKvHeads);
+      else
+        attention::prefillTileAvx512(ops, tile, item % d.numKvHeads);
     });
   }
 }
@@ -109,18 +119,25 @@ void checkIndexTensor(const char *fn, const char *name, const torch::Tensor &t, 
 }
 
 /// Runs the tiles (one-query tiles of decoding sequences if `decode`) into a new tensor.
-torch::Tensor dispatch(const torch::Tensor &q, const torch::Tensor &kCache,
-                       const torch::Tensor &vCache, const std::vector<Tile> &tiles, const Dims &d,
-                       double scale, bool decode) {
+torch::Tensor dispatch(const char *fn, const torch::Tensor &q, const torch::Tensor &kCache,
+                       const torch::Tensor &vCache, const torch::Tensor &absent,
+                       const std::vector<Tile> &tiles, const Dims &d, double scale, bool decode) {
+  TORCH_CHECK(!absent.defined() ||
+                  (absent.scalar_type() == torch::kUInt8 && absent.is_contiguous() &&
+                   absent.device().is_cpu() && absent.numel() == d.numBlocks * d.blockSize),
+              fn, ": absent must be a contiguous uint8 CPU tensor of num_blocks * block_size (",
+              d.numBlocks * d.blockSize, ") elements, got ",
+              absent.defined() ? absent.sizes() : c10::IntArrayRef{});
+  const uint8_t *absentSlots = absent.defined() ? absent.data_ptr<uint8_t>() : nullptr;
   torch::Tensor out = torch::empty_like(q);
   if (q.scalar_type() == torch::kFloat32) {
     runTiles(Operands<float>{q.data_ptr<float>(), out.data_ptr<float>(), kCache.data_ptr<float>(),
-                             vCache.data_ptr<float>(), d, static_cast<float>(scale)},
+                             vCache.data_ptr<float>(), d, static_cast<float>(scale), absentSlots},
              tiles, decode);
   } else {
     auto bits = [](const torch::Tensor &t) { return static_cast<uint16_t *>(t.data_ptr()); };
     runTiles(Operands<uint16_t>{bits(q), bits(out), bits(kCache), bits(vCache), d,
-                                static_cast<float>(scale)},
+                                static_cast<float>(scale), absentSlots},
              tiles, decode);
   }
   return out;
@@ -130,7 +147,7 @@ torch::Tensor dispatch(const torch::Tensor &q, const torch::Tensor &kCache,
 
 torch::Tensor prefillAttention(const torch::Tensor &query, const torch::Tensor &kCache,
                                const torch::Tensor &vCache, const AttentionMetadata &meta,
-                               double scale) {
+                               double scale, const torch::Tensor &absent) {
   const char *fn = "prefillAttention";
   Dims d = checkShapes(fn, query, kCache, vCache);
   checkIndexTensor(fn, "cuSeqlensQ", meta.cuSeqlensQ, 1);
@@ -161,12 +178,13 @@ torch::Tensor prefillAttention(const torch::Tensor &query, const torch::Tensor &
       tiles.push_back(
           {cuQ[i] + start, std::min(TileQueries, numQ - start), numK - numQ + start, table});
   }
-  return dispatch(q, kCache, vCache, tiles, d, scale, /*decode=*/false);
+  return dispatch(fn, q, kCache, vCache, absent, tiles, d, scale, /*decode=*/false);
 }
 
 torch::Tensor decodeAttention(const torch::Tensor &query, const torch::Tensor &kCache,
                               const torch::Tensor &vCache, const torch::Tensor &contextLens,
-                              const torch::Tensor &blockTables, double scale) {
+                              const torch::Tensor &blockTables, double scale,
+                              const torch::Tensor &absent) {
   const char *fn = "decodeAttention";
   Dims d = checkShapes(fn, query, kCache, vCache);
   checkIndexTensor(fn, "contextLens", contextLens, 1);
@@ -184,15 +202,15 @@ torch::Tensor decodeAttention(const torch::Tensor &query, const torch::Tensor &k
     checkBlockTable(fn, blockTables, i, lens[i], d);
     tiles.push_back({i, 1, lens[i] - 1, blockTables.data_ptr<int32_t>() + i * blockTables.size(1)});
   }
-  return dispatch(q, kCache, vCache, tiles, d, scale, /*decode=*/true);
+  return dispatch(fn, q, kCache, vCache, absent, tiles, d, scale, /*decode=*/true);
 }
 
 torch::Tensor pagedAttention(const torch::Tensor &q, const torch::Tensor &kCache,
                              const torch::Tensor &vCache, const AttentionMetadata &meta,
-                             double scale) {
+                             double scale, const torch::Tensor &absent) {
   if (meta.isPrefill)
-    return prefillAttention(q, kCache, vCache, meta, scale);
-  return decodeAttention(q, kCache, vCache, meta.contextLens, meta.blockTables, scale);
+    return prefillAttention(q, kCache, vCache, meta, scale, absent);
+  return decodeAttention(q, kCache, vCache, meta.contextLens, meta.blockTables, scale, absent);
 }
 
 } // namespace nnsc

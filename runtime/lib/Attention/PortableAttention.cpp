@@ -73,8 +73,8 @@ int64_t valueRows(const T *src, int64_t stride, int64_t rows, int64_t headDim,
 }
 
 template <typename T>
-void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const Tile &tile,
-                int64_t kvHead, const Dims &d, float scale) {
+void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const uint8_t *absent,
+                const Tile &tile, int64_t kvHead, const Dims &d, float scale) {
   // Reused while the shape stays the same: a step calls this for many tiles.
   thread_local std::unique_ptr<Scratch> scratch;
   if (!scratch || scratch->rows != TileQueries * d.group() ||
@@ -115,6 +115,8 @@ void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const Tile
       keyStride = valueRows(kCache + base, tokenStride, inBlock, dim, s.keys, keys);
     const float *values;
     int64_t valueStride = valueRows(vCache + base, tokenStride, inBlock, dim, s.values, values);
+    const uint8_t *absentHere =
+        absent ? absent + static_cast<int64_t>(tile.blockTable[kb]) * d.blockSize : nullptr;
 
     for (int64_t qi = 0; qi < tile.numQueries; ++qi) {
       // Causal: the query at position p sees keys [0, p].
@@ -139,9 +141,15 @@ void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const Tile
           for (int64_t t = 0; t < visible; ++t)
             scores[t] = dot(query, keys + t * keyStride, dim);
         }
+        if (absentHere)
+          for (int64_t t = 0; t < visible; ++t)
+            if (absentHere[t])
+              scores[t] = -std::numeric_limits<float>::infinity();
         float blockMax = s.maxScore[ri];
         for (int64_t t = 0; t < visible; ++t)
           blockMax = std::max(blockMax, scores[t]);
+        if (blockMax == -std::numeric_limits<float>::infinity())
+          continue; // nothing seen yet: every visible key so far is absent
         float correction = std::exp(s.maxScore[ri] - blockMax);
         s.maxScore[ri] = blockMax;
         float denom = s.denom[ri] * correction;
@@ -164,7 +172,8 @@ void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const Tile
     for (int64_t hj = 0; hj < group; ++hj) {
       int64_t ri = qi * group + hj;
       T *dst = out + ((tile.firstRow + qi) * d.numHeads + kvHead * group + hj) * dim;
-      float inv = 1.f / s.denom[ri];
+      // A query that sees no key at all (all absent) gets zeros.
+      float inv = s.denom[ri] > 0.f ? 1.f / s.denom[ri] : 0.f;
       for (int64_t i = 0; i < dim; ++i)
         dst[i] = static_cast<T>(s.acc[ri * dim + i] * inv);
     }
@@ -173,7 +182,7 @@ void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const Tile
 } // namespace
 
 void attendTilePortable(const Operands<float> &ops, const Tile &tile, int64_t kvHead) {
-  attendTile(ops.q, ops.out, ops.kCache, ops.vCache, tile, kvHead, ops.dims, ops.scale);
+  attendTile(ops.q, ops.out, ops.kCache, ops.vCache, ops.absent, tile, kvHead, ops.dims, ops.scale);
 }
 
 void attendTilePortable(const Operands<uint16_t> &ops, const Tile &tile, int64_t kvHead) {
@@ -181,7 +190,7 @@ void attendTilePortable(const Operands<uint16_t> &ops, const Tile &tile, int64_t
   static_assert(sizeof(BF16) == sizeof(uint16_t));
   attendTile(reinterpret_cast<const BF16 *>(ops.q), reinterpret_cast<BF16 *>(ops.out),
              reinterpret_cast<const BF16 *>(ops.kCache), reinterpret_cast<const BF16 *>(ops.vCache),
-             tile, kvHead, ops.dims, ops.scale);
+             ops.absent, tile, kvHead, ops.dims, ops.scale);
 }
 
 } // namespace nnsc::attention

@@ -39,8 +39,8 @@ torch::Tensor CpuKernels::ropeAndStoreKV(const torch::Tensor &q, const torch::Te
 
 torch::Tensor CpuKernels::attention(const torch::Tensor &q, const torch::Tensor &kCache,
                                     const torch::Tensor &vCache, const AttentionMetadata &meta,
-                                    double scale) const {
-  return pagedAttention(q, kCache, vCache, meta, scale);
+                                    double scale, const torch::Tensor &absent) const {
+  return pagedAttention(q, kCache, vCache, meta, scale, absent);
 }
 
 } // namespace nnsc

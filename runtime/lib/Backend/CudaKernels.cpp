@@ -152,8 +152,10 @@ void CudaKernels::storeKVCache(const torch::Tensor &key, const torch::Tensor &va
 
 torch::Tensor CudaKernels::attention(const torch::Tensor &q, const torch::Tensor &kCache,
                                      const torch::Tensor &vCache, const AttentionMetadata &meta,
-                                     double scale) const {
+                                     double scale, const torch::Tensor &absent) const {
   const char *name = meta.isPrefill ? "prefillAttention" : "decodeAttention";
+  // Absent positions come from skipped layers, i.e. bundles, which run on the CPU only.
+  TORCH_CHECK(!absent.defined(), name, ": absent K/V positions are not supported on CUDA");
   checkDevice(
       name, q.device(),
       {{"q", &q}, {"kCache", &kCache}, {"vCache", &vCache}, {"blockTables", &meta.blockTables}});

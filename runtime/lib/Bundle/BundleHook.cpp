@@ -13,6 +13,7 @@ BundleHook::BundleHook(std::shared_ptr<const Bundle> bundle, const BundleTrace &
   runtime.save = &BundleHook::save;
   runtime.stop = &BundleHook::stop;
   runtime.finish = &BundleHook::finish;
+  runtime.skip = &BundleHook::skip;
 }
 
 namespace {
@@ -52,9 +53,9 @@ void BundleHook::attach(int64_t id, std::shared_ptr<BundleRequest> request, int3
   requests[id] = {std::move(request), invoke};
 }
 
-bool BundleHook::skips(int site) const {
-  const BundleSite *entry = traceDesc.findSite(site);
-  return entry && (entry->access & NNSC_ACCESS_SKIP);
+bool BundleHook::skipped(int site, int64_t request) const {
+  auto it = requests.find(request);
+  return it != requests.end() && it->second.skippedAt == site;
 }
 
 void BundleHook::run(int site, torch::Tensor &value, std::span<const TokenGroup> groups) {
@@ -65,13 +66,18 @@ void BundleHook::run(int site, torch::Tensor &value, std::span<const TokenGroup>
   std::vector<BundleRequest *> members;
   for (const TokenGroup &g : groups) {
     auto it = requests.find(g.request);
-    if (it == requests.end() || !it->second.request->live())
+    if (it == requests.end())
       continue;
-    BundleRequest &r = *it->second.request;
-    batch.push_back({g.tokenStart, g.tokenCount, g.firstPosition, g.step, it->second.invoke,
-                     r.frame(), r.params(), &r});
+    Attached &a = it->second;
+    a.skippedAt = -1; // until the kernel reports a skip at this firing
+    if (!a.request->live())
+      continue;
+    BundleRequest &r = *a.request;
+    batch.push_back(
+        {g.tokenStart, g.tokenCount, g.firstPosition, g.step, a.invoke, r.frame(), r.params(), &a});
     members.push_back(&r);
   }
+  currentSite = site;
   if (batch.empty())
     return;
   if (!toABIDtype(value.scalar_type()) || value.dim() > NNSC_MAX_RANK) {
@@ -126,19 +132,23 @@ int32_t BundleHook::callModule(void *ctx, int32_t module, const nnsc_tensor *inp
 }
 
 void BundleHook::reportError(void *, void *request, const char *message) {
-  static_cast<BundleRequest *>(request)->fail(message ? message : "error");
+  requestOf(request).fail(message ? message : "error");
 }
 
 void BundleHook::save(void *ctx, void *request, int32_t index, int64_t step,
                       const nnsc_tensor *value) {
   (void)ctx;
-  auto *r = static_cast<BundleRequest *>(request);
+  BundleRequest *r = &requestOf(request);
   if (std::optional<std::string> error = r->save(index, step, *value))
     r->fail(*error);
 }
 
-void BundleHook::stop(void *, void *request) { static_cast<BundleRequest *>(request)->stop(); }
+void BundleHook::stop(void *, void *request) { requestOf(request).stop(); }
 
-void BundleHook::finish(void *, void *request) { static_cast<BundleRequest *>(request)->finish(); }
+void BundleHook::finish(void *, void *request) { requestOf(request).finish(); }
+
+void BundleHook::skip(void *ctx, void *request) {
+  static_cast<Attached *>(request)->skippedAt = static_cast<BundleHook *>(ctx)->currentSite;
+}
 
 } // namespace nnsc

@@ -27,7 +27,7 @@ bool HookDispatch::anyBound(int first, int last) const {
 std::vector<TokenGroup> HookDispatch::skippedRows(int site) const {
   std::vector<TokenGroup> rows;
   for (const Entry &e : entries[size_t(site)])
-    if (e.hook->skips(site))
+    if (e.hook->skipped(site, e.rows.request))
       rows.push_back(e.rows);
   return rows;
 }

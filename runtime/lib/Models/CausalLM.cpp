@@ -99,7 +99,7 @@ torch::Tensor CausalLM::attention(int64_t index, torch::Tensor q, torch::Tensor 
     return kernels->ropeAndStoreKV(q, k, v, step.cos, step.sin, kCache, vCache, step.meta);
   });
   torch::Tensor out = timed(Phase::Attention, [&] {
-    return kernels->attention(q, kCache, vCache, step.meta, scale);
+    return kernels->attention(q, kCache, vCache, step.meta, scale, step.cache.absentOf(index));
   });
   return out.reshape({out.size(0), -1});
 }
@@ -236,6 +236,19 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
   fire(s.vOut, vs);
 
   torch::Tensor attn = attention(index, q3, k3, vs.view({t, c.kvHeads, c.headDim}), step);
+  // The rows of a skipped layer or self-attention leave no K/V in this layer for later steps,
+  // as in transformers, where the skipped module never updates its cache.
+  if (!layerSkipped.empty() || !attnSkipped.empty()) {
+    const torch::Tensor slotMapping = step.meta.slotMapping.to(torch::kInt64).contiguous();
+    const int64_t *mapping = slotMapping.data_ptr<int64_t>();
+    std::vector<int64_t> slots;
+    for (const auto *skipped : {&layerSkipped, &attnSkipped})
+      for (const auto &[g, value] : *skipped)
+        for (int64_t r = g.tokenStart; r < g.tokenStart + g.tokenCount; ++r)
+          if (mapping[r] >= 0)
+            slots.push_back(mapping[r]);
+    step.cache.markAbsent(index, slots);
+  }
   fire(s.oIn, attn);
   addToResidual(attn, l.o, Phase::OProj, s.oOut, s.attnOut, attnSkipped);
 
@@ -306,6 +319,9 @@ torch::Tensor CausalLM::forward(const torch::Tensor &tokens, const AttentionMeta
     hooks->fire(embedOut, x);
 
   auto [cos, sin] = rope.cosSin(meta.positions, w.dtype);
+  // This step writes its rows' K/V in every layer; marks a skipping sequence left in these
+  // slots before its blocks were freed no longer apply.
+  cache.clearAbsent(meta.slotMapping);
   StepState step{meta, cache, cos, sin};
   for (int64_t i = 0; i < w.config.layers; ++i) {
     const LayerSites &s = layerSites[size_t(i)];

@@ -85,8 +85,10 @@ inline void storeFresh(Batch &b, const Shape &s, const torch::Tensor &k, const t
 }
 
 /// softmax(Q K^T * scale + causal) V for the fresh queries of every sequence, in float32.
-inline torch::Tensor reference(const torch::Tensor &q, const Batch &b, const Shape &s,
-                               double scale) {
+/// Keys whose slot is non-zero in `absent` ([num_blocks * block_size] uint8) are left out; a
+/// query that sees no key gets zeros.
+inline torch::Tensor reference(const torch::Tensor &q, const Batch &b, const Shape &s, double scale,
+                               const torch::Tensor &absent = {}) {
   std::vector<torch::Tensor> outs;
   int64_t row = 0;
   for (size_t i = 0; i < b.cached.size(); ++i) {
@@ -105,8 +107,12 @@ inline torch::Tensor reference(const torch::Tensor &q, const Batch &b, const Sha
     torch::Tensor scores = torch::einsum("qhd,khd->hqk", {qs, k}) * scale;
     torch::Tensor qPos = torch::arange(numK - numQ, numK).unsqueeze(1);
     torch::Tensor kPos = torch::arange(numK).unsqueeze(0);
-    scores = scores.masked_fill(kPos > qPos, -INFINITY);
-    outs.push_back(torch::einsum("hqk,khd->qhd", {torch::softmax(scores, -1), v}));
+    torch::Tensor hidden = kPos > qPos; // [numQ, numK]
+    if (absent.defined())
+      hidden = hidden | absent.index_select(0, idx).to(torch::kBool).unsqueeze(0);
+    scores = scores.masked_fill(hidden, -INFINITY);
+    torch::Tensor probs = torch::softmax(scores, -1).nan_to_num(0.0); // no key seen: zeros
+    outs.push_back(torch::einsum("hqk,khd->qhd", {probs, v}));
     row += numQ;
   }
   return torch::cat(outs, 0);

@@ -1,7 +1,7 @@
 //===- ABIBuilderTest.cpp - kernels built with ABIBuilder, run for real ---===//
 //
 // Builds site kernels with ABIBuilder (steering through memref views of the rows and a param,
-// last-token capture through describe + save, stop/finish and call_module through the
+// last-token capture through describe + save, stop/finish/skip and call_module through the
 // callbacks), compiles them with the CPU back end into a bundle, dlopens it and runs the
 // kernels on plain arrays against straightforward loops.
 //
@@ -44,7 +44,7 @@ struct Recorder {
   std::map<intptr_t, std::vector<float>> saved; ///< request -> saved row
   std::map<intptr_t, int64_t> savedStep;
   std::map<intptr_t, std::string> errors;
-  std::vector<intptr_t> stopped, finished;
+  std::vector<intptr_t> stopped, finished, skipped;
   std::vector<std::pair<int32_t, int64_t>> moduleCalls; ///< (module, rows)
 };
 
@@ -73,6 +73,9 @@ nnsc_runtime makeRuntime(Recorder &recorder) {
   };
   rt.finish = [](void *ctx, void *request) {
     recorderOf(ctx)->finished.push_back(reinterpret_cast<intptr_t>(request));
+  };
+  rt.skip = [](void *ctx, void *request) {
+    recorderOf(ctx)->skipped.push_back(reinterpret_cast<intptr_t>(request));
   };
   // The "module" doubles its input into its output.
   rt.call_module = [](void *ctx, int32_t module, const nnsc_tensor *input,
@@ -124,7 +127,8 @@ void buildSteer(OpBuilder &builder, ModuleOp module) {
   abi.returnSuccess();
 }
 
-/// Saves each group's last row; stops invoke 1 and finishes groups at step >= 2.
+/// Saves each group's last row; stops invoke 1, finishes groups at step >= 2 and reports a
+/// skip for groups at step 0.
 void buildCapture(OpBuilder &builder, ModuleOp module) {
   Location loc = module.getLoc();
   func::FuncOp kernel = ABIBuilder::createKernel(builder, module, loc, "capture");
@@ -157,6 +161,15 @@ void buildCapture(OpBuilder &builder, ModuleOp module) {
       OpBuilder::InsertionGuard guard(builder);
       builder.setInsertionPointToStart(finishIf.thenBlock());
       abi.finish(request);
+    }
+    Value first =
+        arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, step,
+                              arith::ConstantIntOp::create(builder, loc, builder.getI64Type(), 0));
+    auto skipIf = scf::IfOp::create(builder, loc, first);
+    {
+      OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPointToStart(skipIf.thenBlock());
+      abi.skip(request);
     }
   });
   abi.returnSuccess();
@@ -310,6 +323,7 @@ TEST_F(ABIBuilderTest, CaptureSavesLastRowAndCallsStopAndFinish) {
   }
   EXPECT_EQ(recorder.stopped, (std::vector<intptr_t>{11, 12}));
   EXPECT_EQ(recorder.finished, (std::vector<intptr_t>{11}));
+  EXPECT_EQ(recorder.skipped, (std::vector<intptr_t>{10}));
 }
 
 TEST_F(ABIBuilderTest, CallModuleSeesEachGroupsRows) {

@@ -69,6 +69,7 @@ TEST(ABILayout, InvocationStructOffsets) {
   EXPECT_EQ(layout::runtime::kSave, offsetof(nnsc_runtime, save));
   EXPECT_EQ(layout::runtime::kStop, offsetof(nnsc_runtime, stop));
   EXPECT_EQ(layout::runtime::kFinish, offsetof(nnsc_runtime, finish));
+  EXPECT_EQ(layout::runtime::kSkip, offsetof(nnsc_runtime, skip));
   EXPECT_EQ(layout::runtime::kSize, sizeof(nnsc_runtime));
 }
 
@@ -143,6 +144,7 @@ TEST(ABILayout, CUDAOffsetsMatchHeader) {
   EXPECT_EQ(static_cast<int32_t>(layout::CUDAEvent::Save), NNSC_CUDA_EVENT_SAVE);
   EXPECT_EQ(static_cast<int32_t>(layout::CUDAEvent::Stop), NNSC_CUDA_EVENT_STOP);
   EXPECT_EQ(static_cast<int32_t>(layout::CUDAEvent::Finish), NNSC_CUDA_EVENT_FINISH);
+  EXPECT_EQ(static_cast<int32_t>(layout::CUDAEvent::Skip), NNSC_CUDA_EVENT_SKIP);
   EXPECT_EQ(static_cast<int32_t>(layout::CUDAEvent::CallModule), NNSC_CUDA_EVENT_CALL_MODULE);
   EXPECT_EQ(layout::cuda_event::kKind, offsetof(nnsc_cuda_event, kind));
   EXPECT_EQ(layout::cuda_event::kIndex, offsetof(nnsc_cuda_event, index));

@@ -142,6 +142,9 @@ struct HostRuntime {
   static void finish(void *ctx, void *request) {
     self(ctx).records.push_back({"finish", request, 0, 0, "", {}});
   }
+  static void skip(void *ctx, void *request) {
+    self(ctx).records.push_back({"skip", request, 0, 0, "", {}});
+  }
 };
 
 using DeviceEntry = void (*)(nnsc_tensor *, const nnsc_group *, int32_t, nnsc_cuda_status *);
@@ -186,6 +189,9 @@ std::vector<Record> runDevice(DeviceEntry entry, const nnsc_bundle_query_fn quer
         break;
       case NNSC_CUDA_EVENT_FINISH:
         records.push_back({"finish", event.request, 0, 0, "", {}});
+        break;
+      case NNSC_CUDA_EVENT_SKIP:
+        records.push_back({"skip", event.request, 0, 0, "", {}});
         break;
       case NNSC_CUDA_EVENT_CALL_MODULE: {
         EXPECT_EQ(i, status.num_events - 1) << "a module call ends the launch";
@@ -349,8 +355,13 @@ std::vector<int> CUDAEmulationTest::compareKernels(ModuleOp kernels) {
     std::vector<std::vector<uint8_t>> hostFrames;
     std::vector<nnsc_group> hostGroups = groupsOver(hostFrames);
     HostRuntime host;
-    nnsc_runtime rt{&host, HostRuntime::callModule, HostRuntime::reportError,
-                    HostRuntime::save, HostRuntime::stop, HostRuntime::finish};
+    nnsc_runtime rt{&host,
+                    HostRuntime::callModule,
+                    HostRuntime::reportError,
+                    HostRuntime::save,
+                    HostRuntime::stop,
+                    HostRuntime::finish,
+                    HostRuntime::skip};
     EXPECT_EQ(cudaKernel.host(&hostValue, hostGroups.data(), 3, &rt), 0);
 
     std::vector<float> deviceSite = site;

@@ -137,8 +137,13 @@ void ProgramRunner::runCall(const BundleTrace &trace, const CaseCall &call,
                         r.state->params(), &r});
     }
     if (!groups.empty()) {
-      nnsc_runtime runtime{this, &ProgramRunner::callModule, &ProgramRunner::reportError,
-                           &ProgramRunner::save, &ProgramRunner::stop, &ProgramRunner::finish};
+      nnsc_runtime runtime{this,
+                           &ProgramRunner::callModule,
+                           &ProgramRunner::reportError,
+                           &ProgramRunner::save,
+                           &ProgramRunner::stop,
+                           &ProgramRunner::finish,
+                           &ProgramRunner::skip};
       nnsc_tensor view = viewOf(value);
       if (int32_t rc = entry->kernel(&view, groups.data(), int32_t(groups.size()), &runtime))
         problems.push_back(where + ": the kernel returned " + std::to_string(rc));

@@ -48,6 +48,9 @@ private:
                    const nnsc_tensor *value);
   static void stop(void *ctx, void *request);
   static void finish(void *ctx, void *request);
+  /// Which requests skipped a module is the engine's business (BundleHook); the cases check
+  /// the rows the kernel wrote.
+  static void skip(void *, void *) {}
 
   /// The trace's params for `request` in its param order, defaults filling the gaps.
   std::vector<torch::Tensor> bindParams(const BundleTrace &trace, const CaseRequest &request);

@@ -213,6 +213,7 @@ LogicalResult KernelEmitter::emitSiteOp(Operation *op) {
       copyIntoSite(value, write.getValue().getType(), write.getSiteType(), loc);
   } else if (auto skip = dyn_cast<nns::SkipOp>(op)) {
     copyIntoSite(lookup(skip.getValue()), skip.getValue().getType(), skip.getOutputType(), loc);
+    abi.skip(request);
   } else if (auto update = dyn_cast<nns::SiteUpdateOp>(op)) {
     nns::UpdateKind kind = update.getKind();
     copyIntoSite(lookup(update.getValue()), update.getValue().getType(), update.getSiteType(), loc,

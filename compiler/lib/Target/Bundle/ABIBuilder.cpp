@@ -280,6 +280,14 @@ void ABIBuilder::finish(Value request) {
                        ValueRange{callback(abi::runtime::kFinish), ctx, request});
 }
 
+void ABIBuilder::skip(Value request) {
+  Type ptr = ptrType(builder);
+  auto type =
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(builder.getContext()), {ptr, ptr});
+  Value ctx = loadField(kernelArgs.runtime, abi::runtime::kCtx, ptr);
+  LLVM::CallOp::create(builder, loc, type, ValueRange{callback(abi::runtime::kSkip), ctx, request});
+}
+
 Value ABIBuilder::callModule(int32_t module, Value input, Value output) {
   Type ptr = ptrType(builder);
   auto type = LLVM::LLVMFunctionType::get(builder.getI32Type(),

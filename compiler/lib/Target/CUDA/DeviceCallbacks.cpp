@@ -99,6 +99,9 @@ LogicalResult rewriteCallbacks(gpu::GPUFuncOp kernel, ModuleOp host, MessageTabl
     case abi::runtime::kFinish:
       device(kFinishFn);
       break;
+    case abi::runtime::kSkip:
+      device(kSkipFn);
+      break;
     case abi::runtime::kCallModule: {
       device(kCallModuleFn);
       args = {rt, args.back()};

@@ -254,6 +254,15 @@ func.func private @nnsc_cuda_finish(%status: !llvm.ptr, %request: !llvm.ptr) {{
   return
 }
 
+func.func private @nnsc_cuda_skip(%status: !llvm.ptr, %request: !llvm.ptr) {{
+  %kind = arith.constant {25} : i32
+  %z32 = arith.constant 0 : i32
+  %z = arith.constant 0 : i64
+  %e = func.call @nnsc_cuda_event(%status, %kind, %z32, %request, %z)
+      : (!llvm.ptr, i32, i32, !llvm.ptr, i64) -> !llvm.ptr
+  return
+}
+
 // Records the module call; the kernel suspends right after it (docs/BundleABI.md).
 func.func private @nnsc_cuda_call_module(%status: !llvm.ptr, %module: i32, %input: !llvm.ptr,
                                          %output: !llvm.ptr) {{
@@ -297,7 +306,7 @@ LogicalResult addDeviceRuntime(Block &body, MLIRContext *context) {
       e::kStep, e::kValue, e::kOutput, e::kSize, s::kNumEvents, s::kEventCapacity, s::kEvents,
       s::kSink, s::kSinkBytes, s::kSinkUsed, s::kModuleOutput, s::kModuleStatus, s::kResume,
       kind(abi::CUDAEvent::Error), kind(abi::CUDAEvent::Save), kind(abi::CUDAEvent::Stop),
-      kind(abi::CUDAEvent::Finish), kind(abi::CUDAEvent::CallModule));
+      kind(abi::CUDAEvent::Finish), kind(abi::CUDAEvent::CallModule), kind(abi::CUDAEvent::Skip));
   return parseSourceString(source, &body, ParserConfig(context));
 }
 

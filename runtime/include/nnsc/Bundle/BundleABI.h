@@ -22,7 +22,7 @@ extern "C" {
 
 /* Bumped on any change to the layout or meaning of the structures below. The runtime refuses
  * a bundle whose abi_version differs from its own. */
-#define NNSC_BUNDLE_ABI_VERSION 2u
+#define NNSC_BUNDLE_ABI_VERSION 3u
 
 #define NNSC_BUNDLE_QUERY_SYMBOL "nnsc_bundle_query"
 
@@ -79,8 +79,11 @@ typedef enum nnsc_phase {
 
 #define NNSC_ACCESS_READ (1u << 0)
 #define NNSC_ACCESS_WRITE (1u << 1)
-/* The module is not run; the kernel writes its output (`.skip()`). Set on the module's input
- * site entry; the runtime then fires the output site without running the module. */
+/* The kernel may skip the module (`.skip()`). Set on the module's input site entry. For each
+ * request it skips at a firing the kernel writes the module's output into the request's rows
+ * and calls nnsc_runtime.skip; the runtime then fires the output site with those rows without
+ * running the module for them. A request not reported (its skip sits in a step or branch not
+ * taken) runs the module. */
 #define NNSC_ACCESS_SKIP (1u << 2)
 
 struct nnsc_group;
@@ -155,6 +158,7 @@ typedef enum nnsc_cuda_event_kind {
   /* call_module(module index, value -> output): value.data in the sink, output has no data.
    * Always the last event of a launch: the kernel suspended (status.resume != 0). */
   NNSC_CUDA_EVENT_CALL_MODULE = 4,
+  NNSC_CUDA_EVENT_SKIP = 5, /* skip(request) */
 } nnsc_cuda_event_kind;
 
 typedef struct nnsc_cuda_event {
@@ -222,6 +226,9 @@ typedef struct nnsc_runtime {
   void (*stop)(void *ctx, void *request);
   /* finish(): end the request after this step. */
   void (*finish)(void *ctx, void *request);
+  /* skip(): at a module's input site (NNSC_ACCESS_SKIP), the kernel wrote the module's output
+   * into the request's rows: the module does not run for them at this firing. */
+  void (*skip)(void *ctx, void *request);
 } nnsc_runtime;
 
 /* The one export of a bundle. The returned pointer stays valid while the bundle is loaded. */

@@ -81,6 +81,8 @@ public:
   void reportError(mlir::Value request, llvm::StringRef message);
   void save(mlir::Value request, int32_t saveIndex, mlir::Value step, mlir::Value tensor);
   void stop(mlir::Value request);
+  /// rt->skip(rt->ctx, request): this firing skips the module for the request.
+  void skip(mlir::Value request);
   void finish(mlir::Value request);
   /// i32 status of call_module(ctx, module, input, output).
   mlir::Value callModule(int32_t module, mlir::Value input, mlir::Value output);

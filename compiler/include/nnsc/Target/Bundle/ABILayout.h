@@ -16,7 +16,7 @@
 namespace nnsc::abi {
 
 /// NNSC_BUNDLE_ABI_VERSION of the header this layout describes.
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 constexpr const char *kQuerySymbol = "nnsc_bundle_query";
 constexpr int64_t kMaxRank = 4;
 constexpr int64_t kDimTokens = -1;
@@ -49,7 +49,7 @@ constexpr int64_t kRow = 0, kRows = 8, kPosition = 16, kStep = 24, kInvoke = 32,
 /// struct nnsc_runtime
 namespace runtime {
 constexpr int64_t kCtx = 0, kCallModule = 8, kReportError = 16, kSave = 24, kStop = 32,
-                  kFinish = 40, kSize = 48;
+                  kFinish = 40, kSkip = 48, kSize = 56;
 } // namespace runtime
 
 /// struct nnsc_param_desc
@@ -93,7 +93,14 @@ constexpr int64_t kPtx = 0, kChip = 8, kNumKernels = 16, kKernels = 24, kNumMess
 } // namespace cuda_code
 
 /// nnsc_cuda_event_kind values.
-enum class CUDAEvent : int32_t { Error = 0, Save = 1, Stop = 2, Finish = 3, CallModule = 4 };
+enum class CUDAEvent : int32_t {
+  Error = 0,
+  Save = 1,
+  Stop = 2,
+  Finish = 3,
+  CallModule = 4,
+  Skip = 5
+};
 
 /// struct nnsc_cuda_event
 namespace cuda_event {

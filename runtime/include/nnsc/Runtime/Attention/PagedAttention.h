@@ -5,7 +5,11 @@
 //   [num_blocks, block_size, num_kv_heads, head_dim]
 // and sequence i's logical block j lives in physical block blockTables[i][j]. Heads are
 // grouped (GQA): query head h reads KV head h / (num_heads / num_kv_heads). Attention is
-// causal: the query at position p attends to positions [0, p]. Inputs are float32 or
+// causal: the query at position p attends to positions [0, p], except positions marked in
+// the optional `absent` map ([num_blocks * block_size] uint8 per layer, non-zero where the
+// layer holds no K/V for that cache slot: rows of a layer a trace skipped, as transformers'
+// cache of a skipped layer has no such positions; a query that sees no key gets zeros).
+// Inputs are float32 or
 // bfloat16 (all of one dtype); accumulation is float32. Each call checks its shapes, dtypes
 // and metadata and throws c10::Error naming what is wrong.
 //
@@ -55,7 +59,7 @@ torch::Tensor ropeAndStoreKV(const torch::Tensor &q, const torch::Tensor &key,
 /// Uses meta.cuSeqlensQ, meta.cuSeqlensK and meta.blockTables.
 torch::Tensor prefillAttention(const torch::Tensor &q, const torch::Tensor &kCache,
                                const torch::Tensor &vCache, const AttentionMetadata &meta,
-                               double scale);
+                               double scale, const torch::Tensor &absent = {});
 
 /// One query per sequence, attending to the first contextLens[i] positions of sequence i
 /// (the query's own K/V included: store it first).
@@ -65,12 +69,13 @@ torch::Tensor prefillAttention(const torch::Tensor &q, const torch::Tensor &kCac
 ///   returns       [num_seqs, num_heads, head_dim], the dtype of q
 torch::Tensor decodeAttention(const torch::Tensor &q, const torch::Tensor &kCache,
                               const torch::Tensor &vCache, const torch::Tensor &contextLens,
-                              const torch::Tensor &blockTables, double scale);
+                              const torch::Tensor &blockTables, double scale,
+                              const torch::Tensor &absent = {});
 
 /// The step's attention: prefillAttention or decodeAttention as meta.isPrefill says.
 torch::Tensor pagedAttention(const torch::Tensor &q, const torch::Tensor &kCache,
                              const torch::Tensor &vCache, const AttentionMetadata &meta,
-                             double scale);
+                             double scale, const torch::Tensor &absent = {});
 
 } // namespace nnsc
 

@@ -26,8 +26,8 @@ public:
   void storeKVCache(const torch::Tensor &key, const torch::Tensor &value, torch::Tensor &kCache,
                     torch::Tensor &vCache, const AttentionMetadata &meta) const override;
   torch::Tensor attention(const torch::Tensor &q, const torch::Tensor &kCache,
-                          const torch::Tensor &vCache, const AttentionMetadata &meta,
-                          double scale) const override;
+                          const torch::Tensor &vCache, const AttentionMetadata &meta, double scale,
+                          const torch::Tensor &absent = {}) const override;
 };
 
 } // namespace nnsc

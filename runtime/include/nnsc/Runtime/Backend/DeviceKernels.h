@@ -44,10 +44,12 @@ public:
     return rope(q, cos, sin);
   }
   /// The step's paged attention (varlen prefill or decode, as meta.isPrefill says):
-  /// q [tokens, heads, head_dim] -> [tokens, heads, head_dim].
+  /// q [tokens, heads, head_dim] -> [tokens, heads, head_dim]. `absent`, when defined, marks
+  /// the cache slots this layer has no K/V for (pagedAttention's `absent`); only devices
+  /// that run bundles (the CPU) need to take it.
   virtual torch::Tensor attention(const torch::Tensor &q, const torch::Tensor &kCache,
                                   const torch::Tensor &vCache, const AttentionMetadata &meta,
-                                  double scale) const = 0;
+                                  double scale, const torch::Tensor &absent = {}) const = 0;
 };
 
 } // namespace nnsc

@@ -46,7 +46,7 @@ public:
 
   void run(int site, torch::Tensor &value, std::span<const TokenGroup> groups) override;
   HookVerdict verdict(int64_t request) const override;
-  bool skips(int site) const override;
+  bool skipped(int site, int64_t request) const override;
   /// A request's frame and saves hold its steps so far; after preemption it runs them again.
   bool restartsOnPreemption() const override { return true; }
   /// Resets the BundleRequest of sequence `request` (BundleRequest::restart); the sequences of
@@ -62,15 +62,24 @@ private:
   static void save(void *ctx, void *request, int32_t index, int64_t step, const nnsc_tensor *value);
   static void stop(void *ctx, void *request);
   static void finish(void *ctx, void *request);
+  static void skip(void *ctx, void *request);
 
   std::shared_ptr<const Bundle> bundle;
   const BundleTrace &traceDesc;
   std::shared_ptr<const CausalLM> model;
+  /// One engine sequence: its request (shared by the invokes of a multi-invoke request) and
+  /// invoke. Its address is the `nnsc_group.request` handle the callbacks get back.
   struct Attached {
     std::shared_ptr<BundleRequest> request;
     int32_t invoke;
+    /// The site at whose latest firing the kernel skipped the module for this sequence.
+    int skippedAt = -1;
   };
+  static BundleRequest &requestOf(void *handle) {
+    return *static_cast<Attached *>(handle)->request;
+  }
   std::map<int64_t, Attached> requests;
+  int currentSite = -1; // the site whose kernel runs (for skip())
   nnsc_runtime runtime;
 };
 

@@ -35,7 +35,8 @@ public:
   /// Calls the hooks of a site whose value holds the sampled rows only (lm_head, logits,
   /// samples).
   void fireSampled(int site, torch::Tensor &value) const { fireGroups(site, value, true); }
-  /// The rows whose hooks replace the module whose input site is `site` (SiteHook::skips).
+  /// The rows whose hooks replaced the module whose input site is `site` when it last fired
+  /// (SiteHook::skipped).
   std::vector<TokenGroup> skippedRows(int site) const;
 
 private:

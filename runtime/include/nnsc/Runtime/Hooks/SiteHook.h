@@ -54,11 +54,12 @@ public:
   /// `site` is the index in schema::Architecture::sites(); `value` holds every row of the
   /// batch ([rows, ...] in the compute dtype, int64 for samples and result).
   virtual void run(int site, torch::Tensor &value, std::span<const TokenGroup> groups) = 0;
-  /// Whether the hook replaces the module whose input site is `site` (`.skip()`): it writes
-  /// the module's output into its rows of the input value, and the model makes those rows
-  /// the module's output.
-  virtual bool skips(int site) const {
+  /// Whether, at its latest run of `site` (a module's input site), the hook replaced the
+  /// module for sequence `request` (`.skip()`): it wrote the module's output into the
+  /// request's rows of the input value, and the model makes those rows the module's output.
+  virtual bool skipped(int site, int64_t request) const {
     (void)site;
+    (void)request;
     return false;
   }
   /// Asked after every step that ran `request` (a Sequence id); plain hooks never end one.
