@@ -22,6 +22,21 @@ const char *dtypeName(nnsc_dtype dtype) {
   return "?";
 }
 
+size_t dtypeBytes(nnsc_dtype dtype) {
+  switch (dtype) {
+  case NNSC_DTYPE_F32:
+    return 4;
+  case NNSC_DTYPE_BF16:
+  case NNSC_DTYPE_F16:
+    return 2;
+  case NNSC_DTYPE_I64:
+    return 8;
+  case NNSC_DTYPE_BOOL:
+    return 1;
+  }
+  return 0;
+}
+
 const BundleSite *BundleTrace::findSite(int32_t site) const {
   for (const BundleSite &entry : sites)
     if (entry.site == site)

@@ -30,21 +30,6 @@ bool isContiguous(const nnsc_tensor &v) {
 
 } // namespace
 
-size_t dtypeBytes(nnsc_dtype dtype) {
-  switch (dtype) {
-  case NNSC_DTYPE_F32:
-    return 4;
-  case NNSC_DTYPE_BF16:
-  case NNSC_DTYPE_F16:
-    return 2;
-  case NNSC_DTYPE_I64:
-    return 8;
-  case NNSC_DTYPE_BOOL:
-    return 1;
-  }
-  return 0;
-}
-
 std::pair<size_t, size_t> SaveStore::reserve(size_t bytes) {
   const size_t need = (bytes + Align - 1) / Align * Align;
   for (; current < blocks.size(); ++current, used = 0)

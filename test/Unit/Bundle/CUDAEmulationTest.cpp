@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "nnsc/Bundle/BundleABI.h"
+#include "nnsc/Runtime/Bundle/Bundle.h"
 #include "nnsc/Target/Bundle/BundleEmitter.h"
 #include "nnsc/Target/Bundle/KernelIR.h"
 #include "nnsc/Target/Bundle/Manifest.h"
@@ -59,20 +60,7 @@ void PrintTo(const Record &r, std::ostream *os) {
       << "', " << r.bytes.size() << " bytes)";
 }
 
-int64_t dtypeSize(nnsc_dtype dtype) {
-  switch (dtype) {
-  case NNSC_DTYPE_F32:
-    return 4;
-  case NNSC_DTYPE_BF16:
-  case NNSC_DTYPE_F16:
-    return 2;
-  case NNSC_DTYPE_I64:
-    return 8;
-  case NNSC_DTYPE_BOOL:
-    return 1;
-  }
-  return 0;
-}
+int64_t dtypeSize(nnsc_dtype dtype) { return int64_t(nnsc::dtypeBytes(dtype)); }
 
 /// The bytes of a tensor's elements, row-major.
 std::vector<uint8_t> elements(const nnsc_tensor &t) {

@@ -11,6 +11,7 @@
 
 #include "nnsc/Bundle/BundleABI.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,6 +21,8 @@ namespace nnsc {
 
 /// "f32", "bf16", "f16", "i64", "bool" ("?" for a value outside the enum).
 const char *dtypeName(nnsc_dtype dtype);
+/// Bytes per element (0 for a value outside the enum).
+size_t dtypeBytes(nnsc_dtype dtype);
 
 struct BundleParam {
   std::string name;

@@ -10,7 +10,7 @@
 #ifndef NNSC_RUNTIME_BUNDLE_SAVESTORE_H
 #define NNSC_RUNTIME_BUNDLE_SAVESTORE_H
 
-#include "nnsc/Bundle/BundleABI.h"
+#include "nnsc/Runtime/Bundle/Bundle.h"
 
 #include <torch/torch.h>
 
@@ -54,9 +54,6 @@ private:
   size_t used = 0;                   // bytes used in it
   std::map<Key, Record> records;
 };
-
-/// Bytes per element of an ABI dtype.
-size_t dtypeBytes(nnsc_dtype dtype);
 
 } // namespace nnsc
 
