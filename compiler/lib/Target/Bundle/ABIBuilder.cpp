@@ -262,31 +262,19 @@ void ABIBuilder::save(Value request, int32_t saveIndex, Value step, Value tensor
                        ValueRange{fn, ctx, request, i32(saveIndex), step, tensor});
 }
 
-void ABIBuilder::stop(Value request) {
-  Type ptr = ptrType(builder);
-  auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(builder.getContext()),
-                                          {ptr, ptr});
-  Value ctx = loadField(kernelArgs.runtime, abi::runtime::kCtx, ptr);
-  LLVM::CallOp::create(builder, loc, type,
-                       ValueRange{callback(abi::runtime::kStop), ctx, request});
-}
-
-void ABIBuilder::finish(Value request) {
-  Type ptr = ptrType(builder);
-  auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(builder.getContext()),
-                                          {ptr, ptr});
-  Value ctx = loadField(kernelArgs.runtime, abi::runtime::kCtx, ptr);
-  LLVM::CallOp::create(builder, loc, type,
-                       ValueRange{callback(abi::runtime::kFinish), ctx, request});
-}
-
-void ABIBuilder::skip(Value request) {
+void ABIBuilder::requestCallback(int64_t offset, Value request) {
   Type ptr = ptrType(builder);
   auto type =
       LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(builder.getContext()), {ptr, ptr});
   Value ctx = loadField(kernelArgs.runtime, abi::runtime::kCtx, ptr);
-  LLVM::CallOp::create(builder, loc, type, ValueRange{callback(abi::runtime::kSkip), ctx, request});
+  LLVM::CallOp::create(builder, loc, type, ValueRange{callback(offset), ctx, request});
 }
+
+void ABIBuilder::stop(Value request) { requestCallback(abi::runtime::kStop, request); }
+
+void ABIBuilder::finish(Value request) { requestCallback(abi::runtime::kFinish, request); }
+
+void ABIBuilder::skip(Value request) { requestCallback(abi::runtime::kSkip, request); }
 
 Value ABIBuilder::callModule(int32_t module, Value input, Value output) {
   Type ptr = ptrType(builder);

@@ -94,6 +94,8 @@ private:
   mlir::Value fieldAddress(mlir::Value base, int64_t offset);
   mlir::Value loadField(mlir::Value base, int64_t offset, mlir::Type type);
   mlir::Value callback(int64_t offset);
+  /// rt->CALLBACK(rt->ctx, request) for the void (ctx, request) callback at `offset`.
+  void requestCallback(int64_t offset, mlir::Value request);
   mlir::Value i32(int64_t v);
   mlir::Value i64(int64_t v);
   mlir::Value stackTensor();
