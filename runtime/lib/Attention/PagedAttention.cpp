@@ -59,13 +59,13 @@ void runTiles(const Operands<T> &ops, const std::vector<Tile> &tiles, bool decod
   } else {
     // The prefill tiles have no absent-position mask; the rare tile that needs one (its
     // sequence skipped this layer earlier) takes the portable kernel.
-    std::vector<uint8_t> portable(tiles.size(), 0);
+    std::vector<uint8_t> portable; // empty: no map, every tile on AVX-512
     if (ops.absent)
-      for (size_t i = 0; i < tiles.size(); ++i)
-        portable[i] = attention::attendsToAbsent(ops, tiles[i]);
+      for (const Tile &tile : tiles)
+        portable.push_back(attention::attendsToAbsent(ops, tile));
     forEachItem(numTiles * d.numKvHeads, [&](int64_t item) {
       const Tile &tile = tiles[item / d.numKvHeads];
-      if (portable[item / d.numKvHeads])
+      if (!portable.empty() && portable[item / d.numKvHeads])
         attention::attendTilePortable(ops, tile, item % d.numKvHeads);
       else
         attention::prefillTileAvx512(ops, tile, item % d.numKvHeads);
