@@ -8,29 +8,23 @@
 
 #include "BundleRun.h"
 #include "Options.h"
-#include "ThreadPolicy.h"
 
 #include "nnsc/Runtime/Backend/BackendError.h"
-#include "nnsc/Runtime/Backend/CpuBackend.h"
-#include "nnsc/Runtime/Backend/CudaBackendLoader.h"
 #include "nnsc/Runtime/Engine/LLMEngine.h"
-#include "nnsc/Runtime/Models/ModelWeights.h"
+#include "nnsc/Runtime/Models/ModelLoader.h"
 #include "nnsc/Runtime/Models/SafetensorsWriter.h"
 #include "nnsc/Runtime/Tokenizer/ChatTemplate.h"
 #include "nnsc/Runtime/Tokenizer/StreamingDecoder.h"
 #include "nnsc/Runtime/Tokenizer/Tokenizer.h"
-#include "nnsc/Support/GGUFFile.h"
+#include "nnsc/Support/ThreadPolicy.h"
 
 #include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
 using namespace nnsc;
-namespace fs = std::filesystem;
 using namespace nnsrun;
 
 namespace {
@@ -42,47 +36,6 @@ struct Captures {
   std::map<std::string, int64_t> order;
   int64_t fired = 0;
 };
-
-/// The tokenizer that ships with the model: GGUF metadata or tokenizer.json in the directory.
-std::unique_ptr<tokenizer::Tokenizer> loadTokenizer(const std::string &model) {
-  std::string error;
-  if (fs::is_directory(model)) {
-    fs::path json = fs::path(model) / "tokenizer.json";
-    if (!fs::exists(json))
-      return nullptr;
-    auto tok = tokenizer::Tokenizer::fromJsonFile(json.string(), error);
-    if (!tok)
-      fail(error);
-    return tok;
-  }
-  auto file = gguf::GGUFFile::open(model, error);
-  if (!file)
-    fail(error);
-  if (!file->getStringArray("tokenizer.ggml.tokens"))
-    return nullptr;
-  auto tok = tokenizer::Tokenizer::fromGGUF(*file, error);
-  if (!tok)
-    fail(error);
-  return tok;
-}
-
-/// eos_token_id of a Hugging Face config.json (an integer or a list), for models without a
-/// tokenizer.
-std::vector<int32_t> configEosIds(const std::string &model) {
-  std::vector<int32_t> ids;
-  std::ifstream in(fs::path(model) / "config.json");
-  auto j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.contains("eos_token_id"))
-    return ids;
-  const auto &e = j["eos_token_id"];
-  if (e.is_number_integer())
-    ids.push_back(e.get<int32_t>());
-  else if (e.is_array())
-    for (const auto &v : e)
-      if (v.is_number_integer())
-        ids.push_back(v.get<int32_t>());
-  return ids;
-}
 
 } // namespace
 
@@ -96,32 +49,25 @@ int main(int argc, char **argv) {
   };
 
   auto loadStart = Clock::now();
-  // The CPU model is kept for bundles, whose kernels run on the CPU backend only.
-  std::shared_ptr<CausalLM> model;
-  std::shared_ptr<ModelBackend> backend;
+  LoadedModel loaded;
   try {
-    ModelWeights weights =
-        ModelWeights::load(o.model, o.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32,
-                           [&](int64_t done, int64_t total) {
-                             if (!o.quiet)
-                               std::cerr << "\rloading " << o.model << ": " << done << "/" << total
-                                         << std::flush;
-                           });
-    if (o.device == "cuda") {
-      backend = loadCudaBackend(std::move(weights));
-    } else {
-      model = std::make_shared<CausalLM>(std::move(weights));
-      backend = std::make_shared<CpuBackend>(model);
-    }
-  } catch (const ModelLoadError &e) {
-    if (!o.quiet)
-      std::cerr << "\n";
-    fail(e.what());
+    loaded = loadModel({o.model, o.dtype, o.device, [&](int64_t done, int64_t total) {
+                          if (!o.quiet)
+                            std::cerr << "\rloading " << o.model << ": " << done << "/" << total
+                                      << std::flush;
+                        }});
   } catch (const BackendError &e) {
     if (!o.quiet)
       std::cerr << "\n";
     fail("--device " + o.device + ": " + e.what());
+  } catch (const std::exception &e) {
+    if (!o.quiet)
+      std::cerr << "\n";
+    fail(e.what());
   }
+  // The CPU model is kept for bundles, whose kernels run on the CPU backend only.
+  std::shared_ptr<CausalLM> model = loaded.model;
+  std::shared_ptr<ModelBackend> backend = loaded.backend;
   if (!o.quiet)
     std::cerr << " (" << seconds(loadStart, Clock::now()) << " s)\n";
   if ((!o.traceFile.empty() || !o.bundle.empty()) && !backend->capabilities().bundleKernels)
@@ -133,7 +79,7 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  std::unique_ptr<tokenizer::Tokenizer> tok = loadTokenizer(o.model);
+  std::unique_ptr<tokenizer::Tokenizer> tok = std::move(loaded.tokenizer);
   std::unique_ptr<tokenizer::ChatTemplate> chat;
   if (o.chat) {
     if (!tok || tok->chatTemplate().empty())
@@ -152,11 +98,7 @@ int main(int argc, char **argv) {
     p.ids = tok->encode(text, /*addSpecial=*/!chat);
   }
 
-  o.scheduler.eosTokenIds.clear();
-  if (tok && tok->specialIds().eos)
-    o.scheduler.eosTokenIds.push_back(*tok->specialIds().eos);
-  else if (fs::is_directory(o.model))
-    o.scheduler.eosTokenIds = configEosIds(o.model);
+  o.scheduler.eosTokenIds = loaded.eosTokenIds;
   if (backend->config().maxPositions > 0)
     o.scheduler.maxModelLen = std::min(o.scheduler.maxModelLen, backend->config().maxPositions);
 

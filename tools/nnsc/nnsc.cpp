@@ -2,8 +2,6 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/ToolUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -12,14 +10,10 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include "EmitBundle.h"
-#include "nnsc/Conversion/Passes.h"
-#include "nnsc/Conversion/TargetInfo.h"
 #include "nnsc/Dialect/NNS/NNSDialect.h"
-#include "nnsc/Dialect/NNS/Passes.h"
+#include "nnsc/Driver/Pipeline.h"
 #include "nnsc/Target/Bundle/KernelIR.h"
-#include "nnsc/Frontend/MLIRGen.h"
 #include "nnsc/Frontend/Parser.h"
-#include "nnsc/Frontend/Sema.h"
 #include "nnsc/Schema/Architecture.h"
 
 #include <cstdlib>
@@ -95,15 +89,10 @@ static void printSiteTable(const nnsc::schema::Architecture &arch) {
 static mlir::LogicalResult compileToBundle(mlir::ModuleOp module,
                                           const nnsc::schema::Architecture &arch,
                                           llvm::StringRef source, llvm::raw_ostream &os) {
-  if (mlir::failed(nnsc::kernels::annotateTarget(module, arch, source)))
+  const bool scheduledOnly = emitAction == Action::Scheduled;
+  if (mlir::failed(nnsc::driver::scheduleModule(module, arch, source, !scheduledOnly)))
     return mlir::failure();
-  mlir::PassManager pm(module.getContext());
-  nnsc::nns::buildSchedulePipeline(pm);
-  if (emitAction != Action::Scheduled)
-    pm.addPass(nnsc::createNNSLowerToKernels());
-  if (mlir::failed(pm.run(module)))
-    return mlir::failure();
-  if (emitAction == Action::Scheduled) {
+  if (scheduledOnly) {
     module.print(os);
     os << "\n";
     return mlir::success();
@@ -130,7 +119,9 @@ static mlir::LogicalResult compile(llvm::SourceMgr &sourceMgr, mlir::MLIRContext
     break;
   }
   std::vector<nnsc::SaveInfo> saves;
-  if (mlir::failed(nnsc::checkProgram(*program, *arch, context, saves)))
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      nnsc::driver::generateCheckedIR(*program, *arch, context, &saves);
+  if (!module)
     return mlir::failure();
   if (emitAction == Action::Saves) {
     for (const nnsc::SaveInfo &s : saves)
@@ -138,9 +129,6 @@ static mlir::LogicalResult compile(llvm::SourceMgr &sourceMgr, mlir::MLIRContext
          << (s.fromCache ? " cache" : "") << "\n";
     return mlir::success();
   }
-  mlir::OwningOpRef<mlir::ModuleOp> module = nnsc::mlirGen(*program, *arch, context);
-  if (mlir::failed(mlir::verify(*module)))
-    return mlir::failure();
   if (emitAction != Action::MLIR) {
     llvm::StringRef source = sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID())->getBuffer();
     return compileToBundle(*module, *arch, source, os);

@@ -115,6 +115,8 @@ void BundleHook::restart(int64_t request) {
     it->second.request->restart();
 }
 
+void BundleHook::release(int64_t request) { requests.erase(request); }
+
 int32_t BundleHook::callModule(void *ctx, int32_t module, const nnsc_tensor *input,
                                nnsc_tensor *output) {
   auto *self = static_cast<BundleHook *>(ctx);

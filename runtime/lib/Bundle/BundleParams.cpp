@@ -5,6 +5,7 @@
 #include "nnsc/Runtime/Bundle/BundleRequest.h"
 #include "nnsc/Runtime/Models/SafetensorsFile.h"
 
+#include <cstring>
 #include <map>
 
 namespace nnsc {
@@ -119,11 +120,25 @@ std::optional<torch::Tensor> fromText(const BundleParam &p, const std::string &t
   return torch::tensor(values, torch::kFloat64).reshape(p.shape).to(toTorchDtype(p.dtype));
 }
 
+/// The param of `trace` named `name`, or null with `error` listing the trace's params.
+const BundleParam *findParam(const BundleTrace &trace, const std::string &name,
+                             std::string &error) {
+  for (const BundleParam &p : trace.params)
+    if (p.name == name)
+      return &p;
+  std::string known;
+  for (const BundleParam &p : trace.params)
+    known += (known.empty() ? "" : ", ") + p.name;
+  error = "the trace has no param '" + name + "' (its params: " +
+          (known.empty() ? "none" : known) + ")";
+  return nullptr;
+}
+
 } // namespace
 
 std::optional<std::vector<torch::Tensor>>
 bindParams(const BundleTrace &trace, const std::vector<std::string> &specs, std::string &error) {
-  std::vector<std::optional<torch::Tensor>> values(trace.params.size());
+  std::vector<NamedParam> given;
   for (const std::string &spec : specs) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -131,26 +146,53 @@ bindParams(const BundleTrace &trace, const std::vector<std::string> &specs, std:
       return std::nullopt;
     }
     std::string name = spec.substr(0, eq), text = spec.substr(eq + 1);
-    size_t index = 0;
-    while (index < trace.params.size() && trace.params[index].name != name)
-      ++index;
-    if (index == trace.params.size()) {
-      std::string known;
-      for (const BundleParam &p : trace.params)
-        known += (known.empty() ? "" : ", ") + p.name;
-      error = "the trace has no param '" + name +
-              "' (its params: " + (known.empty() ? "none" : known) + ")";
+    const BundleParam *p = findParam(trace, name, error);
+    if (!p)
       return std::nullopt;
-    }
-    const BundleParam &p = trace.params[index];
+    std::optional<torch::Tensor> value =
+        text.starts_with("@") ? fromFile(*p, text.substr(1), error) : fromText(*p, text, error);
+    if (!value)
+      return std::nullopt;
+    given.emplace_back(name, *value);
+  }
+  return bindParamValues(
+      trace, given,
+      [](const std::string &name) { return "give it with --param " + name + "=VALUE"; }, error);
+}
+
+std::optional<std::vector<torch::Tensor>>
+bindParamValues(const BundleTrace &trace, const std::vector<NamedParam> &given,
+                const std::function<std::string(const std::string &)> &howToGive,
+                std::string &error) {
+  std::vector<std::optional<torch::Tensor>> values(trace.params.size());
+  for (const auto &[name, value] : given) {
+    const BundleParam *p = findParam(trace, name, error);
+    if (!p)
+      return std::nullopt;
+    const size_t index = size_t(p - trace.params.data());
     if (values[index]) {
       error = "param '" + name + "' is given twice";
       return std::nullopt;
     }
-    values[index] =
-        text.starts_with("@") ? fromFile(p, text.substr(1), error) : fromText(p, text, error);
-    if (!values[index])
+    if (!value.sizes().equals(p->shape)) {
+      error = "param '" + name + "' is " + describeType(p->dtype, p->shape) +
+              " but the value given has shape " +
+              describeType(p->dtype, value.sizes().vec()).substr(strlen(dtypeName(p->dtype)));
       return std::nullopt;
+    }
+    const bool integral = p->dtype == NNSC_DTYPE_I64 || p->dtype == NNSC_DTYPE_BOOL;
+    if (integral && value.is_floating_point() &&
+        !value.eq(value.trunc()).all().item<bool>()) {
+      error = "param '" + name + "' is " + describeType(p->dtype, p->shape) +
+              " but the value given is not integral";
+      return std::nullopt;
+    }
+    if (p->dtype == NNSC_DTYPE_BOOL && !value.eq(0).logical_or(value.eq(1)).all().item<bool>()) {
+      error = "param '" + name + "' is " + describeType(p->dtype, p->shape) +
+              " but the value given is not 0/1 (false/true)";
+      return std::nullopt;
+    }
+    values[index] = value.to(toTorchDtype(p->dtype)).contiguous();
   }
   std::vector<torch::Tensor> out;
   for (size_t i = 0; i < trace.params.size(); ++i) {
@@ -160,8 +202,8 @@ bindParams(const BundleTrace &trace, const std::vector<std::string> &specs, std:
       continue;
     }
     if (!p.defaultValue) {
-      error = "param '" + p.name + "' (" + describeType(p.dtype, p.shape) +
-              ") has no default; give it with --param " + p.name + "=VALUE";
+      error = "param '" + p.name + "' (" + describeType(p.dtype, p.shape) + ") has no default; " +
+              howToGive(p.name);
       return std::nullopt;
     }
     out.push_back(torch::from_blob(const_cast<void *>(p.defaultValue), p.shape,

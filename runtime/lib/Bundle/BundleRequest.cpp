@@ -89,7 +89,11 @@ std::optional<std::string> BundleRequest::save(int32_t index, int64_t step,
     return "save '" + desc.name + "' is declared " + describeType(desc.dtype, desc.shape) +
            " but the kernel saved " +
            describeType(value.dtype, std::vector<int64_t>(value.shape, value.shape + value.rank));
-  saved.put({index, desc.perStep ? step : -1}, value);
+  const SaveStore::Key key{index, desc.perStep ? step : -1};
+  if (saveLimit && saved.bytesAfter(key, value) > saveLimit)
+    return "the saves of this request pass its limit of " + std::to_string(saveLimit) +
+           " bytes (at save '" + desc.name + "')";
+  saved.put(key, value);
   return std::nullopt;
 }
 

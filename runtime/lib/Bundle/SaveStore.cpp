@@ -46,6 +46,14 @@ std::pair<size_t, size_t> SaveStore::reserve(size_t bytes) {
   return {current, 0};
 }
 
+size_t SaveStore::bytesAfter(Key key, const nnsc_tensor &value) const {
+  size_t bytes = dtypeBytes(value.dtype);
+  for (int32_t r = 0; r < value.rank; ++r)
+    bytes *= size_t(value.shape[r]);
+  auto it = records.find(key);
+  return storedBytes - (it == records.end() ? 0 : it->second.bytes) + bytes;
+}
+
 void SaveStore::put(Key key, const nnsc_tensor &value) {
   TORCH_CHECK(value.rank >= 0 && value.rank <= NNSC_MAX_RANK && dtypeBytes(value.dtype),
               "SaveStore: a value of rank ", value.rank, " and dtype ", int(value.dtype));
@@ -70,6 +78,9 @@ void SaveStore::put(Key key, const nnsc_tensor &value) {
     const torch::Tensor source = tensorOf(value);
     torch::from_blob(dest, source.sizes(), source.options()).copy_(source);
   }
+  if (it != records.end())
+    storedBytes -= it->second.bytes;
+  storedBytes += record.bytes;
   records.insert_or_assign(key, record);
 }
 

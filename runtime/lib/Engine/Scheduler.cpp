@@ -286,6 +286,28 @@ std::vector<Sequence *> Scheduler::postprocess(const ScheduledBatch &batch,
   return finished;
 }
 
+std::vector<Sequence *> Scheduler::abort(Sequence &seq) {
+  std::vector<Sequence *> ended;
+  if (seq.isFinished() || !active.count(&seq))
+    return ended;
+  std::vector<Sequence *> unit = seq.gang.empty() ? std::vector<Sequence *>{&seq} : seq.gang;
+  for (Sequence *member : unit) {
+    if (member->isFinished())
+      continue;
+    if (member->status == SequenceStatus::Running)
+      blocks.deallocate(*member);
+    for (std::deque<Sequence *> *queue : {&waiting, &running})
+      if (auto it = std::find(queue->begin(), queue->end(), member); it != queue->end())
+        queue->erase(it);
+    member->status = SequenceStatus::Finished;
+    member->finishReason = FinishReason::Abort;
+    member->numScheduledTokens = 0;
+    active.erase(member);
+    ended.push_back(member);
+  }
+  return ended;
+}
+
 void Scheduler::finishGang(const Sequence &seq, std::vector<Sequence *> &finished) {
   for (Sequence *member : seq.gang) {
     if (member->isFinished())

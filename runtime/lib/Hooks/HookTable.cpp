@@ -73,4 +73,9 @@ void HookTable::restart(int64_t request) const {
     hook->restart(request);
 }
 
+void HookTable::release(int64_t request) const {
+  for (const std::shared_ptr<SiteHook> &hook : distinct)
+    hook->release(request);
+}
+
 } // namespace nnsc

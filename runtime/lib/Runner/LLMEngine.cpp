@@ -77,14 +77,14 @@ std::vector<int64_t> LLMEngine::addGang(std::vector<std::vector<int32_t>> prompt
   return ids;
 }
 
-void LLMEngine::finish(Request &request) {
+void LLMEngine::finish(Request &request, bool firesResult) {
   Sequence &seq = *request.seq;
   std::span<const int32_t> done = seq.completionTokenIds();
   RequestResult result{seq.id(),
                        {seq.promptTokenIds().begin(), seq.promptTokenIds().end()},
                        {done.begin(), done.end()},
                        seq.finishReason};
-  if (request.hooks) {
+  if (request.hooks && firesResult) {
     int site = backend->architecture().findSite("result");
     if (SiteHook *hook = request.hooks->at(site)) {
       torch::Tensor value = torch::tensor(
@@ -94,7 +94,21 @@ void LLMEngine::finish(Request &request) {
       hook->run(site, value, {&group, 1});
     }
   }
+  if (request.hooks)
+    request.hooks->release(seq.id());
   finished.push_back(std::move(result));
+}
+
+bool LLMEngine::abortRequest(int64_t id) {
+  auto it = active.find(id);
+  if (it == active.end())
+    return false;
+  for (Sequence *seq : scheduler.abort(*it->second.seq)) {
+    auto member = active.find(seq->id());
+    finish(member->second, /*firesResult=*/false);
+    active.erase(member);
+  }
+  return true;
 }
 
 std::vector<StepOutput> LLMEngine::step() {

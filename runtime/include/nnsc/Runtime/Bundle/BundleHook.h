@@ -52,6 +52,8 @@ public:
   /// Resets the BundleRequest of sequence `request` (BundleRequest::restart); the sequences of
   /// a multi-invoke request restart together, and the reset is the same for each.
   void restart(int64_t request) override;
+  /// Detaches sequence `request`; its BundleRequest lives on with whoever else holds it.
+  void release(int64_t request) override;
 
   const BundleTrace &trace() const { return traceDesc; }
 

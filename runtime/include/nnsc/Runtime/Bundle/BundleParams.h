@@ -14,6 +14,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,18 @@ namespace nnsc {
 /// Returns nullopt and sets `error` naming the param and what is wrong.
 std::optional<std::vector<torch::Tensor>>
 bindParams(const BundleTrace &trace, const std::vector<std::string> &specs, std::string &error);
+
+/// A param value given by name, in any numeric or bool dtype.
+using NamedParam = std::pair<std::string, torch::Tensor>;
+
+/// The params of `trace` in its param order, from `given` and the defaults: each value must
+/// have the param's exact shape, and integral values for an i64 or bool param. `howToGive`
+/// completes the message for a missing param ("give it with --param k=VALUE"). Returns
+/// nullopt and sets `error` naming the param and what is wrong.
+std::optional<std::vector<torch::Tensor>>
+bindParamValues(const BundleTrace &trace, const std::vector<NamedParam> &given,
+                const std::function<std::string(const std::string &)> &howToGive,
+                std::string &error);
 
 } // namespace nnsc
 

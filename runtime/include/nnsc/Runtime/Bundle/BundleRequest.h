@@ -39,6 +39,9 @@ public:
   /// Records save `index` (at `step` for per-step saves) as a copy of `value`. Returns an
   /// error message when the value does not match the save's declared dtype and shape.
   std::optional<std::string> save(int32_t index, int64_t step, const nnsc_tensor &value);
+  /// Caps the bytes of this request's saves: a save that would pass `bytes` fails the
+  /// request with a message naming the limit (a server's per-request save budget). 0: none.
+  void setSaveLimit(size_t bytes) { saveLimit = bytes; }
   /// Saved tensors by name ("h", "h.3" for a per-step save at step 3), viewing the request's
   /// save memory.
   std::map<std::string, torch::Tensor> saves() const;
@@ -66,6 +69,7 @@ private:
   std::vector<nnsc_tensor> views;
   torch::Tensor frameBytes;
   SaveStore saved;
+  size_t saveLimit = 0;
   std::optional<std::string> failure;
   bool stopRequested = false;
   bool finishRequested = false;

@@ -35,6 +35,10 @@ public:
   std::vector<std::pair<Key, torch::Tensor>> values() const;
 
   size_t size() const { return records.size(); }
+  /// Bytes of the values stored (without alignment padding).
+  size_t bytes() const { return storedBytes; }
+  /// Bytes the store would hold after put(key, value).
+  size_t bytesAfter(Key key, const nnsc_tensor &value) const;
   /// Forgets every value (tensors from values() keep theirs).
   void clear();
 
@@ -53,6 +57,7 @@ private:
   size_t current = 0;                // the block being filled
   size_t used = 0;                   // bytes used in it
   std::map<Key, Record> records;
+  size_t storedBytes = 0;
 };
 
 } // namespace nnsc

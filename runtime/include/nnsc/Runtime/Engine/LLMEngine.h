@@ -58,6 +58,11 @@ public:
   std::vector<int64_t> addGang(std::vector<std::vector<int32_t>> prompts,
                                const SamplingParams &params,
                                std::vector<std::shared_ptr<HookTable>> hooks);
+  /// Ends request `id` (and the other invokes of its multi-invoke request) between steps:
+  /// its blocks are freed, its hooks released, and its result, with FinishReason::Abort and
+  /// the tokens it had, goes to takeFinished() without firing the result phase. False when
+  /// no such request is active (it finished already, or was never added).
+  bool abortRequest(int64_t id);
   /// One engine step: schedule -> run -> postprocess. Returns the tokens it produced.
   std::vector<StepOutput> step();
   bool isFinished() const { return scheduler.isFinished(); }
@@ -80,7 +85,8 @@ private:
   std::unique_ptr<Sequence> makeSequence(int64_t id, std::vector<int32_t> prompt,
                                          const SamplingParams &params,
                                          const HookTable *hooks) const;
-  void finish(Request &request);
+  /// Records the result of a request that ended; `firesResult` runs its result phase.
+  void finish(Request &request, bool firesResult = true);
 
   std::shared_ptr<ModelBackend> backend;
   Scheduler scheduler;

@@ -77,6 +77,10 @@ public:
   /// std::invalid_argument as add() does, and when the gang could never be scheduled whole
   /// (more sequences than maxNumSeqs, or more prompt tokens than maxNumBatchedTokens).
   void addGang(std::vector<Sequence *> seqs);
+  /// Ends `seq` (waiting or running) and the rest of its gang now, between steps: their
+  /// blocks are freed and their finish reason is FinishReason::Abort. Returns the sequences
+  /// it ended; none when `seq` already finished.
+  std::vector<Sequence *> abort(Sequence &seq);
   /// True when no sequence is waiting or running.
   bool isFinished() const { return waiting.empty() && running.empty(); }
   /// Picks the next step's batch; empty only when isFinished().

@@ -31,6 +31,9 @@ enum class FinishReason {
   /// Its intervention cut it short during a step (`stop()`, or a failed kernel); the token
   /// of that step is not kept.
   Cut,
+  /// Its caller gave up on it (LLMEngine::abortRequest: a client that went away, a stop
+  /// string matched); it ended between steps and its blocks were freed at once.
+  Abort,
 };
 
 /// One request. Token positions are 0-based over prompt and completion together; the K/V of

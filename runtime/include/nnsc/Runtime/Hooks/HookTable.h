@@ -48,6 +48,8 @@ public:
   bool restartsOnPreemption() const;
   /// Tells every hook of the table that `request` restarts from its prompt.
   void restart(int64_t request) const;
+  /// Tells every hook of the table that `request` has ended (SiteHook::release).
+  void release(int64_t request) const;
 
 private:
   const schema::Architecture &arch;

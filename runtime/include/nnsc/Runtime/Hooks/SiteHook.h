@@ -74,6 +74,10 @@ public:
   virtual bool restartsOnPreemption() const { return false; }
   /// Called when `request` restarts: the hook forgets what it kept for it.
   virtual void restart(int64_t request) { (void)request; }
+  /// Called once `request` has ended (finished or aborted) and will never run again: the
+  /// hook drops whatever it holds for it, so a long-lived hook (a server's compiled program)
+  /// does not grow with every request it served.
+  virtual void release(int64_t request) { (void)request; }
 };
 
 /// A SiteHook from a function (tests, tools, quick experiments).

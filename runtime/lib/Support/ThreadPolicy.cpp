@@ -1,11 +1,11 @@
-//===- ThreadPolicy.cpp - how nns-run's threads wait ------------*- C++ -*-===//
+//===- ThreadPolicy.cpp - how the tools' OpenMP threads wait ----*- C++ -*-===//
 
-#include "ThreadPolicy.h"
+#include "nnsc/Support/ThreadPolicy.h"
 
 #include <cstdlib>
 #include <unistd.h>
 
-void nnsrun::chooseThreadWaitPolicy(char **argv) {
+void nnsc::chooseThreadWaitPolicy(char **argv) {
   if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT"))
     return;
   // Passive: a waiting thread sleeps at once. Decode's projections run on nnsc's own pool

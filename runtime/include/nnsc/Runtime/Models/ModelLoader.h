@@ -1,0 +1,54 @@
+//===- ModelLoader.h - a model, its backend and its tokenizer ---*- C++ -*-===//
+//
+// What every front end of the runtime loads before it can take requests (nns-run, nns-serve,
+// the Python package): the weights of a GGUF file or Hugging Face directory on the chosen
+// backend, the tokenizer that ships with them, and the tokens that end generation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_MODELS_MODELLOADER_H
+#define NNSC_RUNTIME_MODELS_MODELLOADER_H
+
+#include "nnsc/Runtime/Backend/ModelBackend.h"
+#include "nnsc/Runtime/Models/CausalLM.h"
+#include "nnsc/Runtime/Tokenizer/Tokenizer.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace nnsc {
+
+/// How to load a model.
+struct ModelLoadOptions {
+  std::string path;
+  /// "fp32" or "bf16": the dtype weights are widened to.
+  std::string dtype = "fp32";
+  /// "cpu" or "cuda".
+  std::string device = "cpu";
+  /// Called with (tensors loaded, tensors in total) while the weights load.
+  std::function<void(int64_t, int64_t)> progress;
+};
+
+/// A loaded model, ready to run.
+struct LoadedModel {
+  /// The CPU model, which bundles run on; null on the CUDA backend.
+  std::shared_ptr<CausalLM> model;
+  std::shared_ptr<ModelBackend> backend;
+  /// Null when the model ships no tokenizer (prompts then come as token ids).
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+  /// The tokens that end generation: the tokenizer's end-of-sequence token, or config.json's
+  /// eos_token_id for a directory without a tokenizer.
+  std::vector<int32_t> eosTokenIds;
+};
+
+/// Loads the model `options` describes. Throws ModelLoadError for a bad model file,
+/// BackendError for a backend that cannot run here and std::runtime_error for a bad
+/// tokenizer, each with a message naming the file and what is wrong.
+LoadedModel loadModel(const ModelLoadOptions &options);
+
+} // namespace nnsc
+
+#endif // NNSC_RUNTIME_MODELS_MODELLOADER_H

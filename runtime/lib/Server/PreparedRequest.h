@@ -1,0 +1,48 @@
+//===- PreparedRequest.h - a request ready for the engine -------*- C++ -*-===//
+//
+// What a generation handler makes of a request body before the engine sees it: the checked
+// fields, the prompts as token ids, the program and trace it binds with its params, and the
+// sampling parameters with max_tokens resolved against the context. Every refusal happens
+// here, as an ApiError, so that a request the engine admits is one it can run.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_SERVER_PREPAREDREQUEST_H
+#define NNSC_SERVER_PREPAREDREQUEST_H
+
+#include "nnsc/Server/EngineLoop.h"
+#include "nnsc/Server/OpenAIServer.h"
+#include "nnsc/Server/Protocol.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace nnsc::server {
+
+struct PreparedRequest {
+  GenerationRequest request;
+  /// One per choice: the prompts of a batch, or the invokes of a multi-invoke trace.
+  std::vector<std::vector<int32_t>> prompts;
+  SamplingParams sampling;
+  /// The program the request binds, or null for a plain request.
+  std::shared_ptr<const ServedProgram> program;
+  const BundleTrace *trace = nullptr;
+  std::vector<torch::Tensor> params;
+  /// The prompts are the invokes of one request (they run as a gang).
+  bool gang = false;
+};
+
+/// Parses and checks `body` for the completions (`chat` false) or chat endpoint. Returns
+/// nullopt and fills `error` when anything is wrong.
+std::optional<PreparedRequest> prepareRequest(OpenAIServer &server, const std::string &body,
+                                              bool chat, ApiError &error);
+
+/// The engine-thread step that adds the request's sequences, bound to `bundle` (the
+/// request's program state; null for a plain request).
+EngineLoop::Admit admitRequest(const PreparedRequest &prepared, const schema::Architecture &arch,
+                               std::shared_ptr<BundleRequest> bundle);
+
+} // namespace nnsc::server
+
+#endif // NNSC_SERVER_PREPAREDREQUEST_H

@@ -1,0 +1,156 @@
+//===- Options.cpp - nns-serve command line -------------------------------===//
+
+#include "Options.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+namespace nnsserve {
+
+void fail(const std::string &message) {
+  std::cerr << "nns-serve: error: " << message << "\n";
+  std::exit(1);
+}
+
+namespace {
+
+void usage() {
+  std::cout << R"(usage: nns-serve [options]
+
+An OpenAI-compatible server (docs/Server.md) where each request may carry an nns program
+("nns": {"program": SOURCE} or {"bundle": NAME}) and gets its saves back.
+
+Model and engine (as nns-run):
+  --model PATH               .gguf file or Hugging Face directory (default: bundled SmolLM2)
+  --served-model-name NAME   the name requests use (default: the model file's name)
+  --dtype fp32|bf16          compute dtype (default fp32)
+  --threads N                compute threads (default 2)
+  --seed N                   sampler seed for requests without their own (default 0)
+  --max-num-seqs N, --max-num-batched-tokens N, --max-model-len N, --num-blocks N,
+  --block-size N, --no-prefix-caching        scheduler and KV cache, as nns-run
+
+Serving:
+  --host ADDR                address to listen on (default 127.0.0.1)
+  --port N                   port (default 8000; 0 picks a free one, printed at start)
+  --api-key KEY              require 'Authorization: Bearer KEY'
+  --bundle NAME=FILE.nnsb    register a bundle requests can name (repeatable); refused at
+                             start if it was built for another model
+  --no-programs              accept registered bundles only, never program source
+  --max-queued N             waiting requests before new ones get 503 (default 256)
+  --http-threads N           HTTP worker threads (default 64)
+
+Limits (bytes):
+  --max-body-bytes N         request body (default 16 MiB)
+  --max-program-bytes N      program source (default 64 KiB)
+  --max-params-bytes N       param values of one request (default 8 MiB)
+  --max-save-bytes N         saves of one request (default 1 GiB)
+  --inline-save-bytes N      saves up to N go inline in JSON, larger behind a handle (8 MiB)
+  --saves-store-bytes N      memory for saves behind handles (default 2 GiB)
+  --saves-ttl SECONDS        how long a handle lives (default 600)
+  --compile-cache N          compiled programs kept (default 256)
+)";
+}
+
+} // namespace
+
+Options parseOptions(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        fail(arg + " needs a value");
+      return argv[++i];
+    };
+    auto integer = [&](int64_t lo) -> int64_t {
+      std::string v = value();
+      try {
+        size_t used = 0;
+        long long n = std::stoll(v, &used);
+        if (used == v.size() && n >= lo)
+          return n;
+      } catch (const std::exception &) {
+      }
+      fail(arg + " needs an integer >= " + std::to_string(lo) + ", got '" + v + "'");
+    };
+    if (arg == "--help" || arg == "-h") {
+      usage();
+      std::exit(0);
+    } else if (arg == "--model") {
+      o.model = value();
+    } else if (arg == "--served-model-name") {
+      o.server.servedModelName = value();
+    } else if (arg == "--dtype") {
+      o.dtype = value();
+      if (o.dtype != "fp32" && o.dtype != "bf16")
+        fail("--dtype must be fp32 or bf16, got '" + o.dtype + "'");
+    } else if (arg == "--threads") {
+      o.threads = int(integer(1));
+    } else if (arg == "--seed") {
+      o.seed = uint64_t(integer(0));
+    } else if (arg == "--max-num-seqs") {
+      o.scheduler.maxNumSeqs = integer(1);
+    } else if (arg == "--max-num-batched-tokens") {
+      o.scheduler.maxNumBatchedTokens = integer(1);
+    } else if (arg == "--max-model-len") {
+      o.scheduler.maxModelLen = integer(1);
+    } else if (arg == "--num-blocks") {
+      o.scheduler.numBlocks = integer(1);
+    } else if (arg == "--block-size") {
+      o.scheduler.blockSize = integer(1);
+    } else if (arg == "--no-prefix-caching") {
+      o.scheduler.enablePrefixCaching = false;
+    } else if (arg == "--host") {
+      o.server.host = value();
+    } else if (arg == "--port") {
+      o.server.port = int(integer(0));
+      if (o.server.port > 65535)
+        fail("--port must be at most 65535");
+    } else if (arg == "--api-key") {
+      o.server.apiKey = value();
+      if (o.server.apiKey.empty())
+        fail("--api-key must not be empty");
+    } else if (arg == "--bundle") {
+      std::string v = value();
+      size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+        fail("--bundle needs NAME=FILE.nnsb, got '" + v + "'");
+      o.bundles.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    } else if (arg == "--no-programs") {
+      o.server.allowPrograms = false;
+    } else if (arg == "--max-queued") {
+      o.server.maxQueued = integer(1);
+    } else if (arg == "--http-threads") {
+      o.server.httpThreads = int(integer(2));
+    } else if (arg == "--max-body-bytes") {
+      o.server.maxBodyBytes = size_t(integer(1));
+    } else if (arg == "--max-program-bytes") {
+      o.server.maxProgramBytes = size_t(integer(1));
+    } else if (arg == "--max-params-bytes") {
+      o.server.maxParamsBytes = size_t(integer(1));
+    } else if (arg == "--max-save-bytes") {
+      o.server.maxSaveBytes = size_t(integer(1));
+    } else if (arg == "--inline-save-bytes") {
+      o.server.inlineSaveBytes = size_t(integer(0));
+    } else if (arg == "--saves-store-bytes") {
+      o.savesStoreBytes = size_t(integer(1));
+    } else if (arg == "--saves-ttl") {
+      o.savesTtlSeconds = integer(1);
+    } else if (arg == "--compile-cache") {
+      o.compileCacheEntries = size_t(integer(1));
+    } else {
+      fail("unknown option '" + arg + "' (see --help)");
+    }
+  }
+  if (o.server.servedModelName.empty()) {
+    std::filesystem::path p(o.model);
+    o.server.servedModelName =
+        (p.has_extension() && p.extension() == ".gguf" ? p.stem() : p.filename()).string();
+    if (o.server.servedModelName.empty())
+      o.server.servedModelName = o.model;
+  }
+  return o;
+}
+
+} // namespace nnsserve

@@ -1,0 +1,112 @@
+//===- nns-serve.cpp - the OpenAI-compatible intervention server -*- C++ -*-===//
+//
+// Loads one model, starts the engine loop and the HTTP server (runtime/lib/Server), and wires
+// in the compiler (nnsc/Driver/CompileSource.h) so requests may carry program source. Stops
+// cleanly on SIGINT/SIGTERM. See docs/Server.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Options.h"
+
+#include "nnsc/Driver/CompileSource.h"
+#include "nnsc/Runtime/Backend/BackendError.h"
+#include "nnsc/Runtime/Models/ModelLoader.h"
+#include "nnsc/Server/OpenAIServer.h"
+#include "nnsc/Support/ThreadPolicy.h"
+
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+#include <unistd.h>
+
+using namespace nnsc;
+using namespace nnsserve;
+
+namespace {
+
+server::OpenAIServer *running = nullptr;
+
+void onSignal(int) {
+  if (running)
+    running->stop();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  chooseThreadWaitPolicy(argv);
+  Options o = parseOptions(argc, argv);
+  at::set_num_threads(o.threads);
+
+  LoadedModel loaded;
+  try {
+    loaded = loadModel({o.model, o.dtype, "cpu", [&](int64_t done, int64_t total) {
+                          std::cerr << (isatty(2) ? "\r" : "") << "nns-serve: loading " << o.model
+                                    << ": " << done << "/" << total << (isatty(2) ? "" : "\n")
+                                    << std::flush;
+                        }});
+  } catch (const std::exception &e) {
+    std::cerr << "\n";
+    fail(e.what());
+  }
+  std::cerr << (isatty(2) ? "\n" : "");
+  o.scheduler.eosTokenIds = loaded.eosTokenIds;
+  if (loaded.backend->config().maxPositions > 0)
+    o.scheduler.maxModelLen =
+        std::min(o.scheduler.maxModelLen, loaded.backend->config().maxPositions);
+
+  std::unique_ptr<tokenizer::ChatTemplate> chat;
+  if (loaded.tokenizer && !loaded.tokenizer->chatTemplate().empty()) {
+    std::string error;
+    chat = tokenizer::ChatTemplate::create(loaded.tokenizer->chatTemplate(), error);
+    if (!chat)
+      std::cerr << "nns-serve: warning: /v1/chat/completions is off: " << error << "\n";
+  }
+
+  server::Metrics metrics;
+  std::error_code ec;
+  const std::filesystem::path workDir = std::filesystem::temp_directory_path(ec);
+  const schema::Architecture &arch = loaded.model->architecture();
+  driver::SourceCompileOptions compileOptions;
+  compileOptions.maxSourceBytes = o.server.maxProgramBytes;
+  server::ProgramRegistry programs(
+      loaded.model,
+      [&arch, compileOptions](const std::string &source, const std::string &output,
+                              std::string &diagnostics) {
+        driver::SourceCompileResult r =
+            driver::compileSource(source, "program.nns", arch, compileOptions, output);
+        diagnostics = std::move(r.diagnostics);
+        return r.ok;
+      },
+      metrics, o.compileCacheEntries, workDir.string());
+  for (const auto &[name, path] : o.bundles) {
+    std::string error;
+    if (!programs.registerBundle(name, path, error))
+      fail("--bundle " + name + ": " + error);
+  }
+  server::SaveHandleStore saves(o.savesStoreBytes, std::chrono::seconds(o.savesTtlSeconds));
+
+  std::unique_ptr<LLMEngine> engine;
+  try {
+    engine = std::make_unique<LLMEngine>(loaded.backend, o.scheduler, o.seed);
+  } catch (const std::invalid_argument &e) {
+    fail(e.what());
+  }
+  server::EngineLoop loop(std::move(engine), metrics);
+  server::ServedModel served{loaded.model, loaded.tokenizer.get(), chat.get(),
+                             o.scheduler.maxModelLen, loaded.backend->config().vocab};
+  server::OpenAIServer http(o.server, served, loop, programs, saves, metrics);
+  std::string error;
+  if (!http.bind(error))
+    fail(error);
+  running = &http;
+  std::signal(SIGINT, onSignal);
+  std::signal(SIGTERM, onSignal);
+  std::cerr << "nns-serve: serving '" << o.server.servedModelName << "' on http://"
+            << o.server.host << ":" << http.port() << std::endl;
+  http.serve();
+  running = nullptr;
+  std::cerr << "nns-serve: stopped\n";
+  return 0;
+}
