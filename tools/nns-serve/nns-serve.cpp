@@ -14,6 +14,7 @@
 #include "nnsc/Server/OpenAIServer.h"
 #include "nnsc/Support/ThreadPolicy.h"
 
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -40,17 +41,23 @@ int main(int argc, char **argv) {
   at::set_num_threads(o.threads);
 
   LoadedModel loaded;
+  const bool terminal = isatty(2);
+  auto loadStart = std::chrono::steady_clock::now();
   try {
+    // Progress on one rewritten line at a terminal; a log gets the final line only.
     loaded = loadModel({o.model, o.dtype, "cpu", [&](int64_t done, int64_t total) {
-                          std::cerr << (isatty(2) ? "\r" : "") << "nns-serve: loading " << o.model
-                                    << ": " << done << "/" << total << (isatty(2) ? "" : "\n")
-                                    << std::flush;
+                          if (terminal)
+                            std::cerr << "\rnns-serve: loading " << o.model << ": " << done << "/"
+                                      << total << std::flush;
                         }});
   } catch (const std::exception &e) {
-    std::cerr << "\n";
+    if (terminal)
+      std::cerr << "\n";
     fail(e.what());
   }
-  std::cerr << (isatty(2) ? "\n" : "");
+  std::cerr << (terminal ? "\n" : "") << "nns-serve: loaded " << o.model << " in "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count()
+            << " s\n";
   o.scheduler.eosTokenIds = loaded.eosTokenIds;
   if (loaded.backend->config().maxPositions > 0)
     o.scheduler.maxModelLen =

@@ -24,6 +24,9 @@ OpenAIServer::OpenAIServer(ServerOptions options, ServedModel served, EngineLoop
   const int threads = std::max(opts.httpThreads, 2);
   http->new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
   http->set_payload_max_length(opts.maxBodyBytes);
+  // A response goes out as several writes (headers, body, each event of a stream); with
+  // Nagle's algorithm a later write waits for the client's delayed ACK of the first (40 ms).
+  http->set_tcp_nodelay(true);
   // Generation can take long between two events of a stream; reads of a request are short.
   http->set_write_timeout(std::chrono::seconds(30));
   addRoutes();

@@ -87,7 +87,13 @@ class Checks:
         expect(got["choices"][0]["token_ids"] == ref[0][0],
                f"plain tokens {got['choices'][0]['token_ids']} != nns-run {ref[0][0]}")
         expect(got["usage"]["completion_tokens"] == 12, "usage")
-        print("plain: greedy completion equals nns-run's tokens")
+        # A stop string cuts the text where it starts and ends the request.
+        text = got["choices"][0]["text"]
+        stop = text[len(text) // 2:len(text) // 2 + 2]
+        cut = self.complete(PROMPT, 12, stop=[stop])["choices"][0]
+        expect(cut["text"] == text[:text.index(stop)] and cut["finish_reason"] == "stop",
+               f"stop {stop!r}: {cut['text']!r} ({cut['finish_reason']}) from {text!r}")
+        print("plain: greedy completion equals nns-run's tokens; a stop string cuts it")
         return ref[0][0]
 
     def steering(self, plain_ids):
