@@ -32,7 +32,10 @@ std::string compileTrace(const std::string &source, const std::string &model) {
   if (!fs::exists(nnsc))
     fail("--trace needs the nnsc compiler next to nns-run ('" + nnsc.string() +
          "' does not exist); compile with nnsc -emit=bundle and use --bundle");
-  fs::path out = fs::temp_directory_path() / ("nns-run-" + std::to_string(getpid()) + ".nnsb");
+  // A path per compile: dlopen would hand back the library loaded earlier under the same name.
+  static int compiled = 0;
+  fs::path out = fs::temp_directory_path() / ("nns-run-" + std::to_string(getpid()) + "-" +
+                                              std::to_string(compiled++) + ".nnsb");
   std::vector<std::string> args = {nnsc.string(), source, "-emit=bundle", "--model",
                                    model,         "-o",   out.string()};
   std::vector<char *> argv;
@@ -77,38 +80,61 @@ nlohmann::json promptJson(const Prompt &prompt, const RequestResult &r,
 
 } // namespace
 
-std::unique_ptr<BoundTrace> loadTrace(const Options &o,
-                                      const std::shared_ptr<const CausalLM> &model) {
-  if (o.traceFile.empty() && o.bundle.empty())
-    return nullptr;
-  std::string path = o.bundle.empty() ? compileTrace(o.traceFile, o.model) : o.bundle;
+namespace {
+
+/// Compiles (a .nns file) or loads (anything else) `file`, checks it against `model`, picks
+/// trace `traceName` and binds `params` (given with option `paramFlag`); `what` prefixes
+/// messages.
+std::unique_ptr<BoundTrace> loadProgram(const std::string &file, bool compile,
+                                        const std::string &traceName,
+                                        const std::vector<std::string> &params,
+                                        const std::string &paramFlag, const std::string &modelPath,
+                                        const std::shared_ptr<const CausalLM> &model,
+                                        const std::string &what) {
+  std::string path = compile ? compileTrace(file, modelPath) : file;
   std::string error;
   std::unique_ptr<Bundle> loaded = loadBundle(path, model->architecture(), error);
-  if (!o.traceFile.empty())
+  if (compile)
     fs::remove(path);
   if (!loaded)
-    fail("'" + (o.bundle.empty() ? o.traceFile : o.bundle) + "': " + error);
+    fail(what + "'" + file + "': " + error);
   auto bound = std::make_unique<BoundTrace>();
   bound->bundle = std::move(loaded);
-  const BundleTrace *trace = bound->bundle->findTrace(o.traceName);
-  if (!trace && o.traceName.empty() && bound->bundle->traces().size() == 1)
+  const BundleTrace *trace = bound->bundle->findTrace(traceName);
+  if (!trace && traceName.empty() && bound->bundle->traces().size() == 1)
     trace = &bound->bundle->traces().front();
   if (!trace) {
     std::string names;
     for (const BundleTrace &t : bound->bundle->traces())
       names += (names.empty() ? "'" : ", '") + t.name + "'";
-    fail(o.traceName.empty()
-             ? "the bundle has several traces (" + names + "); choose one with --trace-name"
-             : "the bundle has no trace '" + o.traceName + "' (its traces: " + names + ")");
+    fail(what + (traceName.empty()
+                     ? "the bundle has several traces (" + names + "); choose one with --trace-name"
+                     : "the bundle has no trace '" + traceName + "' (its traces: " + names + ")"));
   }
-  std::optional<std::vector<torch::Tensor>> params = bindParams(*trace, o.params, error);
-  if (!params)
-    fail(error);
+  std::optional<std::vector<torch::Tensor>> boundParams =
+      bindParams(*trace, params, error, paramFlag);
+  if (!boundParams)
+    fail(what + error);
   bound->invokes = size_t(std::max(trace->numInvokes, 1));
+  bound->params = std::move(*boundParams);
+  bound->hook = std::make_shared<BundleHook>(bound->bundle, *trace, model);
+  bound->model = model;
+  return bound;
+}
+
+} // namespace
+
+std::unique_ptr<BoundTrace> loadTrace(const Options &o,
+                                      const std::shared_ptr<const CausalLM> &model) {
+  if (o.traceFile.empty() && o.bundle.empty())
+    return nullptr;
+  std::unique_ptr<BoundTrace> bound =
+      loadProgram(o.bundle.empty() ? o.traceFile : o.bundle, o.bundle.empty(), o.traceName,
+                  o.params, "--param", o.model, model, "");
   if (bound->invokes > 1) {
-    const std::string what = "trace '" + trace->name + "' has " +
-                             std::to_string(bound->invokes) + " invokes (" +
-                             joinInvokeNames(*trace) + ")";
+    const BundleTrace &trace = bound->hook->trace();
+    const std::string what = "trace '" + trace.name + "' has " + std::to_string(bound->invokes) +
+                             " invokes (" + joinInvokeNames(trace) + ")";
     if (o.prompts.size() % bound->invokes != 0)
       fail(what + " and takes its prompts " + std::to_string(bound->invokes) +
            " at a time, one per invoke; got " + std::to_string(o.prompts.size()) + " prompts");
@@ -116,18 +142,51 @@ std::unique_ptr<BoundTrace> loadTrace(const Options &o,
       if (!p.bundled)
         fail(what + "; its prompts cannot run plain (\"bundle\": false)");
   }
-  bound->params = std::move(*params);
-  bound->hook = std::make_shared<BundleHook>(bound->bundle, *trace, model);
-  bound->model = model;
   bound->requests.resize(o.prompts.size());
   return bound;
 }
 
-void addBundledRequest(BoundTrace &bound, LLMEngine &engine, const Prompt &prompt, size_t index,
-                       const SamplingParams &params) {
+std::unique_ptr<BoundTrace> loadEdit(const Options &o,
+                                     const std::shared_ptr<const CausalLM> &model) {
+  if (o.editFile.empty())
+    return nullptr;
+  std::unique_ptr<BoundTrace> edit =
+      loadProgram(o.editFile, fs::path(o.editFile).extension() == ".nns", "", o.editParams,
+                  "--edit-param", o.model, model, "--edit ");
+  if (edit->invokes > 1)
+    fail("--edit '" + o.editFile + "': an edit applies to each request on its own; its trace '" +
+         edit->hook->trace().name + "' has invokes");
+  edit->requests.resize(o.prompts.size());
+  return edit;
+}
+
+std::shared_ptr<BundleRequest> bindEdit(BoundTrace *edit, HookTable &table) {
+  if (!edit)
+    return nullptr;
+  auto request = std::make_shared<BundleRequest>(edit->hook->trace(), edit->params);
+  edit->hook->bindSites(table, *request);
+  return request;
+}
+
+void attachEdit(BoundTrace *edit, int64_t id, size_t prompt,
+                std::shared_ptr<BundleRequest> request) {
+  if (!edit)
+    return;
+  edit->hook->attach(id, request);
+  edit->requests[prompt] = std::move(request);
+}
+
+void addBundledRequest(BoundTrace &bound, BoundTrace *edit, LLMEngine &engine, const Prompt &prompt,
+                       size_t index, const SamplingParams &params) {
   const schema::Architecture &arch = bound.model->architecture();
   if (!prompt.bundled) {
-    engine.addRequest(prompt.ids, params);
+    std::shared_ptr<HookTable> table;
+    std::shared_ptr<BundleRequest> editState;
+    if (edit) {
+      table = std::make_shared<HookTable>(arch);
+      editState = bindEdit(edit, *table);
+    }
+    attachEdit(edit, engine.addRequest(prompt.ids, params, table), index, editState);
     return;
   }
   bound.pending.push_back(prompt.ids);
@@ -135,8 +194,10 @@ void addBundledRequest(BoundTrace &bound, LLMEngine &engine, const Prompt &promp
     return;
   auto request = std::make_shared<BundleRequest>(bound.hook->trace(), bound.params);
   std::vector<std::shared_ptr<HookTable>> tables;
+  std::vector<std::shared_ptr<BundleRequest>> edits;
   for (size_t k = 0; k < bound.invokes; ++k) {
     tables.push_back(std::make_shared<HookTable>(arch));
+    edits.push_back(bindEdit(edit, *tables.back()));
     bound.hook->bindSites(*tables.back(), *request);
   }
   std::vector<std::vector<int32_t>> prompts = std::move(bound.pending);
@@ -149,7 +210,19 @@ void addBundledRequest(BoundTrace &bound, LLMEngine &engine, const Prompt &promp
   for (size_t k = 0; k < ids.size(); ++k) {
     bound.hook->attach(ids[k], request, int32_t(k));
     bound.requests[index + 1 - ids.size() + k] = request;
+    attachEdit(edit, ids[k], index + 1 - ids.size() + k, edits[k]);
   }
+}
+
+int reportEditErrors(const BoundTrace *edit) {
+  int failed = 0;
+  for (size_t i = 0; edit && i < edit->requests.size(); ++i)
+    if (edit->requests[i] && edit->requests[i]->error()) {
+      std::cerr << "nns-run: error: prompt " << i
+                << ": the edit failed: " << *edit->requests[i]->error() << "\n";
+      ++failed;
+    }
+  return failed;
 }
 
 int writeResults(const std::string &dir, const std::vector<Prompt> &prompts,

@@ -23,7 +23,7 @@
 
 namespace nnsrun {
 
-/// The trace every bundled request of the run binds.
+/// The trace every bundled request of the run binds (or the edit every request binds).
 struct BoundTrace {
   std::shared_ptr<nnsc::Bundle> bundle;
   std::shared_ptr<nnsc::BundleHook> hook;
@@ -32,8 +32,8 @@ struct BoundTrace {
   std::vector<torch::Tensor> params;
   /// Prompts per request: the trace's invokes, or 1.
   size_t invokes = 1;
-  /// One per prompt (the prompts of one multi-invoke request share it); null for a plain
-  /// request.
+  /// One per prompt (the prompts of one multi-invoke request share it; an edit has one per
+  /// prompt); null for a plain request.
   std::vector<std::shared_ptr<nnsc::BundleRequest>> requests;
   /// The prompts of the multi-invoke request being gathered.
   std::vector<std::vector<int32_t>> pending;
@@ -45,10 +45,27 @@ struct BoundTrace {
 std::unique_ptr<BoundTrace> loadTrace(const Options &o,
                                       const std::shared_ptr<const nnsc::CausalLM> &model);
 
-/// Queues prompt `index` on `engine`, bound to the trace unless it runs plain. With invokes,
-/// the last prompt of each group queues the whole group.
-void addBundledRequest(BoundTrace &bound, nnsc::LLMEngine &engine, const Prompt &prompt,
-                       size_t index, const nnsc::SamplingParams &params);
+/// Compiles (.nns) or loads --edit with its --edit-param values; null without --edit. Exits
+/// with a message when anything is wrong, or when the edit's trace has invokes (an edit
+/// applies to each request on its own).
+std::unique_ptr<BoundTrace> loadEdit(const Options &o,
+                                     const std::shared_ptr<const nnsc::CausalLM> &model);
+
+/// Binds the edit, if any, into `table` (before anything else is bound there, so it runs
+/// first at every site) and returns the state it keeps for the request; null without an edit.
+std::shared_ptr<nnsc::BundleRequest> bindEdit(BoundTrace *edit, nnsc::HookTable &table);
+/// Attaches that state to engine sequence `id`, the request of prompt `prompt`.
+void attachEdit(BoundTrace *edit, int64_t id, size_t prompt,
+                std::shared_ptr<nnsc::BundleRequest> request);
+
+/// Queues prompt `index` on `engine`, bound to the trace unless it runs plain, and to the
+/// edit (null for none) either way. With invokes, the last prompt of each group queues the
+/// whole group.
+void addBundledRequest(BoundTrace &bound, BoundTrace *edit, nnsc::LLMEngine &engine,
+                       const Prompt &prompt, size_t index, const nnsc::SamplingParams &params);
+
+/// Prints the error of every prompt whose edit failed; returns their number.
+int reportEditErrors(const BoundTrace *edit);
 
 /// Writes DIR/<i>.safetensors and DIR/<i>.json for every request (results sorted by engine
 /// id, which is prompt order), prints each failed request's error and returns their number.

@@ -57,6 +57,10 @@ Interventions (docs/Runtime.md, "Bundles in the engine"):
                              @FILE.safetensors[:KEY] (repeatable)
   --save-dir DIR             write each request's saves to DIR/<i>.safetensors and its prompt
                              and completion to DIR/<i>.json (i: request index in prompt order)
+  --edit FILE.nns|FILE.nnsb  a persistent edit (NNsight's model.edit()): bound to every request,
+                             plain or not, before the request's own program; at a site both
+                             touch it runs first. Its saves are not returned.
+  --edit-param NAME=VALUE    a param of the edit, as --param (repeatable)
 )";
 }
 
@@ -234,6 +238,10 @@ Options parseOptions(int argc, char **argv) {
       o.params.push_back(value());
     } else if (arg == "--save-dir") {
       o.saveDir = value();
+    } else if (arg == "--edit") {
+      o.editFile = value();
+    } else if (arg == "--edit-param") {
+      o.editParams.push_back(value());
     } else if (arg == "--quiet") {
       o.quiet = true;
     } else {
@@ -252,8 +260,10 @@ Options parseOptions(int argc, char **argv) {
                      : !o.traceName.empty() ? "--trace-name"
                                             : "--save-dir") +
          " needs --trace or --bundle");
-  if (bound && (!o.capture.empty() || !o.scale.empty()))
-    fail("--capture and --scale cannot be combined with --trace or --bundle");
+  if (o.editFile.empty() && !o.editParams.empty())
+    fail("--edit-param needs --edit");
+  if ((bound || !o.editFile.empty()) && (!o.capture.empty() || !o.scale.empty()))
+    fail("--capture and --scale cannot be combined with --trace, --bundle or --edit");
   try {
     o.sampling.validate();
   } catch (const std::invalid_argument &e) {

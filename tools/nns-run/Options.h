@@ -51,6 +51,9 @@ struct Options {
   std::string traceName;
   std::vector<std::string> params;
   std::string saveDir;
+  /// --edit FILE.nns|FILE.nnsb and its --edit-param specs: bound to every request first.
+  std::string editFile;
+  std::vector<std::string> editParams;
 };
 
 /// Prints "nns-run: error: MESSAGE" and exits with status 1.

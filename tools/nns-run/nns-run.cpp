@@ -70,9 +70,10 @@ int main(int argc, char **argv) {
   std::shared_ptr<ModelBackend> backend = loaded.backend;
   if (!o.quiet)
     std::cerr << " (" << seconds(loadStart, Clock::now()) << " s)\n";
-  if ((!o.traceFile.empty() || !o.bundle.empty()) && !backend->capabilities().bundleKernels)
+  if ((!o.traceFile.empty() || !o.bundle.empty() || !o.editFile.empty()) &&
+      !backend->capabilities().bundleKernels)
     fail("--device " + o.device +
-         ": bundles (--trace, --bundle) run on the CPU backend only; use --device cpu");
+         ": bundles (--trace, --bundle, --edit) run on the CPU backend only; use --device cpu");
 
   if (o.printSchemaHash) {
     std::cout << backend->config().schemaHash() << "\n";
@@ -104,6 +105,7 @@ int main(int argc, char **argv) {
 
   // The bundle is checked and its params bound before any request runs.
   std::unique_ptr<BoundTrace> bound = loadTrace(o, model);
+  std::unique_ptr<BoundTrace> edit = loadEdit(o, model);
 
   std::unique_ptr<LLMEngine> engine;
   std::vector<std::vector<torch::Tensor>> logits(o.prompts.size());
@@ -161,14 +163,19 @@ int main(int argc, char **argv) {
       SamplingParams params = o.sampling;
       params.maxTokens = o.prompts[i].maxTokens.value_or(o.sampling.maxTokens);
       try {
-        addBundledRequest(*bound, *engine, o.prompts[i], i, params);
+        addBundledRequest(*bound, edit.get(), *engine, o.prompts[i], i, params);
       } catch (const std::invalid_argument &e) {
         fail("prompt " + std::to_string(i) + ": " + e.what());
       }
     }
     for (size_t i = 0; !bound && i < o.prompts.size(); ++i) {
       std::shared_ptr<HookTable> hooks;
-      if (!siteHooks.empty())
+      std::shared_ptr<BundleRequest> editState;
+      if (edit) {
+        hooks = std::make_shared<HookTable>(arch);
+        editState = bindEdit(edit.get(), *hooks);
+      }
+      if (!siteHooks.empty() && !hooks)
         hooks = std::make_shared<HookTable>(arch);
       for (const auto &[site, hook] : siteHooks)
         hooks->bind(site, hook);
@@ -184,7 +191,7 @@ int main(int argc, char **argv) {
       SamplingParams params = o.sampling;
       params.maxTokens = o.prompts[i].maxTokens.value_or(o.sampling.maxTokens);
       try {
-        engine->addRequest(o.prompts[i].ids, params, hooks);
+        attachEdit(edit.get(), engine->addRequest(o.prompts[i].ids, params, hooks), i, editState);
       } catch (const std::invalid_argument &e) {
         fail("prompt " + std::to_string(i) + ": " + e.what());
       }
@@ -252,6 +259,7 @@ int main(int argc, char **argv) {
     writeSafetensors(o.save, tensors);
   }
   int failed = bound ? writeResults(o.saveDir, o.prompts, results, bound.get(), tok.get()) : 0;
+  failed += reportEditErrors(edit.get());
   if (!o.quiet)
     std::cerr << "requests " << results.size() << ", prompt tokens " << promptTokens
               << ", generated " << generated << " in " << elapsed

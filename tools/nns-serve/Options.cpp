@@ -37,6 +37,10 @@ Serving:
   --bundle NAME=FILE.nnsb    register a bundle requests can name (repeatable); refused at
                              start if it was built for another model
   --no-programs              accept registered bundles only, never program source
+  --edit FILE.nns|FILE.nnsb  a persistent edit (NNsight's model.edit()): bound to every
+                             request before its own program (it runs first where both touch a
+                             site); its saves are not returned
+  --edit-param NAME=VALUE    a param of the edit, as nns-run's --param (repeatable)
   --max-queued N             waiting requests before new ones get 503 (default 256)
   --http-threads N           HTTP worker threads (default 64)
 
@@ -117,6 +121,10 @@ Options parseOptions(int argc, char **argv) {
       if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
         fail("--bundle needs NAME=FILE.nnsb, got '" + v + "'");
       o.bundles.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    } else if (arg == "--edit") {
+      o.editFile = value();
+    } else if (arg == "--edit-param") {
+      o.editParams.push_back(value());
     } else if (arg == "--no-programs") {
       o.server.allowPrograms = false;
     } else if (arg == "--max-queued") {
@@ -143,6 +151,8 @@ Options parseOptions(int argc, char **argv) {
       fail("unknown option '" + arg + "' (see --help)");
     }
   }
+  if (o.editFile.empty() && !o.editParams.empty())
+    fail("--edit-param needs --edit");
   if (o.server.servedModelName.empty()) {
     std::filesystem::path p(o.model);
     o.server.servedModelName =

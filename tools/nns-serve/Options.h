@@ -25,6 +25,9 @@ struct Options {
   nnsc::server::ServerOptions server;
   /// --bundle NAME=FILE.nnsb, registered at start.
   std::vector<std::pair<std::string, std::string>> bundles;
+  /// --edit FILE.nns|FILE.nnsb and its --edit-param specs: bound to every request first.
+  std::string editFile;
+  std::vector<std::string> editParams;
   size_t compileCacheEntries = 256;
   size_t savesStoreBytes = 2ull << 30;
   int64_t savesTtlSeconds = 600;

@@ -9,7 +9,7 @@
 #include "Options.h"
 
 #include "nnsc/Driver/CompileSource.h"
-#include "nnsc/Runtime/Backend/BackendError.h"
+#include "nnsc/Runtime/Bundle/BundleParams.h"
 #include "nnsc/Runtime/Models/ModelLoader.h"
 #include "nnsc/Server/OpenAIServer.h"
 #include "nnsc/Support/ThreadPolicy.h"
@@ -92,6 +92,25 @@ int main(int argc, char **argv) {
     if (!programs.registerBundle(name, path, error))
       fail("--bundle " + name + ": " + error);
   }
+  std::optional<server::PersistentEdit> edit;
+  if (!o.editFile.empty()) {
+    std::string error;
+    edit.emplace();
+    edit->program = programs.loadFile(o.editFile, error);
+    if (!edit->program)
+      fail("--edit " + error);
+    edit->trace = edit->program->findTrace("", error);
+    if (!edit->trace)
+      fail("--edit '" + o.editFile + "': " + error);
+    if (edit->trace->numInvokes > 1)
+      fail("--edit '" + o.editFile + "': an edit applies to each request on its own; its trace '" +
+           edit->trace->name + "' has invokes");
+    std::optional<std::vector<torch::Tensor>> params =
+        bindParams(*edit->trace, o.editParams, error, "--edit-param");
+    if (!params)
+      fail("--edit " + error);
+    edit->params = std::move(*params);
+  }
   server::SaveHandleStore saves(o.savesStoreBytes, std::chrono::seconds(o.savesTtlSeconds));
 
   std::unique_ptr<LLMEngine> engine;
@@ -101,8 +120,12 @@ int main(int argc, char **argv) {
     fail(e.what());
   }
   server::EngineLoop loop(std::move(engine), metrics);
-  server::ServedModel served{loaded.model, loaded.tokenizer.get(), chat.get(),
-                             o.scheduler.maxModelLen, loaded.backend->config().vocab};
+  server::ServedModel served{loaded.model,
+                             loaded.tokenizer.get(),
+                             chat.get(),
+                             o.scheduler.maxModelLen,
+                             loaded.backend->config().vocab,
+                             std::move(edit)};
   server::OpenAIServer http(o.server, served, loop, programs, saves, metrics);
   std::string error;
   if (!http.bind(error))
@@ -110,8 +133,8 @@ int main(int argc, char **argv) {
   running = &http;
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);
-  std::cerr << "nns-serve: serving '" << o.server.servedModelName << "' on http://"
-            << o.server.host << ":" << http.port() << std::endl;
+  std::cerr << "nns-serve: serving '" << o.server.servedModelName << "' on http://" << o.server.host
+            << ":" << http.port() << std::endl;
   http.serve();
   running = nullptr;
   std::cerr << "nns-serve: stopped\n";

@@ -30,18 +30,17 @@ SourceCompileResult compileSource(std::string_view source, const std::string &bu
     return result;
   }
   if (options.optLevel != 2 && options.optLevel != 3) {
-    result.diagnostics = "error: optimization level must be 2 or 3, got " +
-                         std::to_string(options.optLevel) + "\n";
+    result.diagnostics =
+        "error: optimization level must be 2 or 3, got " + std::to_string(options.optLevel) + "\n";
     return result;
   }
   static std::mutex serialized;
   std::lock_guard<std::mutex> lock(serialized);
 
   llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(source.data(), source.size()),
-                                           bufferName),
-      llvm::SMLoc());
+  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(
+                                   llvm::StringRef(source.data(), source.size()), bufferName),
+                               llvm::SMLoc());
   mlir::DialectRegistry registry;
   bundle::registerKernelIRDialects(registry);
   mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);

@@ -129,20 +129,21 @@ const BundleParam *findParam(const BundleTrace &trace, const std::string &name,
   std::string known;
   for (const BundleParam &p : trace.params)
     known += (known.empty() ? "" : ", ") + p.name;
-  error = "the trace has no param '" + name + "' (its params: " +
-          (known.empty() ? "none" : known) + ")";
+  error = "the trace has no param '" + name + "' (its params: " + (known.empty() ? "none" : known) +
+          ")";
   return nullptr;
 }
 
 } // namespace
 
-std::optional<std::vector<torch::Tensor>>
-bindParams(const BundleTrace &trace, const std::vector<std::string> &specs, std::string &error) {
+std::optional<std::vector<torch::Tensor>> bindParams(const BundleTrace &trace,
+                                                     const std::vector<std::string> &specs,
+                                                     std::string &error, const std::string &flag) {
   std::vector<NamedParam> given;
   for (const std::string &spec : specs) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0) {
-      error = "--param needs NAME=VALUE, got '" + spec + "'";
+      error = flag + " needs NAME=VALUE, got '" + spec + "'";
       return std::nullopt;
     }
     std::string name = spec.substr(0, eq), text = spec.substr(eq + 1);
@@ -157,7 +158,8 @@ bindParams(const BundleTrace &trace, const std::vector<std::string> &specs, std:
   }
   return bindParamValues(
       trace, given,
-      [](const std::string &name) { return "give it with --param " + name + "=VALUE"; }, error);
+      [&flag](const std::string &name) { return "give it with " + flag + " " + name + "=VALUE"; },
+      error);
 }
 
 std::optional<std::vector<torch::Tensor>>
@@ -181,8 +183,7 @@ bindParamValues(const BundleTrace &trace, const std::vector<NamedParam> &given,
       return std::nullopt;
     }
     const bool integral = p->dtype == NNSC_DTYPE_I64 || p->dtype == NNSC_DTYPE_BOOL;
-    if (integral && value.is_floating_point() &&
-        !value.eq(value.trunc()).all().item<bool>()) {
+    if (integral && value.is_floating_point() && !value.eq(value.trunc()).all().item<bool>()) {
       error = "param '" + name + "' is " + describeType(p->dtype, p->shape) +
               " but the value given is not integral";
       return std::nullopt;

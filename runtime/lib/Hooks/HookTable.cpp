@@ -46,13 +46,24 @@ void HookTable::bind(int site, std::shared_ptr<SiteHook> hook) {
     throw std::invalid_argument("site index " + std::to_string(site) + " out of range");
   if (arch.sites()[size_t(site)].phase == schema::Phase::Forward)
     forward = true;
-  if (hook && std::find(distinct.begin(), distinct.end(), hook) == distinct.end())
+  if (!hook)
+    return;
+  if (std::find(distinct.begin(), distinct.end(), hook) == distinct.end())
     distinct.push_back(hook);
-  hooks[size_t(site)] = std::move(hook);
+  std::vector<std::shared_ptr<SiteHook>> &list = hooks[size_t(site)];
+  if (std::find(list.begin(), list.end(), hook) == list.end())
+    list.push_back(std::move(hook));
 }
 
 void HookTable::setCachePolicy(bool allowPrefixHits, uint64_t cacheSalt, bool cacheCompletion) {
-  policy = CachePolicy{allowPrefixHits, cacheSalt, cacheCompletion};
+  if (!policy) {
+    policy = CachePolicy{allowPrefixHits, cacheSalt, cacheCompletion};
+    return;
+  }
+  policy->prefixHits &= allowPrefixHits;
+  policy->completion &= cacheCompletion;
+  if (cacheSalt)
+    policy->salt = policy->salt ? (policy->salt * 0x100000001b3ull ^ cacheSalt) | 1 : cacheSalt;
 }
 
 HookVerdict HookTable::verdict(int64_t request) const {

@@ -13,13 +13,20 @@ namespace {
 
 const char *dtypeName(torch::ScalarType t) {
   switch (t) {
-  case torch::kFloat32: return "F32";
-  case torch::kBFloat16: return "BF16";
-  case torch::kFloat16: return "F16";
-  case torch::kInt64: return "I64";
-  case torch::kInt32: return "I32";
-  case torch::kBool: return "BOOL";
-  default: return nullptr;
+  case torch::kFloat32:
+    return "F32";
+  case torch::kBFloat16:
+    return "BF16";
+  case torch::kFloat16:
+    return "F16";
+  case torch::kInt64:
+    return "I64";
+  case torch::kInt32:
+    return "I32";
+  case torch::kBool:
+    return "BOOL";
+  default:
+    return nullptr;
   }
 }
 
@@ -37,8 +44,8 @@ layout(const std::map<std::string, torch::Tensor> &tensors) {
                                c10::toString(tensor.scalar_type()) + " as safetensors");
     torch::Tensor t = tensor.contiguous().cpu();
     uint64_t bytes = uint64_t(t.numel()) * t.element_size();
-    header[name] = {{"dtype", dtype}, {"shape", t.sizes().vec()},
-                    {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {
+        {"dtype", dtype}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
     data.push_back(t);
   }

@@ -86,7 +86,7 @@ void LLMEngine::finish(Request &request, bool firesResult) {
                        seq.finishReason};
   if (request.hooks && firesResult) {
     int site = backend->architecture().findSite("result");
-    if (SiteHook *hook = request.hooks->at(site)) {
+    for (const std::shared_ptr<SiteHook> &hook : request.hooks->at(site)) {
       torch::Tensor value = torch::tensor(
           std::vector<int64_t>(done.begin(), done.end()), torch::kInt64);
       TokenGroup group{0, value.size(0), seq.numCompletionTokens(), seq.id(),

@@ -51,8 +51,8 @@ json finishJson(const std::optional<std::string> &reason) {
 /// Puts `saves` into `nns`: inline as tensors or as one base64 safetensors file, or behind a
 /// handle when asked or (with `mayUseHandle`) when they are larger than the inline limit.
 bool encodeSaves(OpenAIServer &server, const InterventionSpec &spec,
-                 const std::map<std::string, torch::Tensor> &saves, bool mayUseHandle,
-                 json &nns, ApiError &error) {
+                 const std::map<std::string, torch::Tensor> &saves, bool mayUseHandle, json &nns,
+                 ApiError &error) {
   size_t bytes = 0;
   for (const auto &[name, t] : saves)
     bytes += size_t(t.numel()) * t.element_size();
@@ -121,8 +121,8 @@ json usageJson(const PreparedRequest &p, const std::vector<std::vector<int32_t>>
 }
 
 ApiError runtimeError(const std::string &message) {
-  ApiError e = invalidField("nns.program", "the request's program failed while running: " +
-                                               message);
+  ApiError e =
+      invalidField("nns.program", "the request's program failed while running: " + message);
   e.code = "program_failed";
   return e;
 }
@@ -184,8 +184,7 @@ void respondWhole(OpenAIServer &server, const PreparedRequest &p,
 /// The state of one server-sent-event response, shared by httplib's provider calls.
 class EventStream {
 public:
-  EventStream(OpenAIServer &server, PreparedRequest prepared,
-              std::shared_ptr<RequestStream> stream)
+  EventStream(OpenAIServer &server, PreparedRequest prepared, std::shared_ptr<RequestStream> stream)
       : server(server), p(std::move(prepared)), stream(std::move(stream)),
         id(randomId(p.request.chat ? "chatcmpl-" : "cmpl-")), created(unixTime()),
         tokens(p.prompts.size()), lastWrite(std::chrono::steady_clock::now()) {}
@@ -254,8 +253,8 @@ private:
   }
 
   json choiceJson(const ChoiceDelta &d) {
-    json choice = {{"index", d.index}, {"logprobs", nullptr},
-                   {"finish_reason", finishJson(d.finishReason)}};
+    json choice = {
+        {"index", d.index}, {"logprobs", nullptr}, {"finish_reason", finishJson(d.finishReason)}};
     if (p.request.chat) {
       json delta = json::object();
       if (!roleSent[d.index]) {
@@ -346,10 +345,14 @@ void handleGeneration(OpenAIServer &server, const httplib::Request &req, httplib
   config.numChoices = p.prompts.size();
   config.stopStrings = p.request.stop;
   config.bundle = bundle;
-  config.streamStepSaves = p.request.stream && p.request.nns &&
-                           p.request.nns->savesTransport != Transport::Handle;
+  config.streamStepSaves =
+      p.request.stream && p.request.nns && p.request.nns->savesTransport != Transport::Handle;
+  if (const std::optional<PersistentEdit> &edit = server.served().edit)
+    for (size_t k = 0; k < p.prompts.size(); ++k)
+      config.edits.push_back(std::make_shared<BundleRequest>(*edit->trace, edit->params));
+  std::vector<std::shared_ptr<BundleRequest>> edits = config.edits;
   auto stream = std::make_shared<RequestStream>(std::move(config));
-  server.engine().submit(stream, admitRequest(p, server.served().model->architecture(), bundle));
+  server.engine().submit(stream, admitRequest(p, server.served(), bundle, std::move(edits)));
   while (!stream->waitStarted(1s)) {
   }
   if (!p.request.stream)
@@ -364,8 +367,7 @@ void handleGeneration(OpenAIServer &server, const httplib::Request &req, httplib
   auto events = std::make_shared<EventStream>(server, std::move(*prepared), stream);
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
-      "text/event-stream",
-      [events](size_t, httplib::DataSink &sink) { return events->pump(sink); },
+      "text/event-stream", [events](size_t, httplib::DataSink &sink) { return events->pump(sink); },
       [events](bool success) { events->release(success); });
 }
 

@@ -50,8 +50,8 @@ std::string Metrics::render() const {
   family("nnsc_requests_total", "counter", "HTTP requests by outcome.");
   for (const char *outcome : {"success", "aborted", "error_4xx", "error_5xx", "rejected_busy"}) {
     auto it = requests.find(outcome);
-    os << "nnsc_requests_total{outcome=\"" << outcome
-       << "\"} " << (it == requests.end() ? 0 : it->second) << "\n";
+    os << "nnsc_requests_total{outcome=\"" << outcome << "\"} "
+       << (it == requests.end() ? 0 : it->second) << "\n";
   }
   family("nnsc_prompt_tokens_total", "counter", "Prompt tokens of finished requests.");
   os << "nnsc_prompt_tokens_total " << promptTokens << "\n";

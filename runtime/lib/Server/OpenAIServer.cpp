@@ -120,30 +120,28 @@ void OpenAIServer::addRoutes() {
   http->Post("/v1/completions", [this](const httplib::Request &req, httplib::Response &res) {
     handleGeneration(*this, req, res, /*chat=*/false);
   });
-  http->Post("/v1/chat/completions", [this](const httplib::Request &req,
-                                            httplib::Response &res) {
+  http->Post("/v1/chat/completions", [this](const httplib::Request &req, httplib::Response &res) {
     handleGeneration(*this, req, res, /*chat=*/true);
   });
-  http->Get(R"(/v1/nns/saves/([0-9a-f]+))", [this](const httplib::Request &req,
-                                                  httplib::Response &res) {
-    std::shared_ptr<const std::string> blob = saves.get(req.matches[1]);
-    if (!blob) {
-      ApiError e;
-      e.status = 404;
-      e.type = "NotFoundError";
-      e.code = "unknown_saves_handle";
-      e.message = "no saves under this handle: it is unknown or expired (entries live " +
-                  std::to_string(saves.timeToLive().count()) +
-                  " s, and the oldest are dropped when the store's " +
-                  std::to_string(saves.capacityBytes()) + " bytes are full)";
-      return sendError(metrics, res, e);
-    }
-    res.set_content_provider(
-        blob->size(), "application/octet-stream",
-        [blob](size_t offset, size_t length, httplib::DataSink &sink) {
-          return sink.write(blob->data() + offset, length);
-        });
-  });
+  http->Get(
+      R"(/v1/nns/saves/([0-9a-f]+))", [this](const httplib::Request &req, httplib::Response &res) {
+        std::shared_ptr<const std::string> blob = saves.get(req.matches[1]);
+        if (!blob) {
+          ApiError e;
+          e.status = 404;
+          e.type = "NotFoundError";
+          e.code = "unknown_saves_handle";
+          e.message = "no saves under this handle: it is unknown or expired (entries live " +
+                      std::to_string(saves.timeToLive().count()) +
+                      " s, and the oldest are dropped when the store's " +
+                      std::to_string(saves.capacityBytes()) + " bytes are full)";
+          return sendError(metrics, res, e);
+        }
+        res.set_content_provider(blob->size(), "application/octet-stream",
+                                 [blob](size_t offset, size_t length, httplib::DataSink &sink) {
+                                   return sink.write(blob->data() + offset, length);
+                                 });
+      });
 }
 
 } // namespace nnsc::server

@@ -34,8 +34,7 @@ bool resolveProgram(OpenAIServer &server, const InterventionSpec &spec, Prepared
       return false;
     }
     if (spec.program->size() > opts.maxProgramBytes) {
-      error = invalidField("nns.program", "the program is " +
-                                              std::to_string(spec.program->size()) +
+      error = invalidField("nns.program", "the program is " + std::to_string(spec.program->size()) +
                                               " bytes, more than the limit of " +
                                               std::to_string(opts.maxProgramBytes) +
                                               " (--max-program-bytes)");
@@ -128,11 +127,11 @@ bool tokenize(OpenAIServer &server, PreparedRequest &p, ApiError &error) {
       return false;
     }
     if (r.maxTokensGiven && length + r.sampling.maxTokens > m.maxModelLen) {
-      error = invalidField("max_tokens", "this model's context is " +
-                                             std::to_string(m.maxModelLen) +
-                                             " tokens, but the prompt has " +
-                                             std::to_string(length) + " and max_tokens asks for " +
-                                             std::to_string(r.sampling.maxTokens) + " more");
+      error =
+          invalidField("max_tokens", "this model's context is " + std::to_string(m.maxModelLen) +
+                                         " tokens, but the prompt has " + std::to_string(length) +
+                                         " and max_tokens asks for " +
+                                         std::to_string(r.sampling.maxTokens) + " more");
       error.code = "context_length_exceeded";
       return false;
     }
@@ -158,8 +157,10 @@ std::optional<PreparedRequest> prepareRequest(OpenAIServer &server, const std::s
   p.request = std::move(*request);
   const GenerationRequest &r = p.request;
   if (r.model != server.options().servedModelName) {
-    error = invalidField("model", "the model '" + r.model + "' does not exist; this server "
-                                  "serves '" + server.options().servedModelName + "'");
+    error = invalidField("model", "the model '" + r.model +
+                                      "' does not exist; this server "
+                                      "serves '" +
+                                      server.options().servedModelName + "'");
     error.status = 404;
     error.type = "NotFoundError";
     error.code = "model_not_found";
@@ -178,9 +179,11 @@ std::optional<PreparedRequest> prepareRequest(OpenAIServer &server, const std::s
       for (const std::string &name : p.trace->invokeNames)
         names += (names.empty() ? "'" : ", '") + name + "'";
       error = invalidField(r.chat ? "messages" : "prompt",
-                           "trace '" + p.trace->name + "' has " + std::to_string(n) +
-                               " invokes (" + names + ") and takes one prompt per invoke as a "
-                               "list; got " + std::to_string(p.prompts.size()));
+                           "trace '" + p.trace->name + "' has " + std::to_string(n) + " invokes (" +
+                               names +
+                               ") and takes one prompt per invoke as a "
+                               "list; got " +
+                               std::to_string(p.prompts.size()));
       return std::nullopt;
     }
     p.gang = true;
@@ -207,39 +210,49 @@ std::optional<PreparedRequest> prepareRequest(OpenAIServer &server, const std::s
   return p;
 }
 
-EngineLoop::Admit admitRequest(const PreparedRequest &prepared, const schema::Architecture &arch,
-                               std::shared_ptr<BundleRequest> bundle) {
-  std::shared_ptr<BundleHook> hook = prepared.program ? prepared.program->hook(*prepared.trace)
-                                                      : nullptr;
-  return [prompts = prepared.prompts, sampling = prepared.sampling, gang = prepared.gang,
-          hook = std::move(hook), bundle = std::move(bundle),
-          &arch](LLMEngine &engine) mutable -> std::vector<int64_t> {
-    std::vector<int64_t> ids;
-    if (!hook) {
-      try {
-        for (std::vector<int32_t> &prompt : prompts)
-          ids.push_back(engine.addRequest(std::move(prompt), sampling));
-      } catch (...) {
-        // Results of the aborted ones reach the loop with no stream to go to.
-        for (int64_t id : ids)
-          engine.abortRequest(id);
-        throw;
-      }
-      return ids;
-    }
-    std::vector<std::shared_ptr<HookTable>> tables;
-    for (size_t k = 0; k < prompts.size(); ++k) {
-      tables.push_back(std::make_shared<HookTable>(arch));
-      hook->bindSites(*tables.back(), *bundle);
-    }
-    if (gang)
-      ids = engine.addGang(std::move(prompts), sampling, tables);
-    else
-      ids.push_back(engine.addRequest(std::move(prompts.front()), sampling, tables.front()));
-    for (size_t k = 0; k < ids.size(); ++k)
-      hook->attach(ids[k], bundle, int32_t(k));
-    return ids;
-  };
+EngineLoop::Admit admitRequest(const PreparedRequest &prepared, const ServedModel &served,
+                               std::shared_ptr<BundleRequest> bundle,
+                               std::vector<std::shared_ptr<BundleRequest>> edits) {
+  std::shared_ptr<BundleHook> hook =
+      prepared.program ? prepared.program->hook(*prepared.trace) : nullptr;
+  std::shared_ptr<BundleHook> editHook =
+      served.edit ? served.edit->program->hook(*served.edit->trace) : nullptr;
+  return
+      [prompts = prepared.prompts, sampling = prepared.sampling, gang = prepared.gang,
+       hook = std::move(hook), bundle = std::move(bundle), editHook = std::move(editHook),
+       edits = std::move(edits), &arch = served.model->architecture()](LLMEngine &engine) mutable {
+        std::vector<std::shared_ptr<HookTable>> tables(prompts.size());
+        for (size_t k = 0; k < prompts.size(); ++k) {
+          if (!editHook && !hook)
+            continue;
+          tables[k] = std::make_shared<HookTable>(arch);
+          if (editHook)
+            editHook->bindSites(*tables[k], *edits[k]);
+          if (hook)
+            hook->bindSites(*tables[k], *bundle);
+        }
+        std::vector<int64_t> ids;
+        if (gang) {
+          ids = engine.addGang(std::move(prompts), sampling, tables);
+        } else {
+          try {
+            for (size_t k = 0; k < prompts.size(); ++k)
+              ids.push_back(engine.addRequest(std::move(prompts[k]), sampling, tables[k]));
+          } catch (...) {
+            // Results of the ones added reach the loop with no stream to go to.
+            for (int64_t id : ids)
+              engine.abortRequest(id);
+            throw;
+          }
+        }
+        for (size_t k = 0; k < ids.size(); ++k) {
+          if (editHook)
+            editHook->attach(ids[k], edits[k]);
+          if (hook)
+            hook->attach(ids[k], bundle, int32_t(k));
+        }
+        return ids;
+      };
 }
 
 } // namespace nnsc::server

@@ -39,9 +39,11 @@ std::optional<PreparedRequest> prepareRequest(OpenAIServer &server, const std::s
                                               bool chat, ApiError &error);
 
 /// The engine-thread step that adds the request's sequences, bound to `bundle` (the
-/// request's program state; null for a plain request).
-EngineLoop::Admit admitRequest(const PreparedRequest &prepared, const schema::Architecture &arch,
-                               std::shared_ptr<BundleRequest> bundle);
+/// request's program state; null for a plain request) and, first, to the server's edit with
+/// `edits` (its state, one per prompt; empty without an edit).
+EngineLoop::Admit admitRequest(const PreparedRequest &prepared, const ServedModel &served,
+                               std::shared_ptr<BundleRequest> bundle,
+                               std::vector<std::shared_ptr<BundleRequest>> edits);
 
 } // namespace nnsc::server
 

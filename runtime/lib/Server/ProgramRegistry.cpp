@@ -5,6 +5,8 @@
 #include "nnsc/Runtime/Bundle/BundleLoader.h"
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <unistd.h>
 
 namespace nnsc::server {
@@ -26,9 +28,9 @@ const BundleTrace *ServedProgram::findTrace(const std::string &name, std::string
   std::string names;
   for (const BundleTrace &t : loaded->traces())
     names += (names.empty() ? "'" : ", '") + t.name + "'";
-  error = name.empty() ? "the program has several traces (" + names +
-                             "); choose one with 'nns.trace'"
-                       : "the program has no trace '" + name + "' (its traces: " + names + ")";
+  error = name.empty()
+              ? "the program has several traces (" + names + "); choose one with 'nns.trace'"
+              : "the program has no trace '" + name + "' (its traces: " + names + ")";
   return nullptr;
 }
 
@@ -55,6 +57,29 @@ bool ProgramRegistry::registerBundle(const std::string &name, const std::string 
   }
   bundles[name] = std::make_shared<ServedProgram>(std::move(loaded), model);
   return true;
+}
+
+std::shared_ptr<const ServedProgram> ProgramRegistry::loadFile(const std::string &path,
+                                                               std::string &error) {
+  if (fs::path(path).extension() == ".nns") {
+    std::ifstream in(path);
+    if (!in) {
+      error = "cannot read '" + path + "'";
+      return nullptr;
+    }
+    std::stringstream source;
+    source << in.rdbuf();
+    std::shared_ptr<const ServedProgram> program = compile(source.str(), error);
+    if (!program)
+      error = "'" + path + "' does not compile:\n" + error;
+    return program;
+  }
+  std::unique_ptr<Bundle> loaded = loadBundle(path, model->architecture(), error);
+  if (!loaded) {
+    error = "'" + path + "': " + error;
+    return nullptr;
+  }
+  return std::make_shared<ServedProgram>(std::move(loaded), model);
 }
 
 std::shared_ptr<const ServedProgram> ProgramRegistry::bundle(const std::string &name) const {
@@ -86,9 +111,8 @@ std::shared_ptr<const ServedProgram> ProgramRegistry::compile(const std::string 
   }
   metrics.countCompile(/*hit=*/false);
   // A fresh path for every bundle: dlopen would hand back an earlier library of the same name.
-  const fs::path path =
-      fs::path(workDir) /
-      ("nns-serve-" + std::to_string(getpid()) + "-" + std::to_string(serial) + ".nnsb");
+  const fs::path path = fs::path(workDir) / ("nns-serve-" + std::to_string(getpid()) + "-" +
+                                             std::to_string(serial) + ".nnsb");
   std::shared_ptr<const ServedProgram> program;
   std::string diagnostics;
   if (compiler(source, path.string(), diagnostics)) {

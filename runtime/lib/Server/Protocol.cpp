@@ -271,8 +271,8 @@ std::optional<GenerationRequest> parseGenerationRequest(const json &body, bool c
   }
   refuseUnsupported(body, f);
   // OpenAI's newer name for chat; vLLM accepts both.
-  const char *maxName = chat && f.get("max_completion_tokens") ? "max_completion_tokens"
-                                                               : "max_tokens";
+  const char *maxName =
+      chat && f.get("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
   if (auto v = f.integer(maxName, 1, 1 << 30, "a positive integer")) {
     r.sampling.maxTokens = *v;
     r.maxTokensGiven = true;
@@ -287,8 +287,8 @@ std::optional<GenerationRequest> parseGenerationRequest(const json &body, bool c
     if (!seed->is_number_integer())
       f.fail("seed", "'seed' must be an integer");
     else
-      r.sampling.seed = seed->is_number_unsigned() ? seed->get<uint64_t>()
-                                                   : uint64_t(seed->get<int64_t>());
+      r.sampling.seed =
+          seed->is_number_unsigned() ? seed->get<uint64_t>() : uint64_t(seed->get<int64_t>());
   }
   r.sampling.ignoreEos = f.boolean("ignore_eos").value_or(false);
   if (const json *stop = f.get("stop")) {

@@ -124,6 +124,9 @@ void RequestStream::finished(const RequestResult &result) {
     c->finishReason = finishReasonName(result.finishReason);
   if (cfg.bundle && cfg.bundle->error())
     error = *cfg.bundle->error();
+  for (const std::shared_ptr<BundleRequest> &edit : cfg.edits)
+    if (edit->error() && !error)
+      error = "the server's edit failed: " + *edit->error();
   if (allFinished()) {
     if (cfg.bundle)
       collectSaves(/*all=*/true);

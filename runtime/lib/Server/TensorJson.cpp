@@ -15,27 +15,35 @@ constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwx
 /// torch's dtype names and the short and safetensors spellings people also write.
 std::optional<torch::ScalarType> parseDtype(const std::string &name) {
   static const std::map<std::string, torch::ScalarType> names = {
-      {"float32", torch::kFloat32}, {"float", torch::kFloat32},   {"f32", torch::kFloat32},
-      {"F32", torch::kFloat32},     {"float64", torch::kFloat64}, {"f64", torch::kFloat64},
+      {"float32", torch::kFloat32}, {"float", torch::kFloat32},     {"f32", torch::kFloat32},
+      {"F32", torch::kFloat32},     {"float64", torch::kFloat64},   {"f64", torch::kFloat64},
       {"F64", torch::kFloat64},     {"bfloat16", torch::kBFloat16}, {"bf16", torch::kBFloat16},
-      {"BF16", torch::kBFloat16},   {"float16", torch::kFloat16}, {"f16", torch::kFloat16},
-      {"F16", torch::kFloat16},     {"int64", torch::kInt64},     {"i64", torch::kInt64},
-      {"I64", torch::kInt64},       {"int32", torch::kInt32},     {"i32", torch::kInt32},
-      {"I32", torch::kInt32},       {"bool", torch::kBool},       {"BOOL", torch::kBool}};
+      {"BF16", torch::kBFloat16},   {"float16", torch::kFloat16},   {"f16", torch::kFloat16},
+      {"F16", torch::kFloat16},     {"int64", torch::kInt64},       {"i64", torch::kInt64},
+      {"I64", torch::kInt64},       {"int32", torch::kInt32},       {"i32", torch::kInt32},
+      {"I32", torch::kInt32},       {"bool", torch::kBool},         {"BOOL", torch::kBool}};
   auto it = names.find(name);
   return it == names.end() ? std::nullopt : std::optional(it->second);
 }
 
 const char *torchName(torch::ScalarType t) {
   switch (t) {
-  case torch::kFloat32: return "float32";
-  case torch::kFloat64: return "float64";
-  case torch::kBFloat16: return "bfloat16";
-  case torch::kFloat16: return "float16";
-  case torch::kInt64: return "int64";
-  case torch::kInt32: return "int32";
-  case torch::kBool: return "bool";
-  default: return "unknown";
+  case torch::kFloat32:
+    return "float32";
+  case torch::kFloat64:
+    return "float64";
+  case torch::kBFloat16:
+    return "bfloat16";
+  case torch::kFloat16:
+    return "float16";
+  case torch::kInt64:
+    return "int64";
+  case torch::kInt32:
+    return "int32";
+  case torch::kBool:
+    return "bool";
+  default:
+    return "unknown";
   }
 }
 
@@ -140,8 +148,8 @@ std::optional<torch::Tensor> tensorFromJson(const nlohmann::json &value, size_t 
   if (value.is_object()) {
     for (const char *key : {"dtype", "shape", "data"})
       if (!value.contains(key)) {
-        error = std::string("a tensor object needs \"dtype\", \"shape\" and \"data\"; \"") +
-                key + "\" is missing";
+        error = std::string("a tensor object needs \"dtype\", \"shape\" and \"data\"; \"") + key +
+                "\" is missing";
         return std::nullopt;
       }
     if (!value["dtype"].is_string() || !parseDtype(value["dtype"].get<std::string>())) {

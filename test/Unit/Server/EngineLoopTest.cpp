@@ -92,8 +92,7 @@ TEST(EngineLoop, ConcurrentRequestsGetTheirTokensAlone) {
   std::vector<std::thread> clients;
   for (size_t i = 0; i < prompts.size(); ++i) {
     streams.push_back(plainStream());
-    clients.emplace_back(
-        [&, i] { loop.submit(streams[i], admitPlain(prompts[i], greedy(6))); });
+    clients.emplace_back([&, i] { loop.submit(streams[i], admitPlain(prompts[i], greedy(6))); });
   }
   for (std::thread &t : clients)
     t.join();

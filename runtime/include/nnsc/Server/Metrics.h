@@ -45,9 +45,8 @@ public:
 
 private:
   /// Upper bounds (seconds) of the step-latency buckets.
-  static constexpr std::array<double, 12> kStepBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025,
-                                                          0.05,  0.1,    0.25,  0.5,  1.0,
-                                                          2.5,   5.0};
+  static constexpr std::array<double, 12> kStepBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                          0.1,   0.25,   0.5,   1.0,  2.5,   5.0};
   mutable std::mutex mutex;
   std::map<std::string, int64_t> requests;
   int64_t promptTokens = 0;

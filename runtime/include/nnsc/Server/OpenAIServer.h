@@ -19,6 +19,7 @@
 #include "nnsc/Server/SaveHandleStore.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace httplib {
@@ -49,8 +50,15 @@ struct ServerOptions {
   int httpThreads = 64;
 };
 
-/// What the server serves: the model (for bundles), its tokenizer and chat template, and
-/// its context length.
+/// A persistent edit (`--edit`): a program bound to every request before its own.
+struct PersistentEdit {
+  std::shared_ptr<const ServedProgram> program;
+  const BundleTrace *trace = nullptr;
+  std::vector<torch::Tensor> params;
+};
+
+/// What the server serves: the model (for bundles), its tokenizer and chat template, its
+/// context length, and the edit every request gets, if any.
 struct ServedModel {
   std::shared_ptr<const CausalLM> model;
   const tokenizer::Tokenizer *tokenizer = nullptr;
@@ -58,6 +66,7 @@ struct ServedModel {
   const tokenizer::ChatTemplate *chatTemplate = nullptr;
   int64_t maxModelLen = 0;
   int64_t vocab = 0;
+  std::optional<PersistentEdit> edit;
 };
 
 class OpenAIServer {

@@ -56,6 +56,9 @@ public:
   /// Loads FILE.nnsb as `name`; false with `error` when it cannot be loaded or was built for
   /// another model.
   bool registerBundle(const std::string &name, const std::string &path, std::string &error);
+  /// The program in FILE: compiled when it is `.nns` source, else loaded as a bundle (the
+  /// server's --edit); null with `error`.
+  std::shared_ptr<const ServedProgram> loadFile(const std::string &path, std::string &error);
   /// The registered bundle `name`, or null.
   std::shared_ptr<const ServedProgram> bundle(const std::string &name) const;
   /// "'a', 'b'", or "none".

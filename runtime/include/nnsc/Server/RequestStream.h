@@ -60,6 +60,9 @@ public:
     std::shared_ptr<BundleRequest> bundle;
     /// Hand per-step saves out after their step instead of at the end.
     bool streamStepSaves = false;
+    /// The state of the server's persistent edit, one per choice (none without an edit); its
+    /// saves are not returned, its failure is the request's.
+    std::vector<std::shared_ptr<BundleRequest>> edits;
   };
   explicit RequestStream(Config config);
 

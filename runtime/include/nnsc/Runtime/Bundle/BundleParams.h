@@ -22,9 +22,12 @@
 namespace nnsc {
 
 /// The params of `trace` in its param order, from `specs` ("NAME=VALUE") and the defaults.
-/// Returns nullopt and sets `error` naming the param and what is wrong.
-std::optional<std::vector<torch::Tensor>>
-bindParams(const BundleTrace &trace, const std::vector<std::string> &specs, std::string &error);
+/// Returns nullopt and sets `error` naming the param and what is wrong (`flag` is the option
+/// that gives params, for the message about a missing one).
+std::optional<std::vector<torch::Tensor>> bindParams(const BundleTrace &trace,
+                                                     const std::vector<std::string> &specs,
+                                                     std::string &error,
+                                                     const std::string &flag = "--param");
 
 /// A param value given by name, in any numeric or bool dtype.
 using NamedParam = std::pair<std::string, torch::Tensor>;

@@ -42,6 +42,8 @@ public:
 private:
   struct Entry {
     SiteHook *hook;
+    /// Its place among its request's hooks of the site (0 runs first).
+    int rank;
     TokenGroup rows;
     std::optional<TokenGroup> sampled;
   };
@@ -49,6 +51,7 @@ private:
 
   std::vector<uint8_t> mask;
   std::vector<std::vector<Entry>> entries;
+  int maxRank = 0;
   bool any = false;
 };
 

@@ -1,7 +1,9 @@
 //===- HookTable.h - one request's bound sites ------------------*- C++ -*-===//
 //
-// The sites a request binds and the hook each one calls. A request without a table (or with
-// an empty one) costs nothing beyond the per-site "is anything bound" test of the batch.
+// The sites a request binds and the hooks each one calls, in binding order: a persistent edit
+// is bound before the request's own program, so at a site both touch the edit runs first and
+// the program sees the edited value. A request without a table (or with an empty one) costs
+// nothing beyond the per-site "is anything bound" test of the batch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,24 +18,27 @@
 
 namespace nnsc {
 
-/// Site index -> hook, for one request.
+/// Site index -> hooks, for one request.
 class HookTable {
 public:
   explicit HookTable(const schema::Architecture &arch);
 
-  /// Binds `hook` to the site at `path` ("model.layers.3.mlp.output", "logits"); throws
+  /// Binds `hook` to the site at `path` ("model.layers.3.mlp.output", "logits"), after the
+  /// hooks already bound there (binding the same hook twice binds it once); throws
   /// std::invalid_argument for an unknown site.
   void bind(const std::string &path, std::shared_ptr<SiteHook> hook);
   void bind(int site, std::shared_ptr<SiteHook> hook);
 
-  SiteHook *at(int site) const { return hooks[site].get(); }
+  /// The hooks of `site`, in the order they run.
+  const std::vector<std::shared_ptr<SiteHook>> &at(int site) const { return hooks[site]; }
   int numSites() const { return int(hooks.size()); }
   /// Whether any forward-pass site is bound.
   bool bindsForward() const { return forward; }
   /// Sets the prefix-cache policy from what the binder knows of its hooks: whether the
   /// request may skip prompt positions found in the cache, the salt its K/V is cached under
   /// (0: shared with plain requests), and whether blocks holding generated tokens may be
-  /// cached.
+  /// cached. A second binder (an edit and a program) narrows the first's policy: hits and
+  /// completion caching only if both allow them, and a salt of both salts.
   void setCachePolicy(bool allowPrefixHits, uint64_t cacheSalt, bool cacheCompletion);
   /// Without a policy set, a table binding forward sites computes its whole prompt (its
   /// hooks may need every prompt row) under a salt unique to the table (K/V computed under
@@ -53,7 +58,7 @@ public:
 
 private:
   const schema::Architecture &arch;
-  std::vector<std::shared_ptr<SiteHook>> hooks;
+  std::vector<std::vector<std::shared_ptr<SiteHook>>> hooks;
   /// Each bound hook once, for verdict().
   std::vector<std::shared_ptr<SiteHook>> distinct;
   bool forward = false;
