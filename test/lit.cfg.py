@@ -42,4 +42,4 @@ if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda-gpu")
 
 llvm_config.add_tool_substitutions(
-    ["nns-opt", "nnsc", "nns-run"], [config.nnsc_tools_dir])
+    ["nns-opt", "nnsc", "nns-run", "nns-serve"], [config.nnsc_tools_dir])
