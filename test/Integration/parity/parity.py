@@ -9,7 +9,9 @@ PROMPTS (keys of PROMPTS below; one request per prompt, in order), STEPS (tokens
 optional params(ctx) (name -> tensor or number, bound with --param), nnsight(lm, prompts,
 params, steps) -> (saves per request, generate's result or None), CHANGES_TOKENS (the
 reference's tokens must differ from the plain greedy run, so the intervention is seen to act),
-STOPS (the program ends the run in the prompt pass: no tokens) and XFAIL ((reason,
+STOPS (the program ends the run in the prompt pass: no tokens), EDIT and EDIT_PARAMS (a
+persistent edit, relative to SRC_ROOT, bound with nns-run --edit, and which of params() are its
+--edit-param values) and XFAIL ((reason,
 signature): a known gap; the experiment counts as an expected failure only while it fails with a
 message containing the signature, any other failure is a FAIL and a pass is reported as XPASS).
 
@@ -112,17 +114,19 @@ def load_experiments(selection):
     return experiments
 
 
-def param_args(name, params, work):
-    """--param flags: numbers inline, tensors through one safetensors file."""
+def param_args(name, params, work, edit_params=()):
+    """--param flags (--edit-param for the edit's): numbers inline, tensors through one
+    safetensors file."""
     args, tensors = [], {}
     for key, value in params.items():
+        flag = "--edit-param" if key in edit_params else "--param"
         if isinstance(value, torch.Tensor):
             tensors[key] = value.detach().float().contiguous()
-            args += ["--param", f"{key}=@{os.path.join(work, name + '.params.safetensors')}:{key}"]
+            args += [flag, f"{key}=@{os.path.join(work, name + '.params.safetensors')}:{key}"]
         elif isinstance(value, float):
-            args += ["--param", f"{key}={value!r}"]
+            args += [flag, f"{key}={value!r}"]
         else:
-            args += ["--param", f"{key}={int(value)}"]
+            args += [flag, f"{key}={int(value)}"]
     if tensors:
         save_file(tensors, os.path.join(work, name + ".params.safetensors"))
     return args
@@ -133,6 +137,8 @@ def run_nns(nns_run, gguf, src, work, exp, args):
     out = os.path.join(work, exp.NAME)
     cmd = [nns_run, "--model", gguf, "--trace", os.path.join(src, exp.PROGRAM), "--threads", "1",
            "--max-tokens", str(exp.STEPS), "--save-dir", out, "--quiet"] + args
+    if hasattr(exp, "EDIT"):
+        cmd += ["--edit", os.path.join(src, exp.EDIT)]
     for key in exp.PROMPTS:
         cmd += ["--prompt-ids", ",".join(map(str, PROMPTS[key]))]
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -225,7 +231,8 @@ def main():
         for exp in experiments:
             try:
                 nns[exp.NAME] = run_nns(nns_run, gguf, src, work, exp,
-                                        param_args(exp.NAME, params[exp.NAME], work))
+                                        param_args(exp.NAME, params[exp.NAME], work,
+                                                   getattr(exp, "EDIT_PARAMS", ())))
             except Exception as error:  # noqa: BLE001 - reported with the experiment
                 nns[exp.NAME] = error
 
