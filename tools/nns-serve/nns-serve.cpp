@@ -8,7 +8,9 @@
 
 #include "Options.h"
 
+#ifdef NNSC_HAVE_COMPILER
 #include "nnsc/Driver/CompileSource.h"
+#endif
 #include "nnsc/Runtime/Bundle/BundleParams.h"
 #include "nnsc/Runtime/Models/ModelLoader.h"
 #include "nnsc/Server/OpenAIServer.h"
@@ -74,19 +76,23 @@ int main(int argc, char **argv) {
   server::Metrics metrics;
   std::error_code ec;
   const std::filesystem::path workDir = std::filesystem::temp_directory_path(ec);
-  const schema::Architecture &arch = loaded.model->architecture();
+  server::ProgramRegistry::Compiler compiler;
+#ifdef NNSC_HAVE_COMPILER
   driver::SourceCompileOptions compileOptions;
   compileOptions.maxSourceBytes = o.server.maxProgramBytes;
-  server::ProgramRegistry programs(
-      loaded.model,
-      [&arch, compileOptions](const std::string &source, const std::string &output,
-                              std::string &diagnostics) {
-        driver::SourceCompileResult r =
-            driver::compileSource(source, "program.nns", arch, compileOptions, output);
-        diagnostics = std::move(r.diagnostics);
-        return r.ok;
-      },
-      metrics, o.compileCacheEntries, workDir.string());
+  compiler = [&arch = loaded.model->architecture(), compileOptions](
+                 const std::string &source, const std::string &output, std::string &diagnostics) {
+    driver::SourceCompileResult r =
+        driver::compileSource(source, "program.nns", arch, compileOptions, output);
+    diagnostics = std::move(r.diagnostics);
+    return r.ok;
+  };
+#else
+  // A runtime-only build (NNSC_RUNTIME_ONLY) has no compiler: registered bundles only.
+  o.server.allowPrograms = false;
+#endif
+  server::ProgramRegistry programs(loaded.model, std::move(compiler), metrics,
+                                   o.compileCacheEntries, workDir.string());
   for (const auto &[name, path] : o.bundles) {
     std::string error;
     if (!programs.registerBundle(name, path, error))

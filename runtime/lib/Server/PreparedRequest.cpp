@@ -28,8 +28,8 @@ bool resolveProgram(OpenAIServer &server, const InterventionSpec &spec, Prepared
   } else {
     if (!opts.allowPrograms) {
       error = invalidField("nns.program",
-                           "this server runs registered bundles only (it was started with "
-                           "--no-programs); name one with 'nns.bundle'");
+                           "this server runs registered bundles only (started with --no-programs, "
+                           "or built without the compiler); name one with 'nns.bundle'");
       error.code = "programs_disabled";
       return false;
     }

@@ -110,6 +110,11 @@ std::shared_ptr<const ServedProgram> ProgramRegistry::compile(const std::string 
     serial = compiled++;
   }
   metrics.countCompile(/*hit=*/false);
+  if (!compiler) {
+    error = "this nns-serve was built without the compiler (a runtime-only build): it runs "
+            "registered bundles only";
+    return nullptr;
+  }
   // A fresh path for every bundle: dlopen would hand back an earlier library of the same name.
   const fs::path path = fs::path(workDir) / ("nns-serve-" + std::to_string(getpid()) + "-" +
                                              std::to_string(serial) + ".nnsb");

@@ -46,6 +46,7 @@ private:
 class ProgramRegistry {
 public:
   /// Compiles `source` into a bundle at `outputPath`; false with the compiler's diagnostics.
+  /// Empty in a build without the compiler.
   using Compiler = std::function<bool(const std::string &source, const std::string &outputPath,
                                       std::string &diagnostics)>;
 
