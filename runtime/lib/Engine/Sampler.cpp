@@ -162,6 +162,28 @@ std::vector<int32_t> Sampler::sample(const torch::Tensor &logits,
   return tokens;
 }
 
+TokenLogprobs tokenLogprobs(const float *row, int64_t vocab, int32_t token, int32_t k) {
+  // Two passes in double: the maximum, then the log of the shifted exponentials' sum.
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < vocab; ++i)
+    max = std::max(max, row[i]);
+  double sum = 0;
+  for (int64_t i = 0; i < vocab; ++i)
+    sum += std::exp(double(row[i]) - double(max));
+  const double logSum = double(max) + std::log(sum);
+  TokenLogprobs out;
+  out.logprob = float(double(row[token]) - logSum);
+  std::vector<int32_t> ids(static_cast<size_t>(vocab));
+  std::iota(ids.begin(), ids.end(), 0);
+  const size_t n = size_t(std::min<int64_t>(k, vocab));
+  std::partial_sort(ids.begin(), ids.begin() + long(n), ids.end(), [row](int32_t a, int32_t b) {
+    return row[a] > row[b] || (row[a] == row[b] && a < b);
+  });
+  for (size_t i = 0; i < n; ++i)
+    out.top.emplace_back(ids[i], float(double(row[ids[i]]) - logSum));
+  return out;
+}
+
 std::vector<int32_t> Sampler::sample(const torch::Tensor &logits, std::span<Sequence *const> seqs) {
   std::vector<SamplingRow> rows;
   rows.reserve(seqs.size());

@@ -27,6 +27,8 @@ void SamplingParams::validate() const {
     reject("top_k", ">= 0 (0 disables it)", std::to_string(topK));
   if (maxTokens < 1)
     reject("max_tokens", ">= 1", std::to_string(maxTokens));
+  if (logprobs < -1 || logprobs > 20)
+    reject("logprobs", "in [0, 20] (or -1 for none)", std::to_string(logprobs));
   for (int32_t id : stopTokenIds)
     if (id < 0)
       reject("stop_token_ids", "non-negative token ids", std::to_string(id));

@@ -32,16 +32,15 @@ LLMEngine::LLMEngine(std::shared_ptr<const CausalLM> model, SchedulerConfig conf
     : LLMEngine(std::make_shared<CpuBackend>(std::move(model)), config, samplerSeed) {}
 
 std::unique_ptr<Sequence> LLMEngine::makeSequence(int64_t id, std::vector<int32_t> prompt,
-                                                const SamplingParams &params,
-                                                const HookTable *hooks) const {
+                                                  const SamplingParams &params,
+                                                  const HookTable *hooks) const {
   const int64_t vocab = backend->config().vocab;
   for (int32_t token : prompt)
     if (token < 0 || token >= vocab)
       throw std::invalid_argument("prompt token id " + std::to_string(token) +
-                                  " is outside the vocabulary [0, " + std::to_string(vocab) +
-                                  ")");
-  auto seq = std::make_unique<Sequence>(id, std::move(prompt), params,
-                                        hooks ? hooks->cacheSalt() : 0);
+                                  " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+  auto seq =
+      std::make_unique<Sequence>(id, std::move(prompt), params, hooks ? hooks->cacheSalt() : 0);
   seq->allowPrefixHits = !hooks || hooks->allowsPrefixHits();
   seq->cacheCompletion = !hooks || hooks->cachesCompletion();
   seq->restartOnPreemption = hooks && hooks->restartsOnPreemption();
@@ -87,8 +86,8 @@ void LLMEngine::finish(Request &request, bool firesResult) {
   if (request.hooks && firesResult) {
     int site = backend->architecture().findSite("result");
     for (const std::shared_ptr<SiteHook> &hook : request.hooks->at(site)) {
-      torch::Tensor value = torch::tensor(
-          std::vector<int64_t>(done.begin(), done.end()), torch::kInt64);
+      torch::Tensor value =
+          torch::tensor(std::vector<int64_t>(done.begin(), done.end()), torch::kInt64);
       TokenGroup group{0, value.size(0), seq.numCompletionTokens(), seq.id(),
                        seq.numPromptTokens()};
       hook->run(site, value, {&group, 1});
@@ -132,8 +131,9 @@ std::vector<StepOutput> LLMEngine::step() {
   std::vector<Sequence *> done = scheduler.postprocess(batch, tokens);
 
   std::vector<StepOutput> outputs;
+  const std::vector<std::optional<TokenLogprobs>> &logprobs = runner.lastLogprobs();
   for (size_t i = 0; i < sampling.size(); ++i)
-    outputs.push_back({sampling[i]->id(), tokens[i], sampling[i]->isFinished()});
+    outputs.push_back({sampling[i]->id(), tokens[i], sampling[i]->isFinished(), logprobs[i]});
   for (Sequence *seq : done) {
     auto it = active.find(seq->id());
     finish(it->second);

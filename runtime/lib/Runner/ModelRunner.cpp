@@ -85,6 +85,12 @@ std::vector<int32_t> ModelRunner::run(const ScheduledBatch &batch, const HookLoo
     for (size_t i = 0; i < tokens.size(); ++i)
       tokens[i] = int32_t(value[int64_t(i)].item<int64_t>());
   }
+  logprobs.assign(sampling.size(), std::nullopt);
+  for (size_t i = 0; i < sampling.size(); ++i)
+    if (int32_t k = sampling[i]->samplingParams().logprobs; k >= 0) {
+      torch::Tensor row = logits[int64_t(i)].to(torch::kCPU, torch::kFloat32).contiguous();
+      logprobs[i] = tokenLogprobs(row.data_ptr<float>(), row.size(0), tokens[i], k);
+    }
   return tokens;
 }
 

@@ -119,7 +119,7 @@ void EngineLoop::step() {
     if (it == streams.end())
       continue;
     ran.insert(it->second.get());
-    if (it->second->token(out.request, out.token))
+    if (it->second->token(out.request, out.token, out.logprobs))
       stopped.push_back(it->second);
   }
   for (RequestStream *stream : ran)

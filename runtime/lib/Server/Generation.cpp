@@ -48,6 +48,56 @@ json finishJson(const std::optional<std::string> &reason) {
   return reason ? json(*reason) : json(nullptr);
 }
 
+/// The text of one token, as the logprobs entries show it.
+std::string tokenText(const tokenizer::Tokenizer *tok, int32_t id) {
+  return tok ? tok->decode({id}, /*skipSpecial=*/false) : std::to_string(id);
+}
+
+/// OpenAI's `logprobs` of a choice: completions' {tokens, token_logprobs, top_logprobs,
+/// text_offset} (offsets from `offset`), or chat's {content: [{token, logprob, bytes,
+/// top_logprobs}]}.
+json logprobsJson(const tokenizer::Tokenizer *tok, bool chat, const std::vector<int32_t> &tokens,
+                  const std::vector<TokenLogprobs> &logprobs, size_t offset = 0) {
+  auto bytes = [](const std::string &s) {
+    std::vector<int> values;
+    for (char c : s)
+      values.push_back(int(uint8_t(c)));
+    return values;
+  };
+  if (chat) {
+    json content = json::array();
+    for (size_t i = 0; i < logprobs.size() && i < tokens.size(); ++i) {
+      std::string text = tokenText(tok, tokens[i]);
+      json top = json::array();
+      for (const auto &[id, lp] : logprobs[i].top) {
+        std::string alt = tokenText(tok, id);
+        top.push_back({{"token", alt}, {"logprob", lp}, {"bytes", bytes(alt)}});
+      }
+      content.push_back({{"token", text},
+                         {"logprob", logprobs[i].logprob},
+                         {"bytes", bytes(text)},
+                         {"top_logprobs", std::move(top)}});
+    }
+    return {{"content", std::move(content)}, {"refusal", nullptr}};
+  }
+  json texts = json::array(), values = json::array(), tops = json::array(), offsets = json::array();
+  for (size_t i = 0; i < logprobs.size() && i < tokens.size(); ++i) {
+    std::string text = tokenText(tok, tokens[i]);
+    texts.push_back(text);
+    values.push_back(logprobs[i].logprob);
+    json top = json::object();
+    for (const auto &[id, lp] : logprobs[i].top)
+      top[tokenText(tok, id)] = lp;
+    tops.push_back(std::move(top));
+    offsets.push_back(offset);
+    offset += text.size();
+  }
+  return {{"tokens", std::move(texts)},
+          {"token_logprobs", std::move(values)},
+          {"top_logprobs", std::move(tops)},
+          {"text_offset", std::move(offsets)}};
+}
+
 /// Puts `saves` into `nns`: inline as tensors or as one base64 safetensors file, or behind a
 /// handle when asked or (with `mayUseHandle`) when they are larger than the inline limit.
 bool encodeSaves(OpenAIServer &server, const InterventionSpec &spec,
@@ -91,15 +141,17 @@ bool encodeSaves(OpenAIServer &server, const InterventionSpec &spec,
 struct Collected {
   std::vector<std::string> text;
   std::vector<std::vector<int32_t>> tokens;
+  std::vector<std::vector<TokenLogprobs>> logprobs;
   std::vector<std::optional<std::string>> finish;
   std::map<std::string, torch::Tensor> saves;
   std::optional<std::string> error;
 
-  explicit Collected(size_t n) : text(n), tokens(n), finish(n) {}
+  explicit Collected(size_t n) : text(n), tokens(n), logprobs(n), finish(n) {}
   void add(StreamUpdate &u) {
     for (ChoiceDelta &d : u.choices) {
       text[d.index] += d.text;
       tokens[d.index].insert(tokens[d.index].end(), d.tokens.begin(), d.tokens.end());
+      logprobs[d.index].insert(logprobs[d.index].end(), d.logprobs.begin(), d.logprobs.end());
       if (d.finishReason)
         finish[d.index] = d.finishReason;
     }
@@ -149,7 +201,12 @@ void respondWhole(OpenAIServer &server, const PreparedRequest &p,
   const GenerationRequest &r = p.request;
   json choices = json::array();
   for (size_t i = 0; i < p.prompts.size(); ++i) {
-    json choice = {{"index", i}, {"logprobs", nullptr}, {"finish_reason", finishJson(c.finish[i])}};
+    json choice = {{"index", i},
+                   {"logprobs", r.sampling.logprobs < 0
+                                    ? json(nullptr)
+                                    : logprobsJson(server.served().tokenizer, r.chat, c.tokens[i],
+                                                   c.logprobs[i])},
+                   {"finish_reason", finishJson(c.finish[i])}};
     if (r.chat)
       choice["message"] = {{"role", "assistant"}, {"content", c.text[i]}};
     else
@@ -253,8 +310,12 @@ private:
   }
 
   json choiceJson(const ChoiceDelta &d) {
-    json choice = {
-        {"index", d.index}, {"logprobs", nullptr}, {"finish_reason", finishJson(d.finishReason)}};
+    json choice = {{"index", d.index},
+                   {"logprobs", p.request.sampling.logprobs < 0
+                                    ? json(nullptr)
+                                    : logprobsJson(server.served().tokenizer, p.request.chat,
+                                                   d.tokens, d.logprobs)},
+                   {"finish_reason", finishJson(d.finishReason)}};
     if (p.request.chat) {
       json delta = json::object();
       if (!roleSent[d.index]) {

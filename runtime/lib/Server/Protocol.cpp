@@ -227,10 +227,6 @@ void refuseUnsupported(const json &body, Fields &f) {
   if (const json *v = f.get("logit_bias"); v && !(v->is_object() && v->empty()))
     f.fail("logit_bias", "'logit_bias' is not supported; ban tokens with an nns program instead "
                          "(logits[t] = -1e9)");
-  if (const json *v = f.get("logprobs"); v && !(v->is_boolean() && !v->get<bool>()))
-    f.fail("logprobs", "'logprobs' is not supported by this server yet");
-  if (const json *v = f.get("top_logprobs"); v && !(v->is_number_integer() && v->get<int>() == 0))
-    f.fail("top_logprobs", "'top_logprobs' is not supported by this server yet");
   if (f.get("suffix"))
     f.fail("suffix", "'suffix' is not supported");
   if (const json *v = f.get("tools"); v && !(v->is_array() && v->empty()))
@@ -323,6 +319,16 @@ std::optional<GenerationRequest> parseGenerationRequest(const json &body, bool c
       r.includeUsage = options->value("include_usage", false);
   }
   r.returnTokenIds = f.boolean("return_token_ids").value_or(false);
+  // Completions: logprobs = how many alternatives (OpenAI allows 5; vLLM and we, 20). Chat:
+  // logprobs = true, top_logprobs = how many alternatives.
+  if (chat) {
+    if (f.boolean("logprobs").value_or(false))
+      r.sampling.logprobs = int32_t(f.integer("top_logprobs", 0, 20, "in [0, 20]").value_or(0));
+    else if (f.get("top_logprobs"))
+      f.fail("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+  } else if (auto k = f.integer("logprobs", 0, 20, "in [0, 20]")) {
+    r.sampling.logprobs = int32_t(*k);
+  }
   if (const json *nns = f.get("nns"))
     parseIntervention(*nns, r, f);
   if (f.failed())

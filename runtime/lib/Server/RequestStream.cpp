@@ -74,12 +74,14 @@ RequestStream::Choice *RequestStream::choiceOf(int64_t id) {
   return nullptr;
 }
 
-bool RequestStream::token(int64_t id, int32_t token) {
+bool RequestStream::token(int64_t id, int32_t token, const std::optional<TokenLogprobs> &logprobs) {
   std::lock_guard<std::mutex> lock(mutex);
   Choice *c = choiceOf(id);
   if (!c || c->finishReason)
     return false;
   c->tokens.push_back(token);
+  if (logprobs)
+    c->logprobs.push_back(*logprobs);
   hasNews = true;
   changed.notify_all();
   if (!c->decoder)
@@ -113,6 +115,8 @@ void RequestStream::finished(const RequestResult &result) {
   if (c->tokens != result.completionTokens) {
     c->tokens = result.completionTokens;
     c->sentTokens = std::min(c->sentTokens, c->tokens.size());
+    if (c->logprobs.size() > c->tokens.size())
+      c->logprobs.resize(c->tokens.size());
     if (cfg.tokenizer && !c->stoppedByString) {
       c->text = cfg.tokenizer->decode(c->tokens, /*skipSpecial=*/true);
       c->sentText = std::min(c->sentText, c->text.size());
@@ -196,6 +200,8 @@ std::optional<StreamUpdate> RequestStream::take(std::chrono::milliseconds timeou
       c.sentText = n;
     }
     delta.tokens.assign(c.tokens.begin() + long(c.sentTokens), c.tokens.end());
+    if (c.logprobs.size() > c.sentTokens)
+      delta.logprobs.assign(c.logprobs.begin() + long(c.sentTokens), c.logprobs.end());
     c.sentTokens = c.tokens.size();
     // The finish reason goes out once the choice's engine sequence has ended.
     if (c.finishReason && c.promptTokens > 0 && !c.finishSent) {

@@ -13,6 +13,7 @@ import concurrent.futures
 import json
 import os
 import socket
+import subprocess
 import sys
 import time
 
@@ -20,6 +21,7 @@ import httpx
 import torch
 from openai import OpenAI, BadRequestError, NotFoundError
 from safetensors.torch import load as load_safetensors
+from safetensors.torch import load_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve import Server, run_nns  # noqa: E402
@@ -95,6 +97,34 @@ class Checks:
                f"stop {stop!r}: {cut['text']!r} ({cut['finish_reason']}) from {text!r}")
         print("plain: greedy completion equals nns-run's tokens; a stop string cuts it")
         return ref[0][0]
+
+    def logprobs(self):
+        """Log-probabilities of the sampled tokens and the top 3, against log_softmax of
+        nns-run's logits for the same prompt (--dump-logits)."""
+        work = os.path.join(self.work, "logprobs")
+        os.makedirs(work, exist_ok=True)
+        dump = os.path.join(work, "logits.safetensors")
+        subprocess.run([self.nns_run, "--model", self.model, "--prompt", PROMPT, "--max-tokens", "6",
+                        "--temperature", "0", "--quiet", "--dump-logits", dump],
+                       check=True, capture_output=True)
+        ref = torch.log_softmax(load_file(dump)["logits.0"].double(), -1)
+        got = self.complete(PROMPT, 6, logprobs=3)["choices"][0]
+        lp = got["logprobs"]
+        expect(len(lp["token_logprobs"]) == 6 and len(lp["top_logprobs"]) == 6, f"logprobs {lp}")
+        for step, token in enumerate(got["token_ids"]):
+            expect(abs(lp["token_logprobs"][step] - float(ref[step, token])) < 1e-4,
+                   f"step {step}: logprob {lp['token_logprobs'][step]} vs {float(ref[step, token])}")
+            values = sorted(lp["top_logprobs"][step].values(), reverse=True)
+            want = ref[step].topk(3).values.tolist()
+            expect(len(values) == 3 and all(abs(a - b) < 1e-4 for a, b in zip(values, want)),
+                   f"step {step}: top {values} vs {want}")
+        chat = self.client.chat.completions.create(
+            model=self.name, max_tokens=3, temperature=0, logprobs=True, top_logprobs=2,
+            messages=[{"role": "user", "content": "Hi"}]).choices[0].logprobs.content
+        expect(len(chat) == 3 and all(len(t.top_logprobs) == 2 and t.logprob <= 0 for t in chat),
+               f"chat logprobs {chat}")
+        print("logprobs: sampled and top-3 log-probabilities equal log_softmax of nns-run's "
+              "logits; chat logprobs in OpenAI's shape")
 
     def steering(self, plain_ids):
         steer = torch.randn(576, generator=torch.Generator().manual_seed(0))
@@ -255,7 +285,8 @@ class Checks:
                                                    self.src, "examples/canonical/11-patching.nns")).read(),
                                                    "params": {"tok_a": 1, "tok_b": 2}}}, 400,
              "one prompt per invoke"),
-            ("unsupported logprobs", {"model": m, "prompt": PROMPT, "logprobs": 3}, 400, "logprobs"),
+            ("logprobs out of range", {"model": m, "prompt": PROMPT, "logprobs": 30}, 400,
+             "'logprobs' must be in [0, 20]"),
             ("body too large", {"model": m, "prompt": "x" * (17 << 20)}, 413, "larger than the limit"),
             ("unknown route", None, 404, "no route"),
         ]
@@ -328,6 +359,7 @@ def main():
     with Server(nns_serve, ["--model", model, "--inline-save-bytes", "65536"]) as server:
         c = Checks(server, nns_run, model, src, work)
         plain = c.plain()
+        c.logprobs()
         c.steering(plain)
         c.canonical()
         c.streaming()

@@ -11,6 +11,8 @@ namespace {
 using nnsc::Sampler;
 using nnsc::SamplingParams;
 using nnsc::SamplingRow;
+using nnsc::TokenLogprobs;
+using nnsc::tokenLogprobs;
 
 std::vector<int32_t> sampleOne(Sampler &sampler, const torch::Tensor &row,
                                const SamplingParams &params, int64_t step) {
@@ -230,3 +232,27 @@ TEST(Sampler, RejectsBadInput) {
 }
 
 } // namespace
+
+TEST(TokenLogprobs, MatchLibTorchsLogSoftmax) {
+  torch::manual_seed(3);
+  torch::Tensor logits = torch::randn({3, 1000}) * 6;
+  logits[1][17] = logits[1][18] = 40; // a tie among the top: the lower id first
+  torch::Tensor reference = torch::log_softmax(logits.to(torch::kFloat64), -1);
+  for (int64_t r = 0; r < 3; ++r) {
+    torch::Tensor row = logits[r].contiguous();
+    const int32_t token = int32_t(r * 100 + 5);
+    TokenLogprobs got = tokenLogprobs(row.data_ptr<float>(), 1000, token, 5);
+    EXPECT_NEAR(got.logprob, reference[r][token].item<double>(), 1e-5);
+    ASSERT_EQ(got.top.size(), 5u);
+    auto [values, ids] = reference[r].topk(5);
+    for (int64_t k = 0; k < 5; ++k) {
+      EXPECT_NEAR(got.top[size_t(k)].second, values[k].item<double>(), 1e-5);
+      if (r != 1)
+        EXPECT_EQ(got.top[size_t(k)].first, ids[k].item<int64_t>());
+    }
+  }
+  TokenLogprobs tied = tokenLogprobs(logits[1].contiguous().data_ptr<float>(), 1000, 0, 2);
+  EXPECT_EQ(tied.top[0].first, 17);
+  EXPECT_EQ(tied.top[1].first, 18);
+  EXPECT_TRUE(tokenLogprobs(logits[0].contiguous().data_ptr<float>(), 1000, 0, 0).top.empty());
+}

@@ -51,6 +51,8 @@ TEST(Protocol, CompletionFields) {
   EXPECT_EQ(r->sampling.topP, 0.5f);
   EXPECT_EQ(r->sampling.topK, 0);
   EXPECT_EQ(r->sampling.seed, 3u);
+  EXPECT_EQ(r->sampling.logprobs, -1);
+  EXPECT_EQ(parse({{"model", "m"}, {"prompt", "x"}, {"logprobs", 4}})->sampling.logprobs, 4);
   EXPECT_EQ(r->stop, std::vector<std::string>{"\n"});
   EXPECT_TRUE(r->stream && r->includeUsage);
   ASSERT_TRUE(r->nns);
@@ -105,8 +107,12 @@ TEST(Protocol, EachMistakeNamesItsField) {
             "stop: 'stop' must be a non-empty string or a list of up to 16 of them");
   EXPECT_EQ(refusal(with("presence_penalty", 0.5)),
             "presence_penalty: 'presence_penalty' is not supported (only its neutral value)");
-  EXPECT_EQ(refusal(with("logprobs", 2)),
-            "logprobs: 'logprobs' is not supported by this server yet");
+  EXPECT_EQ(refusal(with("logprobs", 30)), "logprobs: 'logprobs' must be in [0, 20], got 30");
+  EXPECT_EQ(refusal(json{{"model", "m"},
+                         {"messages", {{{"role", "user"}, {"content", "x"}}}},
+                         {"top_logprobs", 2}},
+                    /*chat=*/true),
+            "top_logprobs: 'top_logprobs' needs 'logprobs': true");
   EXPECT_EQ(refusal(with("nns", {{"program", "x"}, {"bundle", "y"}})),
             "nns: 'nns' needs exactly one of 'program' (.nns source) and 'bundle' (the name of "
             "a registered bundle)");

@@ -34,6 +34,8 @@ struct ChoiceDelta {
   size_t index = 0;
   std::string text;
   std::vector<int32_t> tokens;
+  /// One per token of `tokens` when the request asked for log-probabilities.
+  std::vector<TokenLogprobs> logprobs;
   /// "stop", "length" or "abort" once the choice has ended.
   std::optional<std::string> finishReason;
 };
@@ -72,9 +74,9 @@ public:
   void start(std::vector<int64_t> ids);
   /// The engine refused the request (`message` says why); it ends here.
   void reject(const std::string &message);
-  /// A token for sequence `id`. True when it completed a stop string: the caller aborts the
-  /// request (its later tokens are not wanted).
-  bool token(int64_t id, int32_t token);
+  /// A token for sequence `id`, with its log-probabilities when asked for. True when it
+  /// completed a stop string: the caller aborts the request (its later tokens are not wanted).
+  bool token(int64_t id, int32_t token, const std::optional<TokenLogprobs> &logprobs = {});
   /// Sequence `id` has ended.
   void finished(const RequestResult &result);
   /// A step that ran the request is done: publishes its per-step saves.
@@ -103,6 +105,7 @@ private:
     std::string text;
     size_t sentText = 0;
     std::vector<int32_t> tokens;
+    std::vector<TokenLogprobs> logprobs;
     size_t sentTokens = 0;
     int64_t promptTokens = 0;
     bool stoppedByString = false;

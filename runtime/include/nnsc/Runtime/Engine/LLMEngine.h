@@ -26,6 +26,8 @@ struct StepOutput {
   int64_t request;
   int32_t token;
   bool finished;
+  /// When the request's sampling params ask for them (SamplingParams::logprobs).
+  std::optional<TokenLogprobs> logprobs;
 };
 
 /// A finished request.

@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace nnsc {
 
@@ -40,6 +41,9 @@ public:
   torch::Tensor forward(const ScheduledBatch &batch, const HookLookup &hooks = {});
   /// forward, then samples one token per batch.samplingSeqs() and fires the samples phase.
   std::vector<int32_t> run(const ScheduledBatch &batch, const HookLookup &hooks = {});
+  /// For each sampling sequence of the latest run(), the log-probabilities its sampling
+  /// params asked for (of the token it continues with), or nothing.
+  const std::vector<std::optional<TokenLogprobs>> &lastLogprobs() const { return logprobs; }
 
   ModelBackend &backend() { return *model; }
   const ModelBackend &backend() const { return *model; }
@@ -50,6 +54,7 @@ private:
   Sampler sampler;
   /// Built per step only when a request of the step has a hook table.
   std::unique_ptr<HookDispatch> dispatch;
+  std::vector<std::optional<TokenLogprobs>> logprobs;
 };
 
 } // namespace nnsc

@@ -29,6 +29,17 @@ struct SamplingRow {
   int64_t step;
 };
 
+/// A sampled token's log-probability and the most likely tokens' at its step.
+struct TokenLogprobs {
+  float logprob = 0;
+  /// Most likely first.
+  std::vector<std::pair<int32_t, float>> top;
+};
+
+/// log_softmax of `row` (`vocab` logits) at `token`, and its `k` largest entries (ties to the
+/// lower id).
+TokenLogprobs tokenLogprobs(const float *row, int64_t vocab, int32_t token, int32_t k);
+
 /// Samples token ids from logits on the CPU.
 class Sampler {
 public:

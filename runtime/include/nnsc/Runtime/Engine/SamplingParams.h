@@ -31,6 +31,10 @@ struct SamplingParams {
   bool ignoreEos = false;
   /// Generation also stops after any of these tokens (the stop token is kept in the output).
   std::vector<int32_t> stopTokenIds;
+  /// Return the log-probability of each sampled token and of the `logprobs` most likely
+  /// tokens at its step (from the logits the sampler got, before temperature, top-k and
+  /// top-p); -1 returns none.
+  int32_t logprobs = -1;
 
   /// Throws std::invalid_argument naming the first impossible field, e.g.
   /// "sampling params: 'top_p' must be in (0, 1], got 1.5".

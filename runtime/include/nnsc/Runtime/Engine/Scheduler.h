@@ -88,8 +88,8 @@ public:
   /// Records a step's results: advances numCachedTokens, registers newly computed blocks in
   /// the prefix cache, appends `sampled` (one token per batch.samplingSeqs(), in order) and
   /// finishes sequences that hit a stop token, max_tokens or maxModelLen, or whose
-  /// `endAfterStep` is set (their blocks are freed). Returns the sequences that finished. Throws std::invalid_argument if `sampled`
-  /// has the wrong length.
+  /// `endAfterStep` is set (their blocks are freed). Returns the sequences that finished. Throws
+  /// std::invalid_argument if `sampled` has the wrong length.
   std::vector<Sequence *> postprocess(const ScheduledBatch &batch,
                                       std::span<const int32_t> sampled);
 
