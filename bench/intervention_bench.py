@@ -2,13 +2,16 @@
 
 For each experiment (none, steering one layer, last-token capture of one layer, capture of every
 layer) the same 200 requests run through `nns-run --bundle` (bundle compiled once, before timing)
-and, one prompt per trace as researchers write it, through nnsight 0.8.1 on transformers with
-the same weights. Both sides get the same token ids, generate the same number of tokens greedily
+and through nnsight 0.8.1 on transformers with the same weights, two ways: one prompt per trace,
+as many scripts do, and batched (`lm.generate(list_of_prompts)` with left padding, batch sizes
+of --nnsight-batch), as a researcher with many prompts writes it; the engine's speedup is given
+against each. Both sides get the same token ids, generate the same number of tokens greedily
 (EOS ignored) and return the same saves; the generated tokens of both sides are compared, so a
 fast wrong answer cannot pass as a speedup.
 
 usage: .venv/bin/python bench/intervention_bench.py [--build DIR] [--model GGUF]
-           [--prompts N] [--nnsight-prompts N] [--max-tokens N] [--skip-nnsight] [--repeat R]
+           [--prompts N] [--nnsight-prompts N] [--nnsight-batch B,B] [--max-tokens N]
+           [--skip-nnsight] [--repeat R]
 
 Engine time is the time nns-run reports for serving the requests (model loading and bundle
 compilation excluded); NNsight time is the wall time of its traces (model loading excluded).
@@ -114,6 +117,40 @@ def nnsight_experiment(lm, name, ids, max_tokens, steer):
     return result[0, len(ids):].tolist()
 
 
+def nnsight_batch(lm, name, batch, max_tokens, steer):
+    """A batch of prompts through one nnsight generate (left padding); returns the generated
+    ids of each."""
+    import torch
+    layers = lm.model.layers
+    kwargs = dict(max_new_tokens=max_tokens, min_new_tokens=max_tokens, do_sample=False,
+                  pad_token_id=0)
+    with torch.no_grad(), lm.generate(batch, **kwargs) as tracer:
+        if name == "steering, layer 12":
+            for _ in tracer.iter[0:max_tokens]:
+                layers[12].output[:] += 4.0 * steer
+        elif name == "last-token capture, layer 8":
+            saves = list().save()
+            for _ in tracer.iter[0:max_tokens]:
+                saves.append(layers[8].output[:, -1])
+        elif name == "capture of every layer":
+            saves = list().save()
+            for _ in tracer.iter[0:max_tokens]:
+                for i in range(LAYERS):
+                    saves.append(layers[i].output)
+        result = tracer.result.save()
+    width = result.shape[1] - max_tokens
+    return [row[width:].tolist() for row in result]
+
+
+def run_nnsight_batched(lm, name, requests, max_tokens, steer, size):
+    start = time.time()
+    outputs = []
+    for first in range(0, len(requests), size):
+        log("  nnsight %s, batches of %d: prompt %d/%d" % (name, size, first + 1, len(requests)))
+        outputs += nnsight_batch(lm, name, requests[first:first + size], max_tokens, steer)
+    return time.time() - start, outputs
+
+
 def run_nnsight(lm, name, requests, max_tokens, steer):
     start = time.time()
     outputs = []
@@ -161,6 +198,8 @@ def main():
     ap.add_argument("--prompts", type=int, default=200)
     ap.add_argument("--nnsight-prompts", type=int, default=200,
                     help="how many of the prompts also run through nnsight")
+    ap.add_argument("--nnsight-batch", default="16,64",
+                    help="batch sizes of the batched nnsight baseline (empty: none)")
     ap.add_argument("--max-tokens", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=6,
                     help="rounds; each runs every experiment once, back to back; an overhead "
@@ -210,8 +249,10 @@ def main():
         torch.set_num_threads(2)
         log("nnsight: loading the same GGUF through transformers")
         hf, tok = load_gguf_reference(a.model)
+        tok.padding_side = "left"
         lm = LanguageModel(hf, tokenizer=tok)
         n = min(a.nnsight_prompts, a.prompts)
+        sizes = [int(s) for s in a.nnsight_batch.split(",") if s]
         for row, name in zip(rows, names):
             seconds, out = run_nnsight(lm, name, requests[:n], a.max_tokens, steer)
             same = sum(x == y for x, y in zip(out, tokens[name][:n]))
@@ -221,12 +262,19 @@ def main():
             # Scale the engine's time to the prompts nnsight ran when it ran fewer.
             ours = median[name] * n / a.prompts
             row += ["%.1f s" % seconds, "%.1fx" % (seconds / ours), "%d/%d" % (same, n)]
+            for size in sizes:
+                seconds, out = run_nnsight_batched(lm, name, requests[:n], a.max_tokens, steer,
+                                                   size)
+                same = sum(x == y for x, y in zip(out, tokens[name][:n]))
+                row += ["%.1f s" % seconds, "%.1fx" % (seconds / ours), "%d/%d" % (same, n)]
 
     header = ["experiment (%d prompts x %d tokens)" % (a.prompts, a.max_tokens),
               "nns-run, median of %d" % a.repeat, "overhead vs none (median of rounds)",
               "per-round range"]
     if not a.skip_nnsight:
-        header += ["nnsight 0.8.1", "speedup", "greedy tokens equal"]
+        header += ["nnsight 0.8.1, one prompt per trace", "speedup", "greedy tokens equal"]
+        for size in [int(s) for s in a.nnsight_batch.split(",") if s]:
+            header += ["nnsight batched by %d" % size, "speedup", "greedy tokens equal"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for row in rows:
