@@ -68,6 +68,27 @@ def main():
         expect(httpx.get(s.url + "/health").status_code == 200, "/health needs no key")
         print("options: --no-programs refuses source, --api-key refuses missing and wrong keys")
 
+    # Back-pressure: one sequence at a time and one waiting; the rest get 503 + Retry-After.
+    with Server(nns_serve, ["--model", model, "--max-num-seqs", "1", "--max-num-batched-tokens",
+                            "64", "--max-queued", "1"]) as s:
+        name = httpx.get(s.url + "/v1/models").json()["data"][0]["id"]
+        body = {"model": name, "prompt": PROMPT, "max_tokens": 40, "temperature": 0,
+                "ignore_eos": True}
+        import concurrent.futures
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            replies = list(pool.map(lambda _: httpx.post(s.url + "/v1/completions", json=body,
+                                                         timeout=120), range(6)))
+        busy = [r for r in replies if r.status_code == 503]
+        done = [r for r in replies if r.status_code == 200]
+        expect(busy and done and len(busy) + len(done) == 6,
+               f"statuses {[r.status_code for r in replies]}")
+        expect(all(r.headers.get("retry-after") == "1" and
+                   r.json()["error"]["code"] == "server_busy" for r in busy), busy[0].text)
+        expect(s.metrics()['nnsc_requests_total{outcome="rejected_busy"}'] == len(busy),
+               "rejected requests not counted")
+        print(f"back-pressure: past --max-queued, {len(busy)} of 6 requests got 503 with "
+              "Retry-After; the others completed")
+
 
 if __name__ == "__main__":
     main()
