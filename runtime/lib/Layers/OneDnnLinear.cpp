@@ -110,6 +110,20 @@ bool libTorchGemmRequested() {
   return v && std::string(v) == "libtorch";
 }
 
+/// oneDNN's bf16 products need AVX-512 (BW, VL, DQ) here; elsewhere _reorder_linear_weight
+/// refuses bf16 weights (LibTorch's mkldnn_bf16_device_check; its other case, AVX-NE-CONVERT,
+/// is not checked, so such CPUs take at::linear).
+bool oneDnnBf16Supported() {
+#if defined(__x86_64__)
+  static const bool supported = __builtin_cpu_supports("avx512bw") &&
+                                __builtin_cpu_supports("avx512vl") &&
+                                __builtin_cpu_supports("avx512dq");
+  return supported;
+#else
+  return false;
+#endif
+}
+
 } // namespace
 
 bool oneDnnLinearApplies(const torch::Tensor &in, const torch::Tensor &weight) {
@@ -117,7 +131,8 @@ bool oneDnnLinearApplies(const torch::Tensor &in, const torch::Tensor &weight) {
       findOp("mkldnn::_linear_pointwise", "") && findOp("mkldnn::_linear_pointwise", "binary") &&
       findOp("mkldnn::_reorder_linear_weight", "") && !libTorchGemmRequested();
   const auto type = in.scalar_type();
-  return registered && (type == torch::kFloat32 || type == torch::kBFloat16) &&
+  return registered &&
+         (type == torch::kFloat32 || (type == torch::kBFloat16 && oneDnnBf16Supported())) &&
          weight.scalar_type() == type && in.device().is_cpu() && weight.device().is_cpu() &&
          in.layout() == torch::kStrided && weight.layout() == torch::kStrided &&
          weight.dim() == 2 && weight.stride(1) == 1;

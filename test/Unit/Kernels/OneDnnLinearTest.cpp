@@ -16,16 +16,19 @@ double relErr(const torch::Tensor &got, const torch::Tensor &want) {
   return ((got.to(torch::kFloat64) - want).abs() / (want.abs() + 1)).max().item<double>();
 }
 
-/// Whether products over GemvMaxRows rows go to oneDNN in this build and environment.
-bool oneDnnInUse() {
-  return nnsc::oneDnnLinearApplies(torch::zeros({nnsc::GemvMaxRows + 1, 4}), torch::zeros({4, 4}));
+/// Whether products of `dtype` over GemvMaxRows rows go to oneDNN in this build, environment
+/// and CPU (bf16 needs AVX-512).
+bool oneDnnInUse(torch::ScalarType dtype = torch::kFloat32) {
+  return nnsc::oneDnnLinearApplies(torch::zeros({nnsc::GemvMaxRows + 1, 4}, dtype),
+                                   torch::zeros({4, 4}, dtype));
 }
 
 class OneDnnLinear : public ::testing::TestWithParam<torch::ScalarType> {
 protected:
   void SetUp() override {
-    if (!oneDnnInUse())
-      GTEST_SKIP() << "LibTorch without oneDNN (or NNSC_GEMM=libtorch): linear() uses at::linear";
+    if (!oneDnnInUse(GetParam()))
+      GTEST_SKIP() << "LibTorch without oneDNN (or NNSC_GEMM=libtorch, or bf16 on a CPU without "
+                      "AVX-512): linear() uses at::linear";
     torch::manual_seed(0);
   }
   double tolerance(int64_t cols) const {
@@ -55,8 +58,9 @@ TEST_P(OneDnnLinear, LongBatchesMatchDouble) {
 
 /// bf16 only: LibTorch's fp32 linear is MKL, which sums in another order.
 TEST(OneDnnLinearBF16, MatchesLibTorchExactly) {
-  if (!oneDnnInUse())
-    GTEST_SKIP() << "LibTorch without oneDNN (or NNSC_GEMM=libtorch): linear() uses at::linear";
+  if (!oneDnnInUse(torch::kBFloat16))
+    GTEST_SKIP() << "LibTorch without oneDNN (or NNSC_GEMM=libtorch, or a CPU without AVX-512): "
+                    "linear() uses at::linear";
   torch::manual_seed(0);
   // LibTorch's own bf16 linear is oneDNN too: same products, same fp32 sums, same rounding.
   torch::Tensor x = torch::randn({40, 576}).to(torch::kBFloat16);
