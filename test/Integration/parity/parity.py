@@ -176,8 +176,13 @@ def compare(exp, got, ref_saves, ref_tokens):
                 scale = ref.abs().amax(-1, keepdim=True) if ref.dim() else ref.abs()
                 bound = ATOL + ROW_TOL * scale + RTOL * ref.abs()
                 diff = float((value - ref).abs().max()) if ref.numel() else 0.0
-                assert bool(((value - ref).abs() <= bound).all()), \
-                    f"request {i}: '{key}' differs by up to {diff:.3e}"
+                excess = (value - ref).abs() - bound
+                if bool((excess > 0).any()):
+                    at = tuple(int(k) for k in torch.unravel_index(excess.argmax(), excess.shape))
+                    raise AssertionError(
+                        f"request {i}: '{key}' differs by up to {diff:.3e}; worst against its "
+                        f"bound at {list(at)}: {float(value[at]):.6g} vs nnsight's "
+                        f"{float(ref[at]):.6g} (bound {float(bound[at]):.3g})")
                 worst = max(worst, diff)
             else:
                 assert torch.equal(value.long(), ref.long()), f"'{key}': {value} != {ref}"
