@@ -2,7 +2,8 @@
 CPU backend on random Llama models written by transformers on this machine (no model files
 travel to a GPU machine), then decode, prefill and throughput on a larger random Llama.
 
-usage: gpu_compare.py BUILD_DIR [--bench 0|1]
+usage: gpu_compare.py BUILD_DIR [--bench 0|1] [--bundles DIR]
+       gpu_compare.py BUILD_DIR --compile-bundles OUT   (on the development machine)
 """
 import argparse
 import json
@@ -16,6 +17,21 @@ import tempfile
 import torch
 from safetensors.torch import load_file
 from transformers import LlamaConfig, LlamaForCausalLM
+
+
+# Programs for the "tiny" Llama of compare() (4 layers), compiled on the development machine
+# with --target=cuda by `gpu_compare.py --compile-bundles` (scripts/gpu-deps runs it: the GPU
+# machine has no compiler) and run here on both backends: a capture, module calls (the kernel
+# suspends twice), a write with per-step saves, and stop().
+GPU_PROGRAMS = {
+    "capture": "trace { h = layers[2].output[-1].save() }",
+    "logit-lens": "trace { l = lm_head(norm(layers[1].output[-1])).argmax().save() }",
+    "steer-save": ("param alpha: f32 = 0.5\n"
+                   "trace { for step in steps { layers[2].output += alpha\n"
+                   "                           s = layers[3].output[-1].save() } }"),
+    "probe-stop": "trace { p = layers[1].output.sum(dim=-1).save(); stop() }",
+}
+TINY = ("tiny", (64, 4, 4, 2, 96, 128))
 
 
 def log(msg):
@@ -51,7 +67,7 @@ def nns_run(build, model, device, prompts, extra):
 def compare(build, work):
     failed = 0
     rng = random.Random(0)
-    for name, dims in [("tiny", (64, 4, 4, 2, 96, 128)), ("small", (256, 6, 8, 4, 512, 1000))]:
+    for name, dims in [TINY, ("small", (256, 6, 8, 4, 512, 1000))]:
         model = make_llama(os.path.join(work, name), *dims, torch.float32)
         vocab = dims[-1]
         prompts = [{"ids": [rng.randrange(1, vocab) for _ in range(rng.randint(3, 40))]}
@@ -68,6 +84,44 @@ def compare(build, work):
         failed += not ok
         log(f"{'PASS' if ok else 'FAIL'} {name} Llama {dims}: 8 prompts x 12 tokens, tokens "
             f"{'equal' if tokens['cpu'] == tokens['cuda'] else 'DIFFER'}, max logit diff {worst:.2e}")
+    return failed
+
+
+def compile_bundles(nnsc, out):
+    """Here, on the development machine: GPU_PROGRAMS as --target=cuda bundles for TINY."""
+    os.makedirs(out, exist_ok=True)
+    with tempfile.TemporaryDirectory() as work:
+        model = make_llama(os.path.join(work, TINY[0]), *TINY[1], torch.float32)
+        for name, source in GPU_PROGRAMS.items():
+            src = os.path.join(work, name + ".nns")
+            with open(src, "w") as f:
+                f.write(source + "\n")
+            subprocess.run([nnsc, src, "-emit=bundle", "--target=cuda", "--model", model, "-o",
+                            os.path.join(out, name + ".nnsb")], check=True)
+    log(f"gpu bundles: {len(GPU_PROGRAMS)} compiled into {out}")
+
+
+def compare_bundles(build, work, bundles):
+    """Each bundle of compile_bundles on the CPU backend (host kernels) and the CUDA backend
+    (device kernels through CudaBundleLauncher): tokens equal, saves within 1e-3."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "test", "Runtime", "Backend"))
+    from compare_saves import compare_dirs
+    model = make_llama(os.path.join(work, "bundles-" + TINY[0]), *TINY[1], torch.float32)
+    rng = random.Random(1)
+    prompts = [{"ids": [rng.randrange(1, TINY[1][-1]) for _ in range(rng.randint(3, 30))]}
+               for _ in range(6)]
+    failed = 0
+    for name in GPU_PROGRAMS:
+        dirs = {}
+        for device in ("cpu", "cuda"):
+            dirs[device] = os.path.join(work, f"saves-{name}-{device}")
+            nns_run(build, model, device, prompts,
+                    ["--max-tokens", "6", "--bundle", os.path.join(bundles, name + ".nnsb"),
+                     "--save-dir", dirs[device]])
+        error, worst = compare_dirs(dirs["cpu"], dirs["cuda"], 1e-3)
+        failed += error is not None
+        log(f"{'FAIL' if error else 'PASS'} bundle {name} on cuda vs cpu: "
+            f"{error or f'saves and tokens equal, max abs difference {worst:.2e}'}")
     return failed
 
 
@@ -93,11 +147,19 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
     ap.add_argument("--bench", type=int, default=1)
+    ap.add_argument("--bundles", help="directory of compile_bundles' .nnsb files")
+    ap.add_argument("--compile-bundles", metavar="OUT",
+                    help="compile GPU_PROGRAMS with BUILD/bin/nnsc into OUT and exit")
     a = ap.parse_args()
+    if a.compile_bundles:
+        compile_bundles(os.path.join(a.build, "bin", "nnsc"), a.compile_bundles)
+        return
     if not torch.cuda.is_available():
         sys.exit("gpu_compare.py: no CUDA device")
     with tempfile.TemporaryDirectory() as work:
         failed = compare(a.build, work)
+        if a.bundles:
+            failed += compare_bundles(a.build, work, a.bundles)
         if a.bench:
             measure(a.build, work)
     sys.exit(1 if failed else 0)

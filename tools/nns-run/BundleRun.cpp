@@ -25,9 +25,9 @@ using namespace nnsc;
 namespace {
 
 /// Compiles FILE.nns with the nnsc installed next to nns-run (the runtime does not link the
-/// compiler) into a temporary .nnsb, for the model being run. Exits when nnsc fails; its
-/// diagnostics go to stderr as they are.
-std::string compileTrace(const std::string &source, const std::string &model) {
+/// compiler) into a temporary .nnsb, for the model being run (with the kernels' device copies
+/// when `cuda`). Exits when nnsc fails; its diagnostics go to stderr as they are.
+std::string compileTrace(const std::string &source, const std::string &model, bool cuda) {
   fs::path nnsc = fs::read_symlink("/proc/self/exe").parent_path() / "nnsc";
   if (!fs::exists(nnsc))
     fail("--trace needs the nnsc compiler next to nns-run ('" + nnsc.string() +
@@ -38,6 +38,8 @@ std::string compileTrace(const std::string &source, const std::string &model) {
                                               std::to_string(compiled++) + ".nnsb");
   std::vector<std::string> args = {nnsc.string(), source, "-emit=bundle", "--model",
                                    model,         "-o",   out.string()};
+  if (cuda)
+    args.push_back("--target=cuda");
   std::vector<char *> argv;
   for (std::string &a : args)
     argv.push_back(a.data());
@@ -89,9 +91,10 @@ std::unique_ptr<BoundTrace> loadProgram(const std::string &file, bool compile,
                                         const std::string &traceName,
                                         const std::vector<std::string> &params,
                                         const std::string &paramFlag, const std::string &modelPath,
-                                        const std::shared_ptr<const CausalLM> &model,
-                                        const std::string &what) {
-  std::string path = compile ? compileTrace(file, modelPath) : file;
+                                        const ModelBackend &backend, const std::string &what) {
+  const std::shared_ptr<const CausalLM> model = backend.causalLM();
+  const bool onDevice = !backend.capabilities().device.is_cpu();
+  std::string path = compile ? compileTrace(file, modelPath, onDevice) : file;
   std::string error;
   std::unique_ptr<Bundle> loaded = loadBundle(path, model->architecture(), error);
   if (compile)
@@ -117,20 +120,25 @@ std::unique_ptr<BoundTrace> loadProgram(const std::string &file, bool compile,
     fail(what + error);
   bound->invokes = size_t(std::max(trace->numInvokes, 1));
   bound->params = std::move(*boundParams);
-  bound->hook = std::make_shared<BundleHook>(bound->bundle, *trace, model);
+  std::shared_ptr<DeviceKernelLauncher> launcher;
+  try {
+    launcher = backend.bundleLauncher(bound->bundle);
+  } catch (const std::exception &e) {
+    fail(what + "'" + file + "': " + e.what());
+  }
+  bound->hook = std::make_shared<BundleHook>(bound->bundle, *trace, model, std::move(launcher));
   bound->model = model;
   return bound;
 }
 
 } // namespace
 
-std::unique_ptr<BoundTrace> loadTrace(const Options &o,
-                                      const std::shared_ptr<const CausalLM> &model) {
+std::unique_ptr<BoundTrace> loadTrace(const Options &o, const ModelBackend &backend) {
   if (o.traceFile.empty() && o.bundle.empty())
     return nullptr;
   std::unique_ptr<BoundTrace> bound =
       loadProgram(o.bundle.empty() ? o.traceFile : o.bundle, o.bundle.empty(), o.traceName,
-                  o.params, "--param", o.model, model, "");
+                  o.params, "--param", o.model, backend, "");
   if (bound->invokes > 1) {
     const BundleTrace &trace = bound->hook->trace();
     const std::string what = "trace '" + trace.name + "' has " + std::to_string(bound->invokes) +
@@ -146,13 +154,12 @@ std::unique_ptr<BoundTrace> loadTrace(const Options &o,
   return bound;
 }
 
-std::unique_ptr<BoundTrace> loadEdit(const Options &o,
-                                     const std::shared_ptr<const CausalLM> &model) {
+std::unique_ptr<BoundTrace> loadEdit(const Options &o, const ModelBackend &backend) {
   if (o.editFile.empty())
     return nullptr;
   std::unique_ptr<BoundTrace> edit =
       loadProgram(o.editFile, fs::path(o.editFile).extension() == ".nns", "", o.editParams,
-                  "--edit-param", o.model, model, "--edit ");
+                  "--edit-param", o.model, backend, "--edit ");
   if (edit->invokes > 1)
     fail("--edit '" + o.editFile + "': an edit applies to each request on its own; its trace '" +
          edit->hook->trace().name + "' has invokes");

@@ -39,17 +39,15 @@ struct BoundTrace {
   std::vector<std::vector<int32_t>> pending;
 };
 
-/// Compiles (--trace) or loads (--bundle) the bundle, checks it against `model`, picks the
-/// trace and binds the params; exits with a message when anything is wrong. Null without
+/// Compiles (--trace; with --target=cuda for a device backend) or loads (--bundle) the
+/// bundle, checks it against `backend`'s model, picks the trace and binds the params; exits with a message when anything is wrong. Null without
 /// --trace or --bundle.
-std::unique_ptr<BoundTrace> loadTrace(const Options &o,
-                                      const std::shared_ptr<const nnsc::CausalLM> &model);
+std::unique_ptr<BoundTrace> loadTrace(const Options &o, const nnsc::ModelBackend &backend);
 
 /// Compiles (.nns) or loads --edit with its --edit-param values; null without --edit. Exits
 /// with a message when anything is wrong, or when the edit's trace has invokes (an edit
 /// applies to each request on its own).
-std::unique_ptr<BoundTrace> loadEdit(const Options &o,
-                                     const std::shared_ptr<const nnsc::CausalLM> &model);
+std::unique_ptr<BoundTrace> loadEdit(const Options &o, const nnsc::ModelBackend &backend);
 
 /// Binds the edit, if any, into `table` (before anything else is bound there, so it runs
 /// first at every site) and returns the state it keeps for the request; null without an edit.

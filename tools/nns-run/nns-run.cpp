@@ -65,15 +65,13 @@ int main(int argc, char **argv) {
       std::cerr << "\n";
     fail(e.what());
   }
-  // The CPU model is kept for bundles, whose kernels run on the CPU backend only.
-  std::shared_ptr<CausalLM> model = loaded.model;
   std::shared_ptr<ModelBackend> backend = loaded.backend;
   if (!o.quiet)
     std::cerr << " (" << seconds(loadStart, Clock::now()) << " s)\n";
   if ((!o.traceFile.empty() || !o.bundle.empty() || !o.editFile.empty()) &&
       !backend->capabilities().bundleKernels)
     fail("--device " + o.device +
-         ": bundles (--trace, --bundle, --edit) run on the CPU backend only; use --device cpu");
+         ": this backend runs no bundles (--trace, --bundle, --edit); use --device cpu");
 
   if (o.printSchemaHash) {
     std::cout << backend->config().schemaHash() << "\n";
@@ -104,8 +102,8 @@ int main(int argc, char **argv) {
     o.scheduler.maxModelLen = std::min(o.scheduler.maxModelLen, backend->config().maxPositions);
 
   // The bundle is checked and its params bound before any request runs.
-  std::unique_ptr<BoundTrace> bound = loadTrace(o, model);
-  std::unique_ptr<BoundTrace> edit = loadEdit(o, model);
+  std::unique_ptr<BoundTrace> bound = loadTrace(o, *backend);
+  std::unique_ptr<BoundTrace> edit = loadEdit(o, *backend);
 
   std::unique_ptr<LLMEngine> engine;
   std::vector<std::vector<torch::Tensor>> logits(o.prompts.size());

@@ -2,6 +2,8 @@
 
 #include "nnsc/Runtime/Backend/CudaBackend.h"
 
+#include "CudaBundleLauncher.h"
+
 #include "nnsc/Runtime/Backend/BackendError.h"
 #include "nnsc/Runtime/Backend/CudaBackendLoader.h"
 #include "nnsc/Runtime/Backend/CudaKernels.h"
@@ -81,8 +83,13 @@ BackendCapabilities CudaBackend::capabilities() const {
   caps.device = device;
   caps.dtypes = {torch::kFloat32, torch::kBFloat16};
   caps.prefixCaching = true;
-  caps.bundleKernels = false;
+  caps.bundleKernels = true;
   return caps;
+}
+
+std::shared_ptr<DeviceKernelLauncher>
+CudaBackend::bundleLauncher(std::shared_ptr<const Bundle> bundle) const {
+  return std::make_shared<CudaBundleLauncher>(std::move(bundle), device);
 }
 
 void CudaBackend::allocateCache(int64_t numBlocks, int64_t blockSize) {

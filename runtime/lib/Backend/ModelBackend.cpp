@@ -2,7 +2,14 @@
 
 #include "nnsc/Runtime/Backend/ModelBackend.h"
 
+#include "nnsc/Runtime/Bundle/DeviceKernelLauncher.h"
+
 namespace nnsc {
+
+std::shared_ptr<DeviceKernelLauncher>
+ModelBackend::bundleLauncher(std::shared_ptr<const Bundle>) const {
+  return nullptr;
+}
 
 void ModelBackend::allocateKVCache(int64_t numBlocks, int64_t blockSize) {
   TORCH_CHECK(numBlocks > 0 && blockSize > 0,

@@ -5,8 +5,10 @@
 namespace nnsc {
 
 BundleHook::BundleHook(std::shared_ptr<const Bundle> bundle, const BundleTrace &trace,
-                       std::shared_ptr<const CausalLM> model)
-    : bundle(std::move(bundle)), traceDesc(trace), model(std::move(model)) {
+                       std::shared_ptr<const CausalLM> model,
+                       std::shared_ptr<DeviceKernelLauncher> launcher)
+    : bundle(std::move(bundle)), traceDesc(trace), model(std::move(model)),
+      launcher(std::move(launcher)) {
   runtime.ctx = this;
   runtime.call_module = &BundleHook::callModule;
   runtime.report_error = &BundleHook::reportError;
@@ -89,11 +91,18 @@ void BundleHook::run(int site, torch::Tensor &value, std::span<const TokenGroup>
   const bool convert = value.is_floating_point() && value.scalar_type() != torch::kFloat32;
   torch::Tensor site32 = convert ? value.to(torch::kFloat32) : value;
   nnsc_tensor view = viewOf(site32);
-  int32_t rc = entry->kernel(&view, batch.data(), int32_t(batch.size()), &runtime);
-  if (rc != 0) {
+  std::string failure;
+  if (!site32.is_cpu()) {
+    if (!launcher)
+      failure = "its value is on " + site32.device().str() + " and no launcher runs it there";
+    else
+      failure = launcher->run(traceDesc, *entry, view, batch, runtime);
+  } else if (int32_t rc = entry->kernel(&view, batch.data(), int32_t(batch.size()), &runtime)) {
+    failure = "code " + std::to_string(rc);
+  }
+  if (!failure.empty()) {
     for (BundleRequest *r : members)
-      r->fail("the bundle's kernel for site '" + entry->path + "' failed (code " +
-              std::to_string(rc) + ")");
+      r->fail("the bundle's kernel for site '" + entry->path + "' failed (" + failure + ")");
     return;
   }
   if (convert && (entry->access & (NNSC_ACCESS_WRITE | NNSC_ACCESS_SKIP)))
@@ -121,20 +130,34 @@ int32_t BundleHook::callModule(void *ctx, int32_t module, const nnsc_tensor *inp
                                nnsc_tensor *output) {
   auto *self = static_cast<BundleHook *>(ctx);
   try {
-    torch::Tensor in = tensorOf(*input).to(self->model->dtype());
+    // On a device backend the input comes from the host copy of the kernel's sink.
+    torch::Tensor in = tensorOf(*input).to(self->model->device(), self->model->dtype());
     torch::Tensor out = self->model->applyModule(module, in);
     torch::Tensor dest = tensorOf(*output);
-    if (!dest.sizes().equals(out.sizes()))
+    if (!dest.sizes().equals(out.sizes())) {
+      self->moduleError = "the module's output has shape " + c10::str(out.sizes()) +
+                          " but the kernel expected " + c10::str(dest.sizes());
       return 1;
+    }
     dest.copy_(out);
     return 0;
-  } catch (const std::exception &) {
-    return 1;
+  } catch (const c10::Error &e) {
+    self->moduleError = e.msg();
+  } catch (const std::exception &e) {
+    self->moduleError = e.what();
   }
+  return 1;
 }
 
-void BundleHook::reportError(void *, void *request, const char *message) {
-  requestOf(request).fail(message ? message : "error");
+void BundleHook::reportError(void *ctx, void *request, const char *message) {
+  auto *self = static_cast<BundleHook *>(ctx);
+  std::string text = message ? message : "error";
+  // call_module has no request to fail: its reason waits for the kernel's report.
+  if (!self->moduleError.empty()) {
+    text += ": " + self->moduleError;
+    self->moduleError.clear();
+  }
+  requestOf(request).fail(text);
 }
 
 void BundleHook::save(void *ctx, void *request, int32_t index, int64_t step,

@@ -12,6 +12,7 @@
 
 #include "nnsc/Bundle/BundleABI.h"
 #include "nnsc/Runtime/Bundle/Bundle.h"
+#include "nnsc/Runtime/Bundle/CudaSiteCall.h"
 #include "nnsc/Target/Bundle/BundleEmitter.h"
 #include "nnsc/Target/Bundle/KernelIR.h"
 #include "nnsc/Target/Bundle/Manifest.h"
@@ -137,66 +138,78 @@ struct HostRuntime {
 
 using DeviceEntry = void (*)(nnsc_tensor *, const nnsc_group *, int32_t, nnsc_cuda_status *);
 
-/// The runtime's side of docs/BundleABI.md "CUDA execution", with host memory standing in for
-/// device memory: launch, replay, run the module call, relaunch.
+/// Device memory that is host memory, and the device code compiled for the host as the kernel.
+class HostPort final : public nnsc::DevicePort {
+public:
+  HostPort(DeviceEntry entry, nnsc_tensor *value, const std::vector<nnsc_group> &groups,
+           nnsc_cuda_status *status)
+      : entry(entry), value(value), groups(groups), status(status) {}
+
+  void toHost(void *dest, const void *source, int64_t bytes) override {
+    std::memcpy(dest, source, size_t(bytes));
+  }
+  void toDevice(void *dest, const void *source, int64_t bytes) override {
+    std::memcpy(dest, source, size_t(bytes));
+  }
+  void *moduleOutput(int64_t bytes) override {
+    output.resize(size_t(bytes));
+    return output.data();
+  }
+  void launch() override {
+    entry(value, groups.data(), static_cast<int32_t>(groups.size()), status);
+  }
+
+private:
+  DeviceEntry entry;
+  nnsc_tensor *value;
+  const std::vector<nnsc_group> &groups;
+  nnsc_cuda_status *status;
+  std::vector<char> output;
+};
+
+/// Room for one site call's events and sink.
+struct Capacity {
+  int64_t events = 64;
+  int64_t sinkBytes = 1 << 20;
+  int64_t maxLaunches = 100;
+};
+
+/// The runtime's side of docs/BundleABI.md "CUDA execution" (nnsc::runCudaSiteCall, the code
+/// the CUDA launcher runs), with host memory standing in for device memory. The callbacks it
+/// replays are recorded as the host kernel's are; `failure` gets what runCudaSiteCall returned.
 std::vector<Record> runDevice(DeviceEntry entry, const nnsc_bundle_query_fn query,
                               int64_t scratchBytes, nnsc_tensor *value,
-                              const std::vector<nnsc_group> &groups, int *launches) {
-  const nnsc_cuda_code &cuda = *query()->cuda;
-  std::vector<Record> records;
-  std::vector<nnsc_cuda_event> events(64);
-  std::vector<char> sink(1 << 20), scratch(scratchBytes);
-  std::vector<float> moduleOutput;
+                              const std::vector<nnsc_group> &groups, int *launches,
+                              std::string *failure = nullptr, Capacity capacity = {}) {
+  std::vector<nnsc_cuda_event> events(size_t(capacity.events));
+  std::vector<char> sink(static_cast<size_t>(capacity.sinkBytes));
+  std::vector<char> scratch(static_cast<size_t>(scratchBytes));
   nnsc_cuda_status status{};
-  status.events = events.data();
-  status.event_capacity = static_cast<int64_t>(events.size());
-  status.sink = sink.data();
-  status.sink_bytes = static_cast<int64_t>(sink.size());
-  status.scratch = scratch.data();
-  *launches = 0;
-  do {
-    status.num_events = 0;
-    status.sink_used = 0;
-    entry(value, groups.data(), static_cast<int32_t>(groups.size()), &status);
-    ++*launches;
-    EXPECT_LE(status.num_events, status.event_capacity);
-    for (int64_t i = 0; i < status.num_events; ++i) {
-      const nnsc_cuda_event &event = events[i];
-      switch (event.kind) {
-      case NNSC_CUDA_EVENT_ERROR:
-        EXPECT_LT(event.index, cuda.num_messages);
-        records.push_back({"error", event.request, 0, 0, cuda.messages[event.index], {}});
-        break;
-      case NNSC_CUDA_EVENT_SAVE:
-        EXPECT_NE(event.value.data, nullptr);
-        records.push_back({"save", event.request, event.index, event.step, "",
-                           elements(event.value)});
-        break;
-      case NNSC_CUDA_EVENT_STOP:
-        records.push_back({"stop", event.request, 0, 0, "", {}});
-        break;
-      case NNSC_CUDA_EVENT_FINISH:
-        records.push_back({"finish", event.request, 0, 0, "", {}});
-        break;
-      case NNSC_CUDA_EVENT_SKIP:
-        records.push_back({"skip", event.request, 0, 0, "", {}});
-        break;
-      case NNSC_CUDA_EVENT_CALL_MODULE: {
-        EXPECT_EQ(i, status.num_events - 1) << "a module call ends the launch";
-        EXPECT_NE(status.resume, 0);
-        std::vector<uint8_t> in = elements(event.value);
-        records.push_back({"call_module", nullptr, event.index, 0, "", in});
-        moduleOutput = applyModule(in, numel(event.output));
-        status.module_output = moduleOutput.data();
-        status.module_status = 0;
-        break;
-      }
-      default:
-        ADD_FAILURE() << "unknown event kind " << event.kind;
-      }
-    }
-  } while (status.resume != 0 && *launches < 100);
-  return records;
+  HostPort port(entry, value, groups, &status);
+  nnsc::CudaSiteBuffers buffers;
+  buffers.status = &status;
+  buffers.events = events.data();
+  buffers.eventCapacity = capacity.events;
+  buffers.sink = sink.data();
+  buffers.sinkBytes = capacity.sinkBytes;
+  buffers.scratch = scratch.data();
+  HostRuntime device;
+  nnsc_runtime rt{&device,
+                  HostRuntime::callModule,
+                  HostRuntime::reportError,
+                  HostRuntime::save,
+                  HostRuntime::stop,
+                  HostRuntime::finish,
+                  HostRuntime::skip};
+  int64_t count = 0;
+  std::string result =
+      nnsc::runCudaSiteCall(port, buffers, *query()->cuda, rt, capacity.maxLaunches, &count);
+  *launches = static_cast<int>(count);
+  if (failure)
+    *failure = result;
+  else
+    EXPECT_EQ(result, "");
+  return device.records;
 }
 
 class CUDAEmulationTest : public ::testing::Test {
@@ -257,6 +270,11 @@ protected:
 
   std::vector<void *> handles;
   std::vector<std::string> paths;
+  /// Room the device side gets; with collectFailures, compareKernels only records what each
+  /// device run returned in `failures` instead of comparing.
+  Capacity capacity;
+  bool collectFailures = false;
+  std::vector<std::string> failures;
 };
 
 std::vector<int> CUDAEmulationTest::compareKernels(ModuleOp kernels) {
@@ -357,8 +375,15 @@ std::vector<int> CUDAEmulationTest::compareKernels(ModuleOp kernels) {
     std::vector<std::vector<uint8_t>> deviceFrames;
     std::vector<nnsc_group> deviceGroups = groupsOver(deviceFrames);
     int launches = 0;
-    std::vector<Record> deviceRecords = runDevice(entry, query, cudaKernel.scratch_bytes,
-                                                  &deviceValue, deviceGroups, &launches);
+    std::string failure;
+    std::vector<Record> deviceRecords =
+        runDevice(entry, query, cudaKernel.scratch_bytes, &deviceValue, deviceGroups, &launches,
+                  &failure, capacity);
+    if (collectFailures) {
+      failures.push_back(failure);
+      continue;
+    }
+    EXPECT_EQ(failure, "");
     EXPECT_EQ(deviceRecords, host.records);
     EXPECT_EQ(deviceSite, hostSite);
     EXPECT_EQ(deviceFrames, hostFrames);
@@ -399,6 +424,42 @@ TEST_F(CUDAEmulationKernels, DeviceEventsReplayAsHostCallbacks) {
       NNSC_SOURCE_DIR "/test/Target/CUDA/device-events.mlir", &context);
   ASSERT_TRUE(kernels);
   EXPECT_EQ(compareKernels(*kernels), std::vector<int>{3});
+}
+
+/// A launch that records more events than it has room for fails the call, saying so.
+TEST_F(CUDAEmulationKernels, EventOverflowFailsTheCall) {
+  OwningOpRef<ModuleOp> kernels = parseSourceFile<ModuleOp>(
+      NNSC_SOURCE_DIR "/test/Target/CUDA/device-events.mlir", &context);
+  ASSERT_TRUE(kernels);
+  capacity.events = 1;
+  collectFailures = true;
+  compareKernels(*kernels);
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_NE(failures[0].find("more than the 1 it had room for"), std::string::npos)
+      << failures[0];
+}
+
+/// A save that does not fit the sink fails the call instead of writing past it.
+TEST_F(CUDAEmulationKernels, SinkOverflowFailsTheCall) {
+  OwningOpRef<ModuleOp> kernels = canonical("01-capture.nns");
+  ASSERT_TRUE(kernels);
+  capacity.sinkBytes = 8;
+  collectFailures = true;
+  compareKernels(*kernels);
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0], "a save did not fit the sink of 8 bytes");
+}
+
+/// A kernel that still suspends after the launch limit is stopped there.
+TEST_F(CUDAEmulationKernels, LaunchLimitStopsASuspendingKernel) {
+  OwningOpRef<ModuleOp> kernels = canonical("04-logit-lens.nns");
+  ASSERT_TRUE(kernels);
+  capacity.maxLaunches = 1;
+  collectFailures = true;
+  compareKernels(*kernels);
+  ASSERT_FALSE(failures.empty());
+  for (const std::string &failure : failures)
+    EXPECT_EQ(failure, "the kernel still suspends after 1 launches");
 }
 
 /// norm then lm_head on the last row, argmax, save: two suspensions for the one group at the

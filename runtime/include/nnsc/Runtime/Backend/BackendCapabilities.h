@@ -25,8 +25,9 @@ struct BackendCapabilities {
   bool prefixCaching = false;
   /// Sequences one step may hold; 0 means no limit beyond the scheduler's.
   int64_t maxNumSeqs = 0;
-  /// Bundle kernels (host code on raw pointers) may run at the backend's hook points; site
-  /// hooks written with LibTorch ops run on every backend.
+  /// Bundles may run at the backend's hook points: their host kernels where a site value is
+  /// on the CPU, their device copies through ModelBackend::bundleLauncher where it is on a
+  /// device. Site hooks written with LibTorch ops run on every backend.
   bool bundleKernels = false;
 };
 

@@ -27,6 +27,7 @@ public:
   const schema::Architecture &architecture() const override { return lm->architecture(); }
   torch::ScalarType dtype() const override { return lm->dtype(); }
 
+  std::shared_ptr<const CausalLM> causalLM() const override { return lm; }
   const CausalLM &model() const { return *lm; }
   KVCache &kvCache() { return cache; }
 

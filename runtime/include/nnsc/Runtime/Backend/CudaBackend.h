@@ -38,7 +38,12 @@ public:
   const schema::ModelConfig &config() const override { return lm->config(); }
   const schema::Architecture &architecture() const override { return lm->architecture(); }
   torch::ScalarType dtype() const override { return lm->dtype(); }
+  /// Runs the device copies of a --target=cuda bundle (CudaBundleLauncher); throws
+  /// BackendError for a bundle without them.
+  std::shared_ptr<DeviceKernelLauncher>
+  bundleLauncher(std::shared_ptr<const Bundle> bundle) const override;
 
+  std::shared_ptr<const CausalLM> causalLM() const override { return lm; }
   const CausalLM &model() const { return *lm; }
   KVCache &kvCache() { return cache; }
 

@@ -24,7 +24,13 @@
 
 #include <torch/torch.h>
 
+#include <memory>
+
 namespace nnsc {
+
+class Bundle;
+class CausalLM;
+class DeviceKernelLauncher;
 
 /// A model ready to run on one device.
 class ModelBackend {
@@ -36,6 +42,14 @@ public:
   virtual const schema::Architecture &architecture() const = 0;
   /// The compute dtype of the weights and the KV cache.
   virtual torch::ScalarType dtype() const = 0;
+  /// The model the forward pass runs, with its weights on this backend's device: what bundle
+  /// module calls (`norm(h)`) run on.
+  virtual std::shared_ptr<const CausalLM> causalLM() const = 0;
+  /// What runs `bundle`'s kernels at sites whose value this backend keeps on a device; null
+  /// when every site value is on the CPU (the host kernels run). Throws BackendError when the
+  /// bundle cannot run here (a CPU-only bundle on a GPU backend).
+  virtual std::shared_ptr<DeviceKernelLauncher>
+  bundleLauncher(std::shared_ptr<const Bundle> bundle) const;
 
   /// Allocates (or reallocates, dropping its contents) the paged KV cache of every layer:
   /// [numBlocks, blockSize, kv_heads, head_dim] for K and for V.

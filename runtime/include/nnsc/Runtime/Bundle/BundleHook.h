@@ -14,12 +14,17 @@
 // is written back rounded to the model's dtype. bf16 -> f32 -> bf16 is exact, so rows of
 // other requests come back unchanged.
 //
+// A site value on a device (the CUDA backend's token-level sites) goes to the backend's
+// DeviceKernelLauncher, which runs the kernel's device copy; values on the CPU (every site on
+// the CPU backend, the sequence-level phases everywhere) go to the host kernel.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef NNSC_RUNTIME_BUNDLE_BUNDLEHOOK_H
 #define NNSC_RUNTIME_BUNDLE_BUNDLEHOOK_H
 
 #include "nnsc/Runtime/Bundle/BundleRequest.h"
+#include "nnsc/Runtime/Bundle/DeviceKernelLauncher.h"
 #include "nnsc/Runtime/Hooks/HookTable.h"
 #include "nnsc/Runtime/Models/CausalLM.h"
 
@@ -30,9 +35,12 @@ namespace nnsc {
 
 class BundleHook : public SiteHook, public std::enable_shared_from_this<BundleHook> {
 public:
-  /// `trace` belongs to `bundle`, which was loaded for `model`.
+  /// `trace` belongs to `bundle`, which was loaded for `model`. `launcher` (the backend's
+  /// ModelBackend::bundleLauncher) runs the kernels of sites whose value is on a device; null
+  /// where every value is on the CPU.
   BundleHook(std::shared_ptr<const Bundle> bundle, const BundleTrace &trace,
-             std::shared_ptr<const CausalLM> model);
+             std::shared_ptr<const CausalLM> model,
+             std::shared_ptr<DeviceKernelLauncher> launcher = nullptr);
 
   /// Binds every site of the trace in `table` to this hook, and sets the table's prefix-cache
   /// policy from the trace's flags: a trace that reads prompt positions computes the whole
@@ -69,6 +77,7 @@ private:
   std::shared_ptr<const Bundle> bundle;
   const BundleTrace &traceDesc;
   std::shared_ptr<const CausalLM> model;
+  std::shared_ptr<DeviceKernelLauncher> launcher;
   /// One engine sequence: its request (shared by the invokes of a multi-invoke request) and
   /// invoke. Its address is the `nnsc_group.request` handle the callbacks get back.
   struct Attached {
@@ -82,6 +91,8 @@ private:
   }
   std::map<int64_t, Attached> requests;
   int currentSite = -1; // the site whose kernel runs (for skip())
+  /// Why the latest call_module failed, until the kernel reports that failure.
+  std::string moduleError;
   nnsc_runtime runtime;
 };
 

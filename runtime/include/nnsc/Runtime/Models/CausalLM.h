@@ -32,6 +32,8 @@ public:
   const schema::ModelConfig &config() const { return w.config; }
   const schema::Architecture &architecture() const { return arch; }
   torch::ScalarType dtype() const { return w.dtype; }
+  /// Where the weights are.
+  torch::Device device() const { return w.embed.device(); }
 
   /// Runs the step whose tokens are `tokens` ([total_tokens] int64) described by `meta`,
   /// writing their K/V into `cache`, and returns the logits [meta.sampleRows, vocab] in fp32.

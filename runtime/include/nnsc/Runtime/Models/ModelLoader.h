@@ -34,7 +34,7 @@ struct ModelLoadOptions {
 
 /// A loaded model, ready to run.
 struct LoadedModel {
-  /// The CPU model, which bundles run on; null on the CUDA backend.
+  /// The CPU model; null on the CUDA backend (every backend's model is backend->causalLM()).
   std::shared_ptr<CausalLM> model;
   std::shared_ptr<ModelBackend> backend;
   /// Null when the model ships no tokenizer (prompts then come as token ids).
