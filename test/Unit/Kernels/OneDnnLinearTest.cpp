@@ -17,7 +17,7 @@ double relErr(const torch::Tensor &got, const torch::Tensor &want) {
 }
 
 /// Whether products of `dtype` over GemvMaxRows rows go to oneDNN in this build, environment
-/// and CPU (bf16 needs AVX-512).
+/// and CPU (it needs AVX-512).
 bool oneDnnInUse(torch::ScalarType dtype = torch::kFloat32) {
   return nnsc::oneDnnLinearApplies(torch::zeros({nnsc::GemvMaxRows + 1, 4}, dtype),
                                    torch::zeros({4, 4}, dtype));
@@ -27,8 +27,8 @@ class OneDnnLinear : public ::testing::TestWithParam<torch::ScalarType> {
 protected:
   void SetUp() override {
     if (!oneDnnInUse(GetParam()))
-      GTEST_SKIP() << "LibTorch without oneDNN (or NNSC_GEMM=libtorch, or bf16 on a CPU without "
-                      "AVX-512): linear() uses at::linear";
+      GTEST_SKIP() << "LibTorch without oneDNN (or NNSC_GEMM=libtorch, or a CPU without AVX-512): "
+                      "linear() uses at::linear";
     torch::manual_seed(0);
   }
   double tolerance(int64_t cols) const {

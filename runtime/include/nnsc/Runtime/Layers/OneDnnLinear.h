@@ -17,9 +17,9 @@
 namespace nnsc {
 
 /// Whether oneDnnLinear() can compute in [rows, k] @ weight[n, k]^T: LibTorch was built with
-/// oneDNN (its ops are registered), all tensors are dense CPU fp32 or bf16 of one dtype (bf16
-/// only where the CPU has AVX-512 BW/VL/DQ, as oneDNN's bf16 path needs), and the weight has
-/// unit column stride.
+/// oneDNN (its ops are registered), the CPU has AVX-512 BW/VL/DQ (oneDNN's bf16 path needs
+/// it; without it its fp32 products were measured less accurate than at::linear's), all
+/// tensors are dense CPU fp32 or bf16 of one dtype, and the weight has unit column stride.
 bool oneDnnLinearApplies(const torch::Tensor &in, const torch::Tensor &weight);
 
 /// in @ weight^T (+ bias), or acc + in @ weight^T when `acc` is defined (rounded once, as
