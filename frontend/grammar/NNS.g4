@@ -54,7 +54,7 @@ exprStmt : expr ;
 // comparisons, not, and, or.
 expr
   : primary                                                     # primaryExpr
-  | expr '.' member=ID                                          # memberExpr
+  | expr '.' member=(ID | INT)                                  # memberExpr
   | expr '[' subscript (',' subscript)* ']'                     # indexExpr
   | expr '(' (arg (',' arg)*)? ')'                              # callExpr
   | '-' expr                                                    # negExpr

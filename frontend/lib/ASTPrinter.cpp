@@ -170,7 +170,7 @@ private:
       nested([&] {
         expr(ix->base.get());
         for (const Subscript &s : ix->subscripts) {
-          static const char *const kinds[] = {"Subscript", "Slice", "Wildcard"};
+          static const char *const kinds[] = {"Subscript", "Slice", "NewAxis", "Wildcard"};
           line(s.loc) << kinds[int(s.kind)] << "\n";
           nested([&] {
             expr(s.index.get());

@@ -87,7 +87,8 @@ private:
   mlir::LogicalResult checkStmt(ast::Stmt &stmt);
   mlir::LogicalResult checkAssign(ast::AssignStmt &stmt);
   mlir::LogicalResult checkSiteAssign(ast::AssignStmt &stmt, ast::Expr &siteExpr,
-                                      std::vector<ast::Subscript> *subscripts);
+                                      std::vector<ast::Subscript> *subscripts,
+                                      ast::Expr *view = nullptr);
   mlir::LogicalResult checkLocalIndexAssign(ast::AssignStmt &stmt, ast::IndexExpr &target);
   mlir::LogicalResult checkExprStmt(ast::ExprStmt &stmt);
   mlir::LogicalResult checkIf(ast::IfStmt &stmt);
@@ -113,6 +114,19 @@ private:
   mlir::LogicalResult call(ast::CallExpr &e, Avail &avail);
   mlir::LogicalResult builtin(ast::CallExpr &e, ast::Builtin fn, ast::Expr *receiver, Avail &avail);
   mlir::LogicalResult moduleCall(ast::CallExpr &e, int module, Avail &avail);
+  /// sum, mean, max, min, argmax, argmin, norm: over `dim` or, without it, every dimension;
+  /// `keepdim=` (SemaReduce.cpp).
+  mlir::LogicalResult reduction(ast::CallExpr &e, ast::Builtin fn, std::vector<ast::Expr *> &pos,
+                                std::map<std::string, ast::Expr *> &kw, Avail &avail);
+  /// unsqueeze, view, reshape, transpose, outer, expand (SemaShape.cpp).
+  mlir::LogicalResult shapeBuiltin(ast::CallExpr &e, ast::Builtin fn,
+                                   std::vector<ast::Expr *> &pos,
+                                   std::map<std::string, ast::Expr *> &kw, Avail &avail);
+  /// The size a shape argument gives: an integer constant or a model dimension name.
+  mlir::FailureOr<int64_t> shapeSize(ast::Expr &e);
+  /// A dimension argument normalised against `rank` (`rank + 1` for unsqueeze).
+  mlir::FailureOr<int64_t> dimIndex(ast::Expr &e, int64_t rank, const ValueType &x);
+  mlir::FailureOr<bool> constantBool(ast::Expr &e, llvm::StringRef what);
   mlir::LogicalResult unary(ast::UnaryExpr &e, Avail &avail);
   mlir::LogicalResult binary(ast::BinaryExpr &e, Avail &avail);
   /// The type of `base[subscripts]`; evaluates index expressions.

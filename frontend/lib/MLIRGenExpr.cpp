@@ -32,6 +32,9 @@ Value Generator::expr(const ast::Expr &e) {
     return constant(loc, ElemType::F32, llvm::cast<ast::FloatLitExpr>(e).value);
   case ast::Expr::Kind::BoolLit:
     return constant(loc, ElemType::Bool, llvm::cast<ast::BoolLitExpr>(e).value);
+  case ast::Expr::Kind::Member: // `.T`, the only member that is a value of its own
+    return nns::TransposeOp::create(builder, loc, tensorType(s.type),
+                                    expr(*llvm::cast<ast::MemberExpr>(e).base), 0, 1);
   case ast::Expr::Kind::Index: {
     auto &ix = llvm::cast<ast::IndexExpr>(e);
     Value base = expr(*ix.base);
@@ -71,6 +74,10 @@ std::tuple<int64_t, IntegerAttr, int64_t> Generator::sliceBounds(const ast::Subs
 Value Generator::extract(Value base, const std::vector<ast::Subscript> &subs,
                          ArrayRef<Value> indices, size_t i, int64_t dim) {
   for (; i < subs.size(); ++i) {
+    if (subs[i].kind == ast::Subscript::Kind::NewAxis) {
+      base = unsqueeze(subs[i].loc, base, dim++);
+      continue;
+    }
     base = extractOne(base, subs[i], indices[i], dim);
     if (subs[i].kind == ast::Subscript::Kind::Slice)
       ++dim;
@@ -83,6 +90,14 @@ Value Generator::scatter(Location loc, Value dest, const std::vector<ast::Subscr
   if (i == subs.size())
     return value;
   const ast::Subscript &sub = subs[i];
+  if (sub.kind == ast::Subscript::Kind::NewAxis) {
+    // Into the value with the new dimension, then back to dest's shape.
+    Value wider = unsqueeze(sub.loc, dest, dim);
+    Value full = i + 1 == subs.size()
+                     ? Value(nns::BroadcastOp::create(builder, sub.loc, typeOf(wider), value, wider))
+                     : scatter(loc, wider, subs, indices, i + 1, dim + 1, value);
+    return reshape(sub.loc, full, typeOf(dest));
+  }
   bool isIndex = sub.kind == ast::Subscript::Kind::Index;
   Value inner = value;
   if (i + 1 < subs.size()) {
@@ -111,6 +126,41 @@ Value Generator::extractOne(Value base, const ast::Subscript &sub, Value index, 
                               base, builder.getI64IntegerAttr(dim),
                               builder.getI64IntegerAttr(start), stop,
                               builder.getI64IntegerAttr(stride));
+}
+
+Value Generator::reshape(Location loc, Value x, RankedTensorType type) {
+  type = withElem(type, typeOf(x).getElementType());
+  if (typeOf(x) == type)
+    return x;
+  return nns::ReshapeOp::create(builder, loc, type, x);
+}
+
+Value Generator::unsqueeze(Location loc, Value x, int64_t dim) {
+  SmallVector<int64_t> shape(typeOf(x).getShape());
+  shape.insert(shape.begin() + dim, 1);
+  return reshape(loc, x, RankedTensorType::get(shape, typeOf(x).getElementType()));
+}
+
+Value Generator::reduction(Location loc, const ast::ExprSema &s, nns::ReduceKind kind, Value x,
+                           Type inElem) {
+  x = castTo(loc, x, inElem);
+  RankedTensorType t = typeOf(x);
+  Type outElem = elemType(s.type.elem);
+  int64_t dim = s.intArg;
+  if (s.allDims) {
+    // Over every dimension: the flattened value, as torch does (argmax is a flat index).
+    int64_t count = 1;
+    for (int64_t d : t.getShape())
+      count = ShapedType::isDynamic(d) || ShapedType::isDynamic(count) ? ShapedType::kDynamic
+                                                                        : count * d;
+    x = reshape(loc, x, RankedTensorType::get({count}, inElem));
+    dim = 0;
+  }
+  SmallVector<int64_t> reduced(typeOf(x).getShape());
+  reduced.erase(reduced.begin() + dim);
+  Value r = nns::ReduceOp::create(builder, loc, RankedTensorType::get(reduced, outElem), kind, x,
+                                  uint64_t(dim));
+  return s.keepDim ? reshape(loc, r, tensorType(s.type)) : r;
 }
 
 Value Generator::binaryOp(Location loc, nns::BinaryKind kind, Value a, Value b, Type elem) {
@@ -179,8 +229,7 @@ Value Generator::call(const ast::CallExpr &e) {
   Type elem = result.getElementType();
   Type f32 = builder.getF32Type();
   auto reduce = [&](nns::ReduceKind kind, Type inElem) -> Value {
-    return nns::ReduceOp::create(builder, loc, result, kind, castTo(loc, x, inElem),
-                                 uint64_t(s.intArg));
+    return reduction(loc, s, kind, x, inElem);
   };
   auto unary = [&](nns::UnaryKind kind) -> Value {
     return nns::UnaryOp::create(builder, loc, kind, castTo(loc, x, elem));
@@ -253,6 +302,35 @@ Value Generator::call(const ast::CallExpr &e) {
   }
   case Builtin::TopK:
     return nns::TopKOp::create(builder, loc, result, x, uint64_t(s.intArg));
+  case Builtin::Unsqueeze:
+  case Builtin::View:
+  case Builtin::Reshape:
+    return reshape(loc, x, result);
+  case Builtin::Transpose:
+    return nns::TransposeOp::create(builder, loc, result, x, uint64_t(s.intArg),
+                                    uint64_t(s.intArg2));
+  case Builtin::Outer: {
+    Value a = unsqueeze(loc, castTo(loc, x, elem), 1);
+    Value b = unsqueeze(loc, castTo(loc, expr(*pos[1]), elem), 0);
+    return binaryOp(loc, nns::BinaryKind::Mul, a, b, elem);
+  }
+  case Builtin::Expand: {
+    // x broadcast against a zero (false) of the new sizes; the sizes x keeps stay its own.
+    SmallVector<int64_t> shape(result.getShape());
+    RankedTensorType xt = typeOf(x);
+    for (int64_t d = 0; d < result.getRank(); ++d) {
+      int64_t from = d - (result.getRank() - xt.getRank());
+      if (ShapedType::isDynamic(shape[d]) || (from >= 0 && xt.getDimSize(from) == shape[d]))
+        shape[d] = 1;
+    }
+    auto zerosType = RankedTensorType::get(shape, elem);
+    Attribute zero = elem.isF32() ? Attribute(builder.getF32FloatAttr(0))
+                                  : Attribute(builder.getIntegerAttr(elem, 0));
+    Value zeros = arith::ConstantOp::create(
+        builder, loc, llvm::cast<TypedAttr>(DenseElementsAttr::get(zerosType, zero)));
+    return binaryOp(loc, elem.isInteger(1) ? nns::BinaryKind::Or : nns::BinaryKind::Add, x, zeros,
+                    elem);
+  }
   default:
     break;
   }

@@ -1,6 +1,7 @@
 //===- MLIRGenStmt.cpp - statements, if, steps loops and invokes ----------===//
 
 #include "MLIRGenerator.h"
+#include "ViewChain.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -70,6 +71,8 @@ void Generator::assign(const ast::AssignStmt &a) {
     siteExpr = ix->base.get();
     subs = &ix->subscripts;
   }
+  if (std::optional<ViewChain> chain = viewChain(const_cast<ast::Expr &>(*siteExpr)))
+    return assignThroughView(a, *chain, subs);
   if (siteExpr->sema.site < 0) {
     // x[i] = v on a local: rebind x to the scattered value.
     auto &n = llvm::cast<ast::NameExpr>(*siteExpr);
@@ -108,6 +111,47 @@ void Generator::assign(const ast::AssignStmt &a) {
       loc, a.op, [&] { return extract(old, *subs, indices, 0, 0); }, v);
   Value full = scatter(loc, old, *subs, indices, 0, 0, castTo(loc, v, siteType.getElementType()));
   nns::SiteWriteOp::create(builder, loc, full, path, order, phaseAttr(i), TypeAttr::get(siteType));
+}
+
+void Generator::assignThroughView(const ast::AssignStmt &a, const ViewChain &chain,
+                                  const std::vector<ast::Subscript> *subs) {
+  Location loc = a.loc();
+  int i = chain.base->sema.site;
+  RankedTensorType siteType = tensorType(chain.base->sema.type);
+  Value v = expr(*a.value);
+  // Forwards: the site's value through each view, innermost first.
+  SmallVector<Value> stages{readSite(loc, i, siteType)};
+  for (ast::Expr *step : llvm::reverse(chain.steps)) {
+    const ast::ExprSema &s = step->sema;
+    stages.push_back(s.builtin == Builtin::Transpose
+                         ? Value(nns::TransposeOp::create(builder, step->loc(), tensorType(s.type),
+                                                          stages.back(), uint64_t(s.intArg),
+                                                          uint64_t(s.intArg2)))
+                         : reshape(step->loc(), stages.back(), tensorType(s.type)));
+  }
+  Value viewed = stages.back();
+  Type elem = siteType.getElementType();
+  Value full;
+  if (subs) {
+    SmallVector<Value> indices = subscriptValues(*subs);
+    v = updated(
+        loc, a.op, [&] { return extract(viewed, *subs, indices, 0, 0); }, v);
+    full = scatter(loc, viewed, *subs, indices, 0, 0, castTo(loc, v, elem));
+  } else {
+    v = castTo(loc, updated(loc, a.op, [&] { return viewed; }, v), elem);
+    full = nns::BroadcastOp::create(builder, loc, typeOf(viewed), v, viewed);
+  }
+  // Backwards: undo each view, outermost first (a transpose is its own inverse).
+  for (size_t k = chain.steps.size(); k-- > 0;) {
+    const ast::Expr *step = chain.steps[chain.steps.size() - 1 - k];
+    full = step->sema.builtin == Builtin::Transpose
+               ? Value(nns::TransposeOp::create(builder, step->loc(), typeOf(stages[k]), full,
+                                                uint64_t(step->sema.intArg),
+                                                uint64_t(step->sema.intArg2)))
+               : reshape(step->loc(), full, typeOf(stages[k]));
+  }
+  nns::SiteWriteOp::create(builder, loc, full, builder.getStringAttr(site(i).path),
+                           builder.getI64IntegerAttr(i), phaseAttr(i), TypeAttr::get(siteType));
 }
 
 Value Generator::updated(Location loc, ast::AssignOp op, llvm::function_ref<Value()> part,

@@ -17,6 +17,10 @@
 
 #include <map>
 
+namespace nnsc {
+struct ViewChain;
+}
+
 namespace nnsc::mlirgen {
 
 using ast::Builtin;
@@ -89,6 +93,16 @@ private:
 
   Value binaryOp(Location loc, nns::BinaryKind kind, Value a, Value b, Type elem);
 
+  /// `x` in the shape of `type` (its element type kept); no op when the shapes agree.
+  Value reshape(Location loc, Value x, RankedTensorType type);
+
+  /// `x` with a new dimension of size 1 at `dim`.
+  Value unsqueeze(Location loc, Value x, int64_t dim);
+
+  /// A reduction with torch's meaning: over `s.intArg` or every dimension, keepdim or not.
+  Value reduction(Location loc, const ast::ExprSema &s, nns::ReduceKind kind, Value x,
+                  Type inElem);
+
   Value binary(const ast::BinaryExpr &e);
 
   Value call(const ast::CallExpr &e);
@@ -104,6 +118,10 @@ private:
   nns::BinaryKind binaryKindOf(ast::AssignOp op);
 
   void assign(const ast::AssignStmt &a);
+
+  /// `SITE.view(...)[IDX] op= v`: the site read, viewed, updated, unviewed and written whole.
+  void assignThroughView(const ast::AssignStmt &a, const ViewChain &chain,
+                         const std::vector<ast::Subscript> *subs);
 
   /// For `op=`, the part combined with `v`; for `=`, `v` itself.
   Value updated(Location loc, ast::AssignOp op, llvm::function_ref<Value()> part, Value v);

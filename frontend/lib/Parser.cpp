@@ -29,17 +29,51 @@ public:
   DiagnosticErrorListener(MLIRContext &context, StringRef fileName)
       : context(context), fileName(fileName) {}
 
-  void syntaxError(antlr4::Recognizer *, antlr4::Token *, size_t line, size_t charPositionInLine,
-                   const std::string &msg, std::exception_ptr) override {
+  void syntaxError(antlr4::Recognizer *, antlr4::Token *offending, size_t line,
+                   size_t charPositionInLine, const std::string &msg,
+                   std::exception_ptr) override {
     // ANTLR columns are 0-based, MLIR's 1-based.
     Location loc = FileLineColLoc::get(&context, fileName, line, charPositionInLine + 1);
-    emitError(loc) << "syntax error: " << msg;
+    InFlightDiagnostic diag = emitError(loc);
+    diag << "syntax error: " << msg;
+    // Newlines inside brackets do not end a statement, so a bracket left open surfaces as an
+    // error lines later; point back at it.
+    if (antlr4::Token *open = unclosedBracket(offending); open && open->getLine() < line)
+      diag.attachNote(FileLineColLoc::get(&context, fileName, open->getLine(),
+                                          open->getCharPositionInLine() + 1))
+          << "the '" << open->getText() << "' opened here is not closed";
     ++numErrors;
   }
 
   unsigned numErrors = 0;
+  /// The parser's tokens, to find brackets still open at an error.
+  antlr4::CommonTokenStream *tokens = nullptr;
 
 private:
+  /// The innermost bracket still open before `offending`, if any.
+  antlr4::Token *unclosedBracket(antlr4::Token *offending) {
+    if (!tokens || !offending || offending->getTokenIndex() == size_t(-1))
+      return nullptr;
+    std::vector<antlr4::Token *> open;
+    for (size_t i = 0; i < offending->getTokenIndex() && i < tokens->size(); ++i) {
+      antlr4::Token *t = tokens->get(i);
+      switch (t->getType()) {
+      case grammar::NNSLexer::LPAREN:
+      case grammar::NNSLexer::LBRACK:
+        open.push_back(t);
+        break;
+      case grammar::NNSLexer::RPAREN:
+      case grammar::NNSLexer::RBRACK:
+        if (!open.empty())
+          open.pop_back();
+        break;
+      default:
+        break;
+      }
+    }
+    return open.empty() ? nullptr : open.back();
+  }
+
   MLIRContext &context;
   std::string fileName;
 };
@@ -205,6 +239,11 @@ private:
     if (auto *s = dynamic_cast<G::IndexSubContext *>(ctx)) {
       sub.kind = ast::Subscript::Kind::Index;
       sub.index = expr(s->expr());
+      // `x[:, None]` adds a dimension of size 1, as in torch.
+      if (auto *n = dyn_cast<ast::NameExpr>(sub.index.get()); n && n->name == "None") {
+        sub.kind = ast::Subscript::Kind::NewAxis;
+        sub.index = nullptr;
+      }
     } else if (auto *s = dynamic_cast<G::SliceSubContext *>(ctx)) {
       sub.kind = ast::Subscript::Kind::Slice;
       if (s->lo)
@@ -218,8 +257,12 @@ private:
   }
 
   ast::ExprPtr primary(G::PrimaryContext *ctx) {
-    if (auto *p = dynamic_cast<G::NameRefContext *>(ctx))
+    if (auto *p = dynamic_cast<G::NameRefContext *>(ctx)) {
+      // Python's spellings of the booleans (`keepdim=True`) mean the same as the language's.
+      if (p->getText() == "True" || p->getText() == "False")
+        return std::make_unique<ast::BoolLitExpr>(loc(p), p->getText() == "True");
       return std::make_unique<ast::NameExpr>(loc(p), p->getText());
+    }
     if (auto *p = dynamic_cast<G::IntLitContext *>(ctx))
       return std::make_unique<ast::IntLitExpr>(loc(p), parseInt(p->INT()->getSymbol()));
     if (auto *p = dynamic_cast<G::FloatLitContext *>(ctx))
@@ -264,6 +307,7 @@ std::optional<ast::Program> parseProgram(llvm::SourceMgr &sourceMgr, MLIRContext
     G parser(&tokens);
 
     DiagnosticErrorListener listener(context, buffer->getBufferIdentifier());
+    listener.tokens = &tokens;
     lexer.removeErrorListeners();
     lexer.addErrorListener(&listener);
     parser.removeErrorListeners();

@@ -6,12 +6,25 @@
 
 #include "mlir/IR/Diagnostics.h"
 
+#include <set>
+
 using namespace mlir;
 
 namespace nnsc {
 
 LogicalResult checkProgram(ast::Program &program, const schema::Architecture &arch,
                            MLIRContext &context, std::vector<SaveInfo> &saves) {
+  // Each error once: the copies of an unrolled loop body (and of a statement checked again,
+  // e.g. per step set) share their source locations, so an error in the body would otherwise
+  // be reported once per iteration. A diagnostic equal in location and text to an earlier
+  // one is dropped here; the others go on to the handlers installed before.
+  std::set<std::pair<std::string, std::string>> seen;
+  ScopedDiagnosticHandler dedupe(&context, [&](Diagnostic &diag) {
+    std::string where;
+    llvm::raw_string_ostream os(where);
+    diag.getLocation().print(os);
+    return success(!seen.emplace(where, diag.str()).second);
+  });
   return Checker(arch, context, saves).run(program);
 }
 

@@ -170,33 +170,24 @@ LogicalResult Checker::builtin(ast::CallExpr &e, Builtin fn, ast::Expr *receiver
         return success();
       }
     }
-    [[fallthrough]];
+    return reduction(e, fn, pos, kw, avail);
   case Builtin::Sum:
   case Builtin::Mean:
   case Builtin::ArgMax:
   case Builtin::ArgMin:
   case Builtin::Norm:
+    return reduction(e, fn, pos, kw, avail);
   case Builtin::Softmax:
   case Builtin::LogSoftmax: {
     if (!arity(1, 2, {"dim"}) || failed(value(*pos[0], avail)))
       return failure();
-    const ValueType &x = pos[0]->sema.type;
-    FailureOr<int64_t> dim = dimArg(1, x);
+    // Unlike the reductions, softmax keeps dim=-1 as its default (LANGUAGE.md v2).
+    FailureOr<int64_t> dim = dimArg(1, pos[0]->sema.type);
     if (failed(dim))
       return failure();
     e.sema.intArg = *dim;
-    e.sema.type = x;
-    if (fn == Builtin::Softmax || fn == Builtin::LogSoftmax) {
-      e.sema.type.elem = ElemType::F32;
-      return success();
-    }
-    e.sema.type.dims.erase(e.sema.type.dims.begin() + *dim);
-    if (fn == Builtin::ArgMax || fn == Builtin::ArgMin)
-      e.sema.type.elem = ElemType::I64;
-    else if (fn == Builtin::Mean || fn == Builtin::Norm)
-      e.sema.type.elem = ElemType::F32;
-    else if (x.elem == ElemType::Bool)
-      e.sema.type.elem = ElemType::I64;
+    e.sema.type = pos[0]->sema.type;
+    e.sema.type.elem = ElemType::F32;
     return success();
   }
   case Builtin::Exp:
@@ -275,6 +266,13 @@ LogicalResult Checker::builtin(ast::CallExpr &e, Builtin fn, ast::Expr *receiver
     e.sema.type = {promote(a.elem, b.elem), *all};
     return success();
   }
+  case Builtin::Unsqueeze:
+  case Builtin::View:
+  case Builtin::Reshape:
+  case Builtin::Transpose:
+  case Builtin::Outer:
+  case Builtin::Expand:
+    return shapeBuiltin(e, fn, pos, kw, avail);
   case Builtin::TopK: {
     if (!arity(2, 2, {"k"}) && !(pos.size() == 1 && kw.count("k") && arity(1, 1, {"k"})))
       return failure();
@@ -310,6 +308,9 @@ FailureOr<int> Checker::sitePattern(ast::Expr &e, std::optional<int64_t> layer, 
     std::optional<std::string_view> path = schema::Architecture::expandAlias(n->name);
     if (n->name == "model")
       path = "model";
+    std::string underModel = "model." + n->name;
+    if (!path && arch.findModule(underModel) >= 0)
+      path = underModel;
     if (!path) {
       emitError(e.loc()) << "cache(...) takes site paths such as 'layers[*].output'; '" << n->name
                          << "' is not a module or site";
@@ -322,7 +323,8 @@ FailureOr<int> Checker::sitePattern(ast::Expr &e, std::optional<int64_t> layer, 
     if (failed(base))
       return failure();
     if (*base > -2 || arch.modules()[-2 - *base].path != "model.layers" ||
-        ix->subscripts.size() != 1 || ix->subscripts[0].kind == ast::Subscript::Kind::Slice) {
+        ix->subscripts.size() != 1 || ix->subscripts[0].kind == ast::Subscript::Kind::Slice ||
+        ix->subscripts[0].kind == ast::Subscript::Kind::NewAxis) {
       emitError(e.loc()) << "cache(...) patterns index only 'layers', with a number or '*'";
       return failure();
     }

@@ -98,7 +98,8 @@ LogicalResult Checker::checkFor(ast::ForStmt &stmt) {
   iter.sema.entity = Entity::Steps;
   if (slice) {
     if (slice->subscripts.size() != 1 ||
-        slice->subscripts[0].kind == ast::Subscript::Kind::Wildcard) {
+        slice->subscripts[0].kind == ast::Subscript::Kind::Wildcard ||
+        slice->subscripts[0].kind == ast::Subscript::Kind::NewAxis) {
       emitError(slice->loc()) << "select steps with one slice, as in 'steps[0:5]'";
       return failure();
     }

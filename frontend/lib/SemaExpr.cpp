@@ -4,6 +4,7 @@
 #include "Suggest.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 
@@ -48,6 +49,12 @@ const BuiltinName kBuiltins[] = {
     {"ones_like", Builtin::OnesLike, true, false},
     {"topk", Builtin::TopK, true, true},
     {"float", Builtin::Float, false, true},
+    {"unsqueeze", Builtin::Unsqueeze, true, true},
+    {"view", Builtin::View, false, true},
+    {"reshape", Builtin::Reshape, true, true},
+    {"transpose", Builtin::Transpose, true, true},
+    {"outer", Builtin::Outer, true, true},
+    {"expand", Builtin::Expand, false, true},
     {"save", Builtin::Save, false, true},
     {"stop", Builtin::Stop, true, false},
     {"finish", Builtin::Finish, true, false},
@@ -249,6 +256,12 @@ LogicalResult Checker::name(ast::NameExpr &e, Avail &avail) {
     e.sema.entity = Entity::Module;
     return success();
   }
+  // A path printed by --print-sites may be written without its leading `model.`.
+  if (int module = arch.findModule("model." + e.name); module >= 0) {
+    e.sema.module = module;
+    e.sema.entity = Entity::Module;
+    return success();
+  }
   if (e.name == "logits" || e.name == "samples" || e.name == "result") {
     e.sema.site = arch.findSite(e.name);
     e.sema.entity = Entity::Site;
@@ -297,7 +310,9 @@ LogicalResult Checker::member(ast::MemberExpr &e, Avail &avail) {
     }
     for (int child : m.children) {
       if (arch.modules()[child].name == e.member) {
-        e.sema.entity = Entity::Module;
+        // `model.layers` is the list of layers, as the alias `layers` is.
+        e.sema.entity =
+            arch.modules()[child].path == "model.layers" ? Entity::Layers : Entity::Module;
         e.sema.module = child;
         return success();
       }
@@ -310,12 +325,42 @@ LogicalResult Checker::member(ast::MemberExpr &e, Avail &avail) {
     return failure();
   }
   case Entity::Layers:
+    if (!e.member.empty() && llvm::all_of(e.member, llvm::isDigit)) {
+      // `layers.3`, the path as --print-sites prints it.
+      int64_t n = arch.config().layers;
+      int64_t i = e.member.size() > 9 ? n : std::stoll(e.member);
+      if (i >= n) {
+        emitError(e.loc()) << "layer index " << e.member << " is out of range: the model has " << n
+                           << " layers (0.." << n - 1 << ")";
+        return failure();
+      }
+      e.sema.entity = Entity::Module;
+      e.sema.module = arch.findModule("model.layers." + std::to_string(i));
+      return success();
+    }
     emitError(e.loc()) << "'" << arch.modules()[base.module].path << "' is a list of "
                        << arch.config().layers << " layers; index it first, as in 'layers[3]."
                        << e.member << "'";
     return failure();
   case Entity::Site:
   case Entity::Value:
+    if (e.member == "T") {
+      // torch's `.T` of a matrix: its transpose.
+      if (failed(value(*e.base, avail)))
+        return failure();
+      const ValueType &x = e.base->sema.type;
+      if (x.dims.size() != 2) {
+        emitError(e.loc()) << "'.T' needs a 2-d value; got " << x.str()
+                           << "; use 'transpose(a, b)' for other ranks";
+        return failure();
+      }
+      e.sema.entity = Entity::Value;
+      e.sema.builtin = Builtin::Transpose;
+      e.sema.intArg = 0;
+      e.sema.intArg2 = 1;
+      e.sema.type = {x.elem, {x.dims[1], x.dims[0]}};
+      return success();
+    }
     if (const BuiltinName *b = findBuiltin(e.member, /*method=*/true)) {
       e.sema.entity = Entity::Method;
       e.sema.builtin = b->fn;

@@ -62,6 +62,12 @@ FailureOr<ValueType> Checker::indexType(const ValueType &base,
   ValueType type = base;
   size_t dim = 0;
   for (ast::Subscript &sub : subscripts) {
+    if (sub.kind == ast::Subscript::Kind::NewAxis) {
+      // `None` inserts a dimension of size 1 here; the next subscript applies after it.
+      type.dims.insert(type.dims.begin() + dim, 1);
+      ++dim;
+      continue;
+    }
     if (dim >= type.dims.size()) {
       emitError(sub.loc) << "too many indices for a value of type " << base.str() << " ("
                          << base.dims.size() << " dimensions)";
@@ -72,6 +78,8 @@ FailureOr<ValueType> Checker::indexType(const ValueType &base,
     case ast::Subscript::Kind::Wildcard:
       emitError(sub.loc) << "'*' (every layer) is only allowed in cache(...)";
       return failure();
+    case ast::Subscript::Kind::NewAxis:
+      break;
     case ast::Subscript::Kind::Index: {
       if (failed(value(*sub.index, avail)))
         return failure();

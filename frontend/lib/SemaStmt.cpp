@@ -2,6 +2,7 @@
 
 #include "Checker.h"
 #include "Suggest.h"
+#include "ViewChain.h"
 
 #include "mlir/IR/Diagnostics.h"
 
@@ -85,6 +86,22 @@ LogicalResult Checker::checkAssign(ast::AssignStmt &stmt) {
     n->sema.source = ast::NameSource::Local;
     return bind(n->name, type, n->loc(), avail);
   }
+  {
+    auto *ix = dyn_cast<ast::IndexExpr>(&target);
+    ast::Expr &viewed = ix ? *ix->base : target;
+    if (std::optional<ViewChain> chain = viewChain(viewed)) {
+      Avail ignored;
+      if (failed(expr(*chain->base, ignored)))
+        return failure();
+      if (chain->base->sema.entity != Entity::Site) {
+        emitError(target.loc()) << "cannot assign through a view of a " << describe(*chain->base)
+                                << "; writes through a view apply to sites, as in "
+                                   "'o_proj.input.view(-1, heads, head_dim)[:, 3] = 0'";
+        return failure();
+      }
+      return checkSiteAssign(stmt, *chain->base, ix ? &ix->subscripts : nullptr, &viewed);
+    }
+  }
   if (auto *ix = dyn_cast<ast::IndexExpr>(&target)) {
     Avail ignored;
     if (failed(expr(*ix->base, ignored)))
@@ -107,7 +124,7 @@ LogicalResult Checker::checkAssign(ast::AssignStmt &stmt) {
 }
 
 LogicalResult Checker::checkSiteAssign(ast::AssignStmt &stmt, ast::Expr &siteExpr,
-                                       std::vector<ast::Subscript> *subscripts) {
+                                       std::vector<ast::Subscript> *subscripts, ast::Expr *view) {
   Avail ignored;
   if (failed(expr(siteExpr, ignored)))
     return failure();
@@ -125,6 +142,12 @@ LogicalResult Checker::checkSiteAssign(ast::AssignStmt &stmt, ast::Expr &siteExp
   if (failed(value(*stmt.value, avail)))
     return failure();
   ValueType slot = siteType(site);
+  if (view) {
+    // The view reads the site; the write replaces all of it.
+    if (failed(value(*view, avail)))
+      return failure();
+    slot = view->sema.type;
+  }
   if (subscripts) {
     FailureOr<ValueType> t = indexType(slot, *subscripts, stmt.target->loc(), avail);
     if (failed(t))
@@ -140,7 +163,8 @@ LogicalResult Checker::checkSiteAssign(ast::AssignStmt &stmt, ast::Expr &siteExp
                           << "; only f32 sites can be updated with numbers";
     return failure();
   }
-  std::string what = "'" + s.path + "'" + (subscripts ? " (indexed)" : "");
+  std::string what =
+      "'" + s.path + "'" + (view ? " (viewed)" : "") + (subscripts ? " (indexed)" : "");
   if (failed(checkAssignable(*stmt.value, slot, what, stmt.value->loc())))
     return failure();
   if (failed(order.access(site, ctx.steps, ctx.invoke, stmt.target->loc())))

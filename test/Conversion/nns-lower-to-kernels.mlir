@@ -193,3 +193,36 @@ module attributes {
     nns.site.write %s to "model.layers.3.output" at 121 forward {nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32> into tensor<?x64xf32>
   }
 }
+
+// -----
+
+// A write through a view: nns.reshape copies into a fresh buffer of the new shape in one loop
+// over the flat index (multi-indices by division), checking at run time that the element
+// count divides; nns.transpose is a strided view (memref.transpose), no copy.
+// CHECK: llvm.mlir.global internal constant @main_130.msg{{[0-9]*}}("{{.*}}cannot reshape a value of shape [?, 64] to [?, 4, 16]: its element count is not a multiple of 64\00")
+// CHECK-LABEL: func.func @main_130
+// CHECK: arith.remui
+// CHECK: memref.alloc
+// CHECK: scf.for
+// CHECK: arith.divui
+// CHECK: memref.load
+// CHECK: memref.store
+// CHECK: memref.transpose
+module attributes {
+  nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
+                intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
+                modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
+  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 0 : i64, invokes = [],
+                 name = "main", saves = []}]} {
+  nns.kernel @main_130 trace @main site 130 "model.layers.3.self_attn.o_proj.input" forward access ["read", "write"] {
+    %zero = arith.constant dense<0.000000e+00> : tensor<f32>
+    %i = arith.constant dense<1> : tensor<i64>
+    %h = nns.site.read "model.layers.3.self_attn.o_proj.input" at 130 forward {nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32>
+    %v = nns.reshape %h {nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32> -> tensor<?x4x16xf32>
+    %t = nns.transpose %v dims 0, 1 {nns.guard = array<i64: 0, 1, 1>} : tensor<?x4x16xf32> -> tensor<4x?x16xf32>
+    %s = nns.select_scatter %zero into %t[%i] dim 0 {nns.guard = array<i64: 0, 1, 1>} : tensor<f32>, tensor<4x?x16xf32>, tensor<i64> -> tensor<4x?x16xf32>
+    %b = nns.transpose %s dims 0, 1 {nns.guard = array<i64: 0, 1, 1>} : tensor<4x?x16xf32> -> tensor<?x4x16xf32>
+    %w = nns.reshape %b {nns.guard = array<i64: 0, 1, 1>} : tensor<?x4x16xf32> -> tensor<?x64xf32>
+    nns.site.write %w to "model.layers.3.self_attn.o_proj.input" at 130 forward {nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32> into tensor<?x64xf32>
+  }
+}

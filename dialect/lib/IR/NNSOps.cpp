@@ -436,5 +436,55 @@ LogicalResult SliceScatterOp::verify() {
   return verifyBroadcastsTo(*this, getValue().getType(), slot, "value");
 }
 
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType input = getInput().getType(), result = getResult().getType();
+  if (input.getElementType() != result.getElementType())
+    return emitOpError("must keep the element type");
+  auto staticProduct = [](ArrayRef<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      if (!ShapedType::isDynamic(d))
+        n *= d;
+    return n;
+  };
+  auto dynamicCount = [](ArrayRef<int64_t> shape) {
+    return llvm::count_if(shape, [](int64_t d) { return ShapedType::isDynamic(d); });
+  };
+  int64_t inDynamic = dynamicCount(input.getShape()), outDynamic = dynamicCount(result.getShape());
+  int64_t inStatic = staticProduct(input.getShape()), outStatic = staticProduct(result.getShape());
+  if (inDynamic == 0 && outDynamic == 0) {
+    if (inStatic != outStatic)
+      return emitOpError("cannot reshape ")
+             << input << " (" << inStatic << " elements) to " << result << " (" << outStatic
+             << " elements)";
+    return success();
+  }
+  if (outDynamic == 0)
+    return emitOpError("result ") << result << " needs a dynamic size to hold " << input;
+  if (inDynamic == 0) {
+    if (outStatic == 0 || inStatic % outStatic != 0)
+      return emitOpError("cannot reshape ") << input << " to " << result;
+    return success();
+  }
+  if (outDynamic > 1 && (outDynamic != inDynamic || inStatic != outStatic))
+    return emitOpError("with several dynamic sizes the dynamic sizes must correspond and the "
+                       "static sizes have equal products; got ")
+           << input << " to " << result;
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  RankedTensorType input = getInput().getType();
+  int64_t rank = input.getRank(), d0 = getDim0(), d1 = getDim1();
+  if (failed(verifyDim(*this, d0, rank)) || failed(verifyDim(*this, d1, rank)))
+    return failure();
+  SmallVector<int64_t> shape(input.getShape());
+  std::swap(shape[d0], shape[d1]);
+  auto expected = RankedTensorType::get(shape, input.getElementType());
+  if (getResult().getType() != expected)
+    return emitOpError("result type must be ") << expected;
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "nnsc/Dialect/NNS/NNSOps.cpp.inc"

@@ -188,7 +188,7 @@ def if_rebind(r, sites, p, step, saves, cache):
     # for i in 0..3 { if i != 1 { y = y + v } }
     # for step in steps { h = layers[3].output
     #   if (h[-1] @ v) > 0 { h = h * 2 } else { h = h - v }
-    #   layers[4].output += h; s = h.sum().save() }  (sum: dim -1)
+    #   layers[4].output += h; s = h.sum(-1).save() }
     # layers[4].output += y
     if step == 0:
         x = sites[L3][-1].clone()

@@ -54,7 +54,7 @@ def loop_between(env, sites, p, step, saves, cache):
 
 
 def loop_save_between(env, sites, p, step, saves, cache):
-    # x2 = layers[2].self_attn.output.max(); for step in steps[0::2] { s5 = v.max().save() }
+    # x2 = layers[2].self_attn.output.max(-1); for step in steps[0::2] { s5 = v.max().save() }
     # s6 = x2.save()
     if step == 0:
         x2 = sites["model.layers.2.self_attn.output"].max(-1).values

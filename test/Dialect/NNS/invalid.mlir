@@ -293,3 +293,61 @@ nns.trace @yield_parent {
   // expected-error @+1 {{'nns.yield' op expects parent op to be one of 'nns.invoke, nns.if, nns.steps'}}
   nns.yield
 }
+
+// -----
+
+nns.trace @reshape_count {
+  %a = arith.constant dense<1.0> : tensor<6xf32>
+  // expected-error @+1 {{'nns.reshape' op cannot reshape 'tensor<6xf32>' (6 elements) to 'tensor<4xf32>' (4 elements)}}
+  %r = nns.reshape %a : tensor<6xf32> -> tensor<4xf32>
+}
+
+// -----
+
+nns.trace @reshape_element_type {
+  %a = arith.constant dense<1.0> : tensor<6xf32>
+  // expected-error @+1 {{'nns.reshape' op must keep the element type}}
+  %r = nns.reshape %a : tensor<6xf32> -> tensor<6xi64>
+}
+
+// -----
+
+nns.trace @reshape_needs_dynamic {
+  %h = nns.site.read "model.layers.8.output" at 245 forward : tensor<?x576xf32>
+  // expected-error @+1 {{'nns.reshape' op result 'tensor<9x64xf32>' needs a dynamic size to hold 'tensor<?x576xf32>'}}
+  %r = nns.reshape %h : tensor<?x576xf32> -> tensor<9x64xf32>
+}
+
+// -----
+
+nns.trace @reshape_static_to_dynamic {
+  %a = arith.constant dense<1.0> : tensor<6xf32>
+  // expected-error @+1 {{'nns.reshape' op cannot reshape 'tensor<6xf32>' to 'tensor<?x4xf32>'}}
+  %r = nns.reshape %a : tensor<6xf32> -> tensor<?x4xf32>
+}
+
+// -----
+
+nns.trace @reshape_dynamic_correspondence {
+  %h = nns.site.read "model.layers.8.output" at 245 forward : tensor<?x576xf32>
+  %t = nns.transpose %h dims 0, 1 : tensor<?x576xf32> -> tensor<576x?xf32>
+  %o = nns.matmul %h, %t : tensor<?x576xf32>, tensor<576x?xf32> -> tensor<?x?xf32>
+  // expected-error @+1 {{'nns.reshape' op with several dynamic sizes the dynamic sizes must correspond and the static sizes have equal products; got 'tensor<?x?xf32>' to 'tensor<?x2x?xf32>'}}
+  %r = nns.reshape %o : tensor<?x?xf32> -> tensor<?x2x?xf32>
+}
+
+// -----
+
+nns.trace @transpose_dim {
+  %a = arith.constant dense<1.0> : tensor<2x3xf32>
+  // expected-error @+1 {{'nns.transpose' op dimension 2 is out of range for rank 2}}
+  %r = nns.transpose %a dims 0, 2 : tensor<2x3xf32> -> tensor<3x2xf32>
+}
+
+// -----
+
+nns.trace @transpose_type {
+  %a = arith.constant dense<1.0> : tensor<2x3xf32>
+  // expected-error @+1 {{'nns.transpose' op result type must be 'tensor<3x2xf32>'}}
+  %r = nns.transpose %a dims 0, 1 : tensor<2x3xf32> -> tensor<2x3xf32>
+}

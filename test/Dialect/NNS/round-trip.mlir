@@ -28,6 +28,10 @@
 // CHECK: %{{[0-9]+}} = nns.select_scatter %{{[0-9]+}} into %{{[0-9]+}}[%{{[a-z0-9_]+}}] dim 0 : tensor<576xf32>, tensor<?x576xf32>, tensor<i64> -> tensor<?x576xf32>
 // CHECK: %{{[0-9]+}} = nns.slice_scatter %{{[0-9]+}} into %{{[0-9]+}} dim 1 from 0 to 8 by 1 : tensor<f32>, tensor<?x576xf32> -> tensor<?x576xf32>
 // CHECK: %{{[0-9]+}} = nns.call_module "model.norm"(%{{[0-9]+}}) : (tensor<576xf32>) -> tensor<576xf32>
+// CHECK: %{{[0-9]+}} = nns.reshape %{{[0-9]+}} : tensor<?x576xf32> -> tensor<?x9x64xf32>
+// CHECK: %{{[0-9]+}} = nns.reshape %{{[0-9]+}} : tensor<?x576xf32> -> tensor<?xf32>
+// CHECK: %{{[0-9]+}} = nns.reshape %{{[0-9]+}} : tensor<576xf32> -> tensor<1x576x1xf32>
+// CHECK: %{{[0-9]+}} = nns.transpose %{{[0-9]+}} dims 0, 1 : tensor<?x576xf32> -> tensor<576x?xf32>
 // CHECK: nns.site.write %{{[0-9]+}} to "model.layers.8.output" at 245 forward : tensor<?x576xf32> into tensor<?x576xf32>
 // CHECK: nns.site.update add %{{[0-9]+}} to "model.layers.12.output" at 377 forward : tensor<576xf32> into tensor<?x576xf32>
 // CHECK: nns.skip "model.layers.13" at 378 to 408, %{{[0-9]+}} : tensor<?x576xf32> into tensor<?x576xf32>
@@ -80,6 +84,10 @@ nns.trace @all {
   %ss = nns.select_scatter %last into %h[%m1] dim 0 : tensor<576xf32>, tensor<?x576xf32>, tensor<i64> -> tensor<?x576xf32>
   %ls = nns.slice_scatter %a into %h dim 1 from 0 to 8 by 1 : tensor<f32>, tensor<?x576xf32> -> tensor<?x576xf32>
   %cm = nns.call_module "model.norm"(%last) : (tensor<576xf32>) -> tensor<576xf32>
+  %rs = nns.reshape %h : tensor<?x576xf32> -> tensor<?x9x64xf32>
+  %fl = nns.reshape %h : tensor<?x576xf32> -> tensor<?xf32>
+  %us = nns.reshape %last : tensor<576xf32> -> tensor<1x576x1xf32>
+  %tr = nns.transpose %h dims 0, 1 : tensor<?x576xf32> -> tensor<576x?xf32>
   nns.site.write %ss to "model.layers.8.output" at 245 forward : tensor<?x576xf32> into tensor<?x576xf32>
   nns.site.update add %as to "model.layers.12.output" at 377 forward : tensor<576xf32> into tensor<?x576xf32>
   nns.skip "model.layers.13" at 378 to 408, %sum : tensor<?x576xf32> into tensor<?x576xf32>

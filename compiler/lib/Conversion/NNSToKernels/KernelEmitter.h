@@ -48,7 +48,7 @@ private:
   void freeScope();
   std::string where(mlir::Location loc) const;
 
-  // Ops (TensorMath.cpp, Reductions.cpp, SiteOps.cpp).
+  // Ops (TensorMath.cpp, Reductions.cpp, ShapeOps.cpp, SiteOps.cpp).
   mlir::LogicalResult emitOp(mlir::Operation *op);
   mlir::LogicalResult emitMath(mlir::Operation *op);
   mlir::LogicalResult emitSiteOp(mlir::Operation *op);
@@ -61,6 +61,8 @@ private:
   mlir::Value emitSoftmax(nns::SoftmaxOp op);
   mlir::Value emitMatmul(nns::MatmulOp op);
   mlir::Value emitTopK(nns::TopKOp op);
+  mlir::Value emitReshape(nns::ReshapeOp op);
+  mlir::Value emitTranspose(nns::TransposeOp op);
   mlir::Value emitSelect(mlir::Value source, mlir::Value index, int64_t dim, mlir::Location loc);
   mlir::Value emitSlice(mlir::Value source, int64_t dim, int64_t start, std::optional<int64_t> stop,
                         int64_t stride);

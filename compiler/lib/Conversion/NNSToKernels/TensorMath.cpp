@@ -339,6 +339,10 @@ LogicalResult KernelEmitter::emitMath(Operation *op) {
     if (t.getInput().getType().getRank() != 1)
       return op->emitError("topk is supported on 1-d values in kernels");
     result = emitTopK(t);
+  } else if (auto r = dyn_cast<nns::ReshapeOp>(op)) {
+    result = emitReshape(r);
+  } else if (auto t = dyn_cast<nns::TransposeOp>(op)) {
+    result = emitTranspose(t);
   } else if (auto s = dyn_cast<nns::SelectOp>(op)) {
     result = emitSelect(lookup(s.getSource()), lookup(s.getIndex()), s.getDim(), op->getLoc());
   } else if (auto s = dyn_cast<nns::SliceOp>(op)) {

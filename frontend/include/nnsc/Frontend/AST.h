@@ -53,6 +53,12 @@ enum class Builtin {
   OnesLike,
   TopK,
   Float,
+  Unsqueeze,
+  View,
+  Reshape,
+  Transpose,
+  Outer,
+  Expand,
   Save,
   Skip,
   Stop,
@@ -89,8 +95,15 @@ struct ExprSema {
   std::optional<int64_t> constant;
   /// Compile-time float value of literals, for param defaults.
   std::optional<double> constantFloat;
-  /// The dimension of a reduction or softmax (non-negative), or k of topk.
+  /// The dimension of a reduction, softmax or unsqueeze (non-negative), the first dimension
+  /// of a transpose, or k of topk.
   int64_t intArg = 0;
+  /// The second dimension of a transpose.
+  int64_t intArg2 = 0;
+  /// A reduction without `dim`: over every dimension, as in torch.
+  bool allDims = false;
+  /// A reduction with `keepdim=True`: the reduced dimensions stay, with size 1.
+  bool keepDim = false;
   /// Sites listed by a cache(...) call, wildcards expanded, in firing order.
   std::vector<int> cacheSites;
   /// The name a `.save()` call saves under (with unroll suffixes, without the step suffix).
@@ -174,9 +187,10 @@ public:
   std::string member;
 };
 
-/// One entry of `x[...]`: an index, a slice `lo:hi:stride` or the layer wildcard `*`.
+/// One entry of `x[...]`: an index, a slice `lo:hi:stride`, `None` (a new dimension of size 1)
+/// or the layer wildcard `*`.
 struct Subscript {
-  enum class Kind { Index, Slice, Wildcard };
+  enum class Kind { Index, Slice, NewAxis, Wildcard };
   Kind kind;
   mlir::Location loc;
   ExprPtr index;          // Kind::Index

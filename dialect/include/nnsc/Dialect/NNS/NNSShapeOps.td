@@ -108,4 +108,39 @@ def NNS_SliceScatterOp : NNS_Op<"slice_scatter", [Pure]> {
   let hasVerifier = 1;
 }
 
+def NNS_ReshapeOp : NNS_Op<"reshape", [Pure]> {
+  let summary = "The same elements in row-major order, in another shape (torch.reshape)";
+  let description = [{
+    `view`, `reshape`, `unsqueeze`, `None` in an index and `keepdim=` all become this op. The
+    result's static sizes are given by its type. With one dynamic result size, that size is the
+    element count divided by the static sizes (checked at run time to divide exactly); with
+    several, each takes the size of the input's dynamic dimension of the same rank among the
+    dynamic ones, and the static sizes must have equal products.
+
+    ```mlir
+    %v = nns.reshape %h : tensor<?x576xf32> -> tensor<?x9x64xf32>
+    %f = nns.reshape %h : tensor<?x576xf32> -> tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins NNS_Tensor:$input);
+  let results = (outs NNS_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def NNS_TransposeOp : NNS_Op<"transpose", [Pure]> {
+  let summary = "Swap two dimensions (torch.transpose)";
+  let description = [{
+    ```mlir
+    %t = nns.transpose %m dims 0, 1 : tensor<?x576xf32> -> tensor<576x?xf32>
+    ```
+  }];
+  let arguments = (ins NNS_Tensor:$input, I64Attr:$dim0, I64Attr:$dim1);
+  let results = (outs NNS_Tensor:$result);
+  let assemblyFormat = [{
+    $input `dims` $dim0 `,` $dim1 attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // NNSC_DIALECT_NNS_NNSSHAPEOPS_TD
