@@ -208,12 +208,7 @@ class LLM:
                 raise ValueError("%s: the model has no tokenizer; give prompts as token ids"
                                  % where)
             return self.tokenizer.encode(prompt)
-        vocab = self._model.vocab
-        bad = [t for t in prompt if not 0 <= t < vocab]
-        if bad:
-            raise ValueError("%s: token id %d is outside the vocabulary [0, %d)"
-                             % (where, bad[0], vocab))
-        return prompt
+        return prompt  # the engine checks the ids against the vocabulary
 
     def _run(self, queued, use_tqdm):
         """Steps the engine until every queued sequence finished; {id: (prompt_ids,
