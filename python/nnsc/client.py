@@ -144,8 +144,7 @@ class Client:
             response = self._request("POST", "/v1/completions", body)
             error = None
         except _ProgramFailed as e:
-            return Result(index=index, outputs=[], finish_reason="error", saves=Saves(),
-                          error=e.message)
+            return Result(index=index, outputs=[], finish_reason="error", error=e.message)
         except (ValueError, CompileError) as e:
             raise type(e)("request %d: %s" % (index, e)) from None
         outputs = []
@@ -156,7 +155,7 @@ class Client:
                 token_ids=choice.get("token_ids") or [], text=choice.get("text"),
                 finish_reason=choice.get("finish_reason"), invoke=None))
         return Result(index=index, outputs=outputs, finish_reason=outputs[0].finish_reason,
-                      saves=self._saves(response.get("nns") or {}), error=error)
+                      error=error, _saves=self._saves(response.get("nns") or {}))
 
     def _saves(self, nns):
         from safetensors.torch import load

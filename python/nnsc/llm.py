@@ -12,7 +12,7 @@ from ._extension import DEFAULT_MODEL, _nnsc
 from .errors import CompileError
 from .program import Program
 from .requests import normalize_params, normalize_prompts, param_tensor
-from .result import Completion, Result, Saves
+from .result import Completion, Result
 
 # Engine options and their defaults (nns-run's --max-num-seqs, ...).
 ENGINE_OPTIONS = {
@@ -257,4 +257,4 @@ class LLM:
         error = request.error
         return Result(index=index, outputs=outputs,
                       finish_reason="error" if error else outputs[0].finish_reason,
-                      saves=Saves(request.saves()), error=error)
+                      error=error, _saves=request.saves)

@@ -1,7 +1,7 @@
 """What generate returns: one Result per request, one Completion per prompt of it."""
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 
 class Saves(dict):
@@ -28,26 +28,35 @@ class Completion:
 @dataclass
 class Result:
     """One request. `outputs` has one Completion per prompt (one per invoke for a multi-invoke
-    trace, in invoke order); `text`, `token_ids` and `prompt_token_ids` are the first's.
+    trace, in invoke order; none for a request nns-serve refused); `text`, `token_ids` and
+    `prompt_token_ids` are the first's.
     `finish_reason` is "stop", "length", "abort", or "error" when the program failed while
-    running, with the engine's message in `error` (the other requests are not affected)."""
+    running, with the engine's message in `error` (the other requests are not affected).
+    `saves` (a Saves dict) is made on first access: a run whose saves are not read pays
+    nothing for them."""
     index: int
     outputs: List[Completion]
     finish_reason: str
-    saves: Dict = field(default_factory=Saves)
     error: Optional[str] = None
+    _saves: object = field(default=None, repr=False)  # a Saves, or a callable giving the dict
+
+    @property
+    def saves(self):
+        if not isinstance(self._saves, Saves):
+            self._saves = Saves(self._saves() if self._saves is not None else {})
+        return self._saves
 
     @property
     def text(self):
-        return self.outputs[0].text
+        return self.outputs[0].text if self.outputs else None
 
     @property
     def token_ids(self):
-        return self.outputs[0].token_ids
+        return self.outputs[0].token_ids if self.outputs else []
 
     @property
     def prompt_token_ids(self):
-        return self.outputs[0].prompt_token_ids
+        return self.outputs[0].prompt_token_ids if self.outputs else []
 
     def __repr__(self):
         saves = ", ".join("%s%s" % (k, list(v.shape)) for k, v in sorted(self.saves.items()))

@@ -12,6 +12,9 @@
 
 NB_MODULE(_nnsc, m) {
   m.doc() = "nnsc's engine and compiler (use the nnsc package, not this module)";
+  // An LLM kept in a module global is still alive when the interpreter exits; nanobind would
+  // report it as leaked.
+  nanobind::set_leak_warnings(false);
   nnsc::python::bindModel(m);
   nnsc::python::bindCompile(m);
   nnsc::python::bindProgram(m);

@@ -5,11 +5,10 @@ import json
 import os
 import subprocess
 
+import nnsc  # first: it chooses the OpenMP wait policy before torch loads
 import pytest
-from safetensors.torch import load_file
-
-import nnsc
 from nnsc._extension import BUILD_DIR, DEFAULT_MODEL, TOOLS_DIR
+from safetensors.torch import load_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CANONICAL = os.path.join(ROOT, "examples", "canonical")
