@@ -1,0 +1,98 @@
+"""nnsc.Client against a live nns-serve on a free loopback port: the same generate API gives the
+same tokens and saves as nnsc.LLM in this process (itself checked against nns-run in
+test_parity.py), and bad requests raise the same kinds of exceptions."""
+
+import os
+import re
+import subprocess
+
+import pytest
+import torch
+
+import nnsc
+from conftest import CANONICAL, THREADS, tool
+from nnsc._extension import DEFAULT_MODEL
+
+PROMPTS = ["The capital of France is", "Once upon a time, in a small village,"]
+STEER = "param steer: f32[hidden]\nparam alpha: f32 = 4.0\n" \
+        "trace { for step in steps { layers[12].output += alpha * steer } }\n"
+
+
+@pytest.fixture(scope="module")
+def server():
+    proc = subprocess.Popen([tool("nns-serve"), "--model", DEFAULT_MODEL, "--port", "0",
+                             "--threads", str(THREADS), "--api-key", "secret"],
+                            stderr=subprocess.PIPE, text=True)
+    url = None
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        m = re.search(r"serving '.*' on (http://\S+)", line)
+        if m:
+            url = m.group(1)
+            break
+    if url is None:
+        proc.kill()
+        pytest.fail("nns-serve did not start:\n" + "".join(lines))
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return nnsc.Client(server, api_key="secret")
+
+
+def test_plain_generation_equals_llm(client, llm):
+    a = client.generate(PROMPTS, max_tokens=8, temperature=0, use_tqdm=False)
+    b = llm.generate(PROMPTS, max_tokens=8, temperature=0, use_tqdm=False)
+    assert [r.token_ids for r in a] == [r.token_ids for r in b]
+    assert [r.text for r in a] == [r.text for r in b]
+    assert [r.prompt_token_ids for r in a] == [r.prompt_token_ids for r in b]
+    assert [r.finish_reason for r in a] == [r.finish_reason for r in b]
+
+
+def test_steering_with_tensor_params_equals_llm(client, llm):
+    steer = torch.randn(576, generator=torch.Generator().manual_seed(0))
+    params = [{"steer": steer, "alpha": 2.0}, {"steer": steer.numpy(), "alpha": 1}]
+    a = client.generate(PROMPTS, STEER, params, max_tokens=6, temperature=0, use_tqdm=False)
+    b = llm.generate(PROMPTS, STEER, params, max_tokens=6, temperature=0, use_tqdm=False)
+    assert [r.token_ids for r in a] == [r.token_ids for r in b]
+
+
+@pytest.mark.parametrize("file", ["01-capture.nns", "04-logit-lens.nns", "10-cache-layers.nns"])
+def test_saves_equal_llm(client, llm, file):
+    path = os.path.join(CANONICAL, file)
+    a = client.generate(PROMPTS, path, max_tokens=2, temperature=0, use_tqdm=False)
+    b = llm.generate(PROMPTS, path, max_tokens=2, temperature=0, use_tqdm=False)
+    for x, y in zip(a, b):
+        assert x.token_ids == y.token_ids
+        assert sorted(x.saves) == sorted(y.saves) and x.saves
+        for name in y.saves:
+            assert torch.equal(x.saves[name], y.saves[name]), name
+
+
+def test_patching_takes_a_prompt_per_invoke(client, llm):
+    path = os.path.join(CANONICAL, "11-patching.nns")
+    request = ["The capital of France is the city of", "The capital of Italy is the city of"]
+    params = {"tok_a": 7042, "tok_b": 8010}
+    [a] = client.generate([request], path, params, max_tokens=3, temperature=0, use_tqdm=False)
+    [b] = llm.generate([request], path, params, max_tokens=3, temperature=0, use_tqdm=False)
+    assert [o.token_ids for o in a.outputs] == [o.token_ids for o in b.outputs]
+    assert torch.equal(a.saves["diff"], b.saves["diff"])
+
+
+def test_bad_requests_raise_and_the_server_keeps_serving(client):
+    with pytest.raises(nnsc.CompileError, match=r"program\.nns:1:\d+: error"):
+        client.generate(PROMPTS[0], "trace { h = layers[99].output.save() }", use_tqdm=False)
+    with pytest.raises(ValueError, match=r"'steer'.*576"):
+        client.generate(PROMPTS[0], STEER, {"steer": torch.zeros(5)}, use_tqdm=False)
+    with pytest.raises(ValueError, match=r"context"):
+        client.generate([[1] * 5000], max_tokens=1, use_tqdm=False)
+    [r] = client.generate(PROMPTS[0], "trace { h = layers[1].output[6].save() }",
+                          max_tokens=2, use_tqdm=False)
+    assert r.finish_reason == "error" and "failed while running" in r.error
+    with pytest.raises(nnsc.ServerError, match=r"401"):
+        nnsc.Client(client.base_url, api_key="wrong")
+    assert client.generate(PROMPTS[0], max_tokens=2, use_tqdm=False)[0].finish_reason == "length"
