@@ -152,8 +152,9 @@ class LLM:
         if bundle is None:
             bundle = _nnsc.Bundle(self._model, program.path)
             self._bundles[program.path] = bundle
-            if program._traces is None:
-                program._traces = bundle.traces()
+        # Another Program of the same path (Program.load) shares the bundle, not its traces.
+        if program._traces is None:
+            program._traces = bundle.traces()
         return bundle
 
     # --- generation -------------------------------------------------------------------------
