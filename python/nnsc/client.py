@@ -27,7 +27,8 @@ def _param_json(name, value):
     t = param_tensor(name, value)
     if t.dtype not in _DTYPE_NAMES:
         t = t.to(torch.float32 if t.is_floating_point() else torch.int64)
-    data = t.contiguous().view(torch.uint8).numpy().tobytes() if t.numel() else b""
+    # reshape(-1): a 0-d tensor cannot be viewed as bytes.
+    data = t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
     return {"dtype": _DTYPE_NAMES[t.dtype], "shape": list(t.shape),
             "data": base64.b64encode(data).decode()}
 

@@ -69,8 +69,11 @@ def test_saves_equal_llm(client, llm, file):
     for x, y in zip(a, b):
         assert x.token_ids == y.token_ids
         assert sorted(x.saves) == sorted(y.saves) and x.saves
+        # The server batches the client's concurrent requests as they arrive, the LLM all at
+        # once: the products' row counts, and so their summation order, can differ.
         for name in y.saves:
-            assert torch.equal(x.saves[name], y.saves[name]), name
+            torch.testing.assert_close(x.saves[name], y.saves[name], rtol=1e-4, atol=1e-4,
+                                       msg=name)
 
 
 def test_patching_takes_a_prompt_per_invoke(client, llm):
