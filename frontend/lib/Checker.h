@@ -119,8 +119,7 @@ private:
   mlir::LogicalResult reduction(ast::CallExpr &e, ast::Builtin fn, std::vector<ast::Expr *> &pos,
                                 std::map<std::string, ast::Expr *> &kw, Avail &avail);
   /// unsqueeze, view, reshape, transpose, outer, expand (SemaShape.cpp).
-  mlir::LogicalResult shapeBuiltin(ast::CallExpr &e, ast::Builtin fn,
-                                   std::vector<ast::Expr *> &pos,
+  mlir::LogicalResult shapeBuiltin(ast::CallExpr &e, ast::Builtin fn, std::vector<ast::Expr *> &pos,
                                    std::map<std::string, ast::Expr *> &kw, Avail &avail);
   /// The size a shape argument gives: an integer constant or a model dimension name.
   mlir::FailureOr<int64_t> shapeSize(ast::Expr &e);

@@ -93,9 +93,10 @@ Value Generator::scatter(Location loc, Value dest, const std::vector<ast::Subscr
   if (sub.kind == ast::Subscript::Kind::NewAxis) {
     // Into the value with the new dimension, then back to dest's shape.
     Value wider = unsqueeze(sub.loc, dest, dim);
-    Value full = i + 1 == subs.size()
-                     ? Value(nns::BroadcastOp::create(builder, sub.loc, typeOf(wider), value, wider))
-                     : scatter(loc, wider, subs, indices, i + 1, dim + 1, value);
+    Value full =
+        i + 1 == subs.size()
+            ? Value(nns::BroadcastOp::create(builder, sub.loc, typeOf(wider), value, wider))
+            : scatter(loc, wider, subs, indices, i + 1, dim + 1, value);
     return reshape(sub.loc, full, typeOf(dest));
   }
   bool isIndex = sub.kind == ast::Subscript::Kind::Index;
@@ -152,7 +153,7 @@ Value Generator::reduction(Location loc, const ast::ExprSema &s, nns::ReduceKind
     int64_t count = 1;
     for (int64_t d : t.getShape())
       count = ShapedType::isDynamic(d) || ShapedType::isDynamic(count) ? ShapedType::kDynamic
-                                                                        : count * d;
+                                                                       : count * d;
     x = reshape(loc, x, RankedTensorType::get({count}, inElem));
     dim = 0;
   }

@@ -138,7 +138,10 @@ void Generator::assignThroughView(const ast::AssignStmt &a, const ViewChain &cha
         loc, a.op, [&] { return extract(viewed, *subs, indices, 0, 0); }, v);
     full = scatter(loc, viewed, *subs, indices, 0, 0, castTo(loc, v, elem));
   } else {
-    v = castTo(loc, updated(loc, a.op, [&] { return viewed; }, v), elem);
+    v = castTo(loc,
+               updated(
+                   loc, a.op, [&] { return viewed; }, v),
+               elem);
     full = nns::BroadcastOp::create(builder, loc, typeOf(viewed), v, viewed);
   }
   // Backwards: undo each view, outermost first (a transpose is its own inverse).

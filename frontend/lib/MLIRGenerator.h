@@ -100,8 +100,7 @@ private:
   Value unsqueeze(Location loc, Value x, int64_t dim);
 
   /// A reduction with torch's meaning: over `s.intArg` or every dimension, keepdim or not.
-  Value reduction(Location loc, const ast::ExprSema &s, nns::ReduceKind kind, Value x,
-                  Type inElem);
+  Value reduction(Location loc, const ast::ExprSema &s, nns::ReduceKind kind, Value x, Type inElem);
 
   Value binary(const ast::BinaryExpr &e);
 

@@ -30,8 +30,7 @@ public:
       : context(context), fileName(fileName) {}
 
   void syntaxError(antlr4::Recognizer *, antlr4::Token *offending, size_t line,
-                   size_t charPositionInLine, const std::string &msg,
-                   std::exception_ptr) override {
+                   size_t charPositionInLine, const std::string &msg, std::exception_ptr) override {
     // ANTLR columns are 0-based, MLIR's 1-based.
     Location loc = FileLineColLoc::get(&context, fileName, line, charPositionInLine + 1);
     InFlightDiagnostic diag = emitError(loc);

@@ -52,8 +52,9 @@ LogicalResult Checker::reduction(ast::CallExpr &e, Builtin fn, std::vector<ast::
   ast::Expr *keepExpr = pos.size() > 2 ? pos[2] : (kw.count("keepdim") ? kw["keepdim"] : nullptr);
   if (pos.size() > 3 || (pos.size() > 1 && kw.count("dim")) ||
       (pos.size() > 2 && kw.count("keepdim"))) {
-    emitError(e.loc()) << "'" << fnName << "' takes a dim and keepdim" << (method ? "" : " besides the value")
-                       << "; got " << pos.size() - (method ? 1 : 0) + kw.size() << " arguments";
+    emitError(e.loc()) << "'" << fnName << "' takes a dim and keepdim"
+                       << (method ? "" : " besides the value") << "; got "
+                       << pos.size() - (method ? 1 : 0) + kw.size() << " arguments";
     return failure();
   }
   if (pos.empty()) {

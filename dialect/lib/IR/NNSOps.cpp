@@ -200,8 +200,8 @@ template <typename OpTy> static LogicalResult verifySiteStore(OpTy op) {
     return failure();
   if (op.getPhase() == Phase::Result)
     return op.emitOpError("site 'result' is read-only");
-  return verifyBroadcastsTo(op, tensorType(op.getValue()),
-                            cast<RankedTensorType>(op.getSiteType()), "value");
+  return verifyBroadcastsTo(op, tensorType(op.getValue()), cast<RankedTensorType>(op.getSiteType()),
+                            "value");
 }
 
 LogicalResult SiteWriteOp::verify() { return verifySiteStore(*this); }
@@ -454,9 +454,8 @@ LogicalResult ReshapeOp::verify() {
   int64_t inStatic = staticProduct(input.getShape()), outStatic = staticProduct(result.getShape());
   if (inDynamic == 0 && outDynamic == 0) {
     if (inStatic != outStatic)
-      return emitOpError("cannot reshape ")
-             << input << " (" << inStatic << " elements) to " << result << " (" << outStatic
-             << " elements)";
+      return emitOpError("cannot reshape ") << input << " (" << inStatic << " elements) to "
+                                            << result << " (" << outStatic << " elements)";
     return success();
   }
   if (outDynamic == 0)

@@ -80,10 +80,10 @@ private:
           combine = nullptr,
       llvm::StringRef shapes = "");
   /// A site write, update or skip: `value` (of nns type `type`) into the site's rows.
-  void copyIntoSite(mlir::Value value, mlir::Type type, mlir::Type siteType, mlir::Location loc,
-                    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location, mlir::Value,
-                                                   mlir::Value)>
-                        combine = nullptr);
+  void copyIntoSite(
+      mlir::Value value, mlir::Type type, mlir::Type siteType, mlir::Location loc,
+      llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location, mlir::Value, mlir::Value)>
+          combine = nullptr);
 
   // Helpers (TensorMath.cpp).
   mlir::Value alloc(mlir::Type elementType, mlir::ValueRange sizes, bool tracked = true);

@@ -69,7 +69,8 @@ Value KernelEmitter::emitReshape(nns::ReshapeOp op) {
   };
   scf::buildLoopNest(builder, loc, ValueRange{index(0)}, ValueRange{count}, ValueRange{index(1)},
                      [&](OpBuilder &b, Location l, ValueRange ivs) {
-                       Value v = memref::LoadOp::create(b, l, input, unflatten(b, l, ivs[0], inSizes));
+                       Value v =
+                           memref::LoadOp::create(b, l, input, unflatten(b, l, ivs[0], inSizes));
                        memref::StoreOp::create(b, l, v, result, unflatten(b, l, ivs[0], outSizes));
                      });
   return result;
@@ -83,7 +84,8 @@ Value KernelEmitter::emitTranspose(nns::TransposeOp op) {
     permutation.push_back(d);
   std::swap(permutation[op.getDim0()], permutation[op.getDim1()]);
   AffineMap map = AffineMap::getPermutationMap(permutation, builder.getContext());
-  return toUniform(memref::TransposeOp::create(builder, op.getLoc(), input, AffineMapAttr::get(map)));
+  return toUniform(
+      memref::TransposeOp::create(builder, op.getLoc(), input, AffineMapAttr::get(map)));
 }
 
 } // namespace nnsc::kernels

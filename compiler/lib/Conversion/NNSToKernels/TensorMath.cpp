@@ -118,34 +118,33 @@ Value KernelEmitter::emitElementwise(Operation *op, ValueRange inputs,
           arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, size, sizes[d]));
       check(fits,
             "shape mismatch: operands of shapes " + shapes + " do not broadcast in dimension " +
-                llvm::Twine(d) +
-                " at this step (" + kDynamicSizes + ")",
+                llvm::Twine(d) + " at this step (" + kDynamicSizes + ")",
             loc);
       flags.push_back(isOne(size));
     }
   }
   Value result = alloc(resultType.getElementType(), sizes);
   SmallVector<Value> lower(rank, index(0)), steps(rank, index(1));
-  scf::buildLoopNest(
-      builder, loc, lower, sizes, steps, [&](OpBuilder &b, Location l, ValueRange ivs) {
-        SmallVector<Value> scalars;
-        Value zero = arith::ConstantIndexOp::create(b, l, 0);
-        for (auto [input, memref, flags] : llvm::zip(inputs, memrefs, broadcasts)) {
-          auto type = cast<RankedTensorType>(input.getType());
-          SmallVector<Value> indices;
-          for (int64_t j = 0; j < type.getRank(); ++j) {
-            Value iv = ivs[j + rank - type.getRank()];
-            if (type.getDimSize(j) == 1)
-              indices.push_back(zero);
-            else if (flags[j])
-              indices.push_back(arith::SelectOp::create(b, l, flags[j], zero, iv));
-            else
-              indices.push_back(iv);
-          }
-          scalars.push_back(memref::LoadOp::create(b, l, memref, indices));
-        }
-        memref::StoreOp::create(b, l, body(b, l, scalars), result, ivs);
-      });
+  scf::buildLoopNest(builder, loc, lower, sizes, steps,
+                     [&](OpBuilder &b, Location l, ValueRange ivs) {
+                       SmallVector<Value> scalars;
+                       Value zero = arith::ConstantIndexOp::create(b, l, 0);
+                       for (auto [input, memref, flags] : llvm::zip(inputs, memrefs, broadcasts)) {
+                         auto type = cast<RankedTensorType>(input.getType());
+                         SmallVector<Value> indices;
+                         for (int64_t j = 0; j < type.getRank(); ++j) {
+                           Value iv = ivs[j + rank - type.getRank()];
+                           if (type.getDimSize(j) == 1)
+                             indices.push_back(zero);
+                           else if (flags[j])
+                             indices.push_back(arith::SelectOp::create(b, l, flags[j], zero, iv));
+                           else
+                             indices.push_back(iv);
+                         }
+                         scalars.push_back(memref::LoadOp::create(b, l, memref, indices));
+                       }
+                       memref::StoreOp::create(b, l, body(b, l, scalars), result, ivs);
+                     });
   return result;
 }
 
@@ -239,8 +238,8 @@ std::string shapeText(Type type) {
   auto shaped = cast<ShapedType>(type);
   std::string text = "[";
   for (int64_t d = 0; d < shaped.getRank(); ++d)
-    text += (d ? ", " : "") + (shaped.isDynamicDim(d) ? std::string("?")
-                                                      : std::to_string(shaped.getDimSize(d)));
+    text += (d ? ", " : "") +
+            (shaped.isDynamicDim(d) ? std::string("?") : std::to_string(shaped.getDimSize(d)));
   return text + "]";
 }
 
