@@ -134,6 +134,8 @@ struct HostRuntime {
   static void skip(void *ctx, void *request) {
     self(ctx).records.push_back({"skip", request, 0, 0, "", {}});
   }
+  /// The callbacks, recording into this object.
+  nnsc_runtime table() { return {this, callModule, reportError, save, stop, finish, skip}; }
 };
 
 using DeviceEntry = void (*)(nnsc_tensor *, const nnsc_group *, int32_t, nnsc_cuda_status *);
@@ -194,13 +196,7 @@ std::vector<Record> runDevice(DeviceEntry entry, const nnsc_bundle_query_fn quer
   buffers.sinkBytes = capacity.sinkBytes;
   buffers.scratch = scratch.data();
   HostRuntime device;
-  nnsc_runtime rt{&device,
-                  HostRuntime::callModule,
-                  HostRuntime::reportError,
-                  HostRuntime::save,
-                  HostRuntime::stop,
-                  HostRuntime::finish,
-                  HostRuntime::skip};
+  nnsc_runtime rt = device.table();
   int64_t count = 0;
   std::string result =
       nnsc::runCudaSiteCall(port, buffers, *query()->cuda, rt, capacity.maxLaunches, &count);
@@ -284,8 +280,8 @@ std::vector<int> CUDAEmulationTest::compareKernels(ModuleOp kernels) {
   std::string bundlePath = tempPath("nnsb");
   OwningOpRef<ModuleOp> forBundle = cast<ModuleOp>(kernels->clone());
   EXPECT_TRUE(succeeded(nnsc::bundle::writeBundle(*forBundle, options, bundlePath)));
-  auto query = reinterpret_cast<nnsc_bundle_query_fn>(
-      dlsym(open(bundlePath), NNSC_BUNDLE_QUERY_SYMBOL));
+  auto query =
+      reinterpret_cast<nnsc_bundle_query_fn>(dlsym(open(bundlePath), NNSC_BUNDLE_QUERY_SYMBOL));
   if (!query)
     return launchCounts;
   const nnsc_bundle &bundle = *query();
@@ -338,10 +334,9 @@ std::vector<int> CUDAEmulationTest::compareKernels(ModuleOp kernels) {
   int requests[3];
   auto groupsOver = [&](std::vector<std::vector<uint8_t>> &frames) {
     frames.assign(3, std::vector<uint8_t>(trace.frame_bytes + 1, 0));
-    return std::vector<nnsc_group>{
-        {0, 3, 0, 0, 0, frames[0].data(), params.data(), &requests[0]},
-        {3, 0, 0, 4, 0, frames[1].data(), params.data(), &requests[1]},
-        {3, 2, 7, 9, 0, frames[2].data(), params.data(), &requests[2]}};
+    return std::vector<nnsc_group>{{0, 3, 0, 0, 0, frames[0].data(), params.data(), &requests[0]},
+                                   {3, 0, 0, 4, 0, frames[1].data(), params.data(), &requests[1]},
+                                   {3, 2, 7, 9, 0, frames[2].data(), params.data(), &requests[2]}};
   };
   auto tensorOver = [&](std::vector<float> &data) {
     return nnsc_tensor{data.data(), NNSC_DTYPE_F32, 2, {rows, hidden, 0, 0}, {hidden, 1, 0, 0}};
@@ -361,13 +356,7 @@ std::vector<int> CUDAEmulationTest::compareKernels(ModuleOp kernels) {
     std::vector<std::vector<uint8_t>> hostFrames;
     std::vector<nnsc_group> hostGroups = groupsOver(hostFrames);
     HostRuntime host;
-    nnsc_runtime rt{&host,
-                    HostRuntime::callModule,
-                    HostRuntime::reportError,
-                    HostRuntime::save,
-                    HostRuntime::stop,
-                    HostRuntime::finish,
-                    HostRuntime::skip};
+    nnsc_runtime rt = host.table();
     EXPECT_EQ(cudaKernel.host(&hostValue, hostGroups.data(), 3, &rt), 0);
 
     std::vector<float> deviceSite = site;
@@ -420,23 +409,22 @@ protected:
 /// Every callback, and a module call inside the group loop: two non-empty groups, one call
 /// each, so three launches.
 TEST_F(CUDAEmulationKernels, DeviceEventsReplayAsHostCallbacks) {
-  OwningOpRef<ModuleOp> kernels = parseSourceFile<ModuleOp>(
-      NNSC_SOURCE_DIR "/test/Target/CUDA/device-events.mlir", &context);
+  OwningOpRef<ModuleOp> kernels =
+      parseSourceFile<ModuleOp>(NNSC_SOURCE_DIR "/test/Target/CUDA/device-events.mlir", &context);
   ASSERT_TRUE(kernels);
   EXPECT_EQ(compareKernels(*kernels), std::vector<int>{3});
 }
 
 /// A launch that records more events than it has room for fails the call, saying so.
 TEST_F(CUDAEmulationKernels, EventOverflowFailsTheCall) {
-  OwningOpRef<ModuleOp> kernels = parseSourceFile<ModuleOp>(
-      NNSC_SOURCE_DIR "/test/Target/CUDA/device-events.mlir", &context);
+  OwningOpRef<ModuleOp> kernels =
+      parseSourceFile<ModuleOp>(NNSC_SOURCE_DIR "/test/Target/CUDA/device-events.mlir", &context);
   ASSERT_TRUE(kernels);
   capacity.events = 1;
   collectFailures = true;
   compareKernels(*kernels);
   ASSERT_EQ(failures.size(), 1u);
-  EXPECT_NE(failures[0].find("more than the 1 it had room for"), std::string::npos)
-      << failures[0];
+  EXPECT_NE(failures[0].find("more than the 1 it had room for"), std::string::npos) << failures[0];
 }
 
 /// A save that does not fit the sink fails the call instead of writing past it.
@@ -473,8 +461,8 @@ TEST_F(CUDAEmulationKernels, LogitLensSuspendsAtBothModuleCalls) {
 
 /// Kernels without module calls run in one launch: params, a data-dependent if, writes.
 TEST_F(CUDAEmulationKernels, CanonicalKernelsWithoutCallsRunInOneLaunch) {
-  for (const char *name : {"01-capture.nns", "02-steering.nns", "05-probe-stop.nns",
-                           "09-conditional-steering.nns"}) {
+  for (const char *name :
+       {"01-capture.nns", "02-steering.nns", "05-probe-stop.nns", "09-conditional-steering.nns"}) {
     SCOPED_TRACE(name);
     OwningOpRef<ModuleOp> kernels = canonical(name);
     ASSERT_TRUE(kernels);
