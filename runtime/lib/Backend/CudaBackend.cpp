@@ -43,10 +43,14 @@ ModelWeights toDevice(ModelWeights w, torch::Device device) {
   move(w.embed);
   move(w.norm);
   w.lmHead = tied ? w.embed : w.lmHead.to(device);
-  for (LayerWeights &l : w.layers)
+  // The quantized GEMV is a CPU kernel: the blocks would only take host memory.
+  w.lmHeadQuant = {};
+  for (LayerWeights &l : w.layers) {
     for (torch::Tensor *t : {&l.inputNorm, &l.qkv, &l.qkvBias, &l.qNorm, &l.kNorm, &l.o,
                              &l.postNorm, &l.gateUp, &l.down})
       move(*t);
+    l.qkvQuant = l.oQuant = l.gateUpQuant = l.downQuant = {};
+  }
   return w;
 }
 

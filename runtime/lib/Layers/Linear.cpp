@@ -115,4 +115,26 @@ void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor 
   acc.addmm_(in, weight.t());
 }
 
+torch::Tensor linear(const torch::Tensor &in, const torch::Tensor &weight,
+                     const torch::Tensor &bias, const QuantizedMatrix &quant) {
+  if (quantizedLinearApplies(in, quant)) {
+    checkShapes("linear", in, weight, bias);
+    if (!bias.defined() || bias.scalar_type() == in.scalar_type())
+      return quantizedLinear(in, quant, bias);
+  }
+  return linear(in, weight, bias);
+}
+
+void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor &weight,
+               const QuantizedMatrix &quant) {
+  if (quantizedLinearApplies(in, quant) && acc.dim() == 2 && acc.size(0) == in.size(0) &&
+      acc.size(1) == quant.rows() && acc.scalar_type() == in.scalar_type() &&
+      acc.stride(1) == 1) {
+    checkShapes("linearAdd", in, weight, {});
+    quantizedLinearAdd(acc, in, quant);
+    return;
+  }
+  linearAdd(acc, in, weight);
+}
+
 } // namespace nnsc

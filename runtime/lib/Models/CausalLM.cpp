@@ -110,7 +110,8 @@ void CausalLM::fusedLayer(int64_t index, torch::Tensor &x, StepState &step) cons
   const int64_t t = x.size(0), q = c.heads * c.headDim, kv = c.kvHeads * c.headDim;
 
   torch::Tensor h = timed(Phase::Norm, [&] { return rmsNorm(x, l.inputNorm, c.rmsNormEps); });
-  torch::Tensor qkv = timed(Phase::QKVProj, [&] { return nnsc::linear(h, l.qkv, l.qkvBias); });
+  torch::Tensor qkv =
+      timed(Phase::QKVProj, [&] { return nnsc::linear(h, l.qkv, l.qkvBias, l.qkvQuant); });
   torch::Tensor qs = qkv.narrow(1, 0, q).view({t, c.heads, c.headDim});
   torch::Tensor ks = qkv.narrow(1, q, kv).view({t, c.kvHeads, c.headDim});
   torch::Tensor vs = qkv.narrow(1, q + kv, kv).view({t, c.kvHeads, c.headDim});
@@ -119,14 +120,15 @@ void CausalLM::fusedLayer(int64_t index, torch::Tensor &x, StepState &step) cons
     ks = headNorm(ks, l.kNorm);
   }
   torch::Tensor attn = attention(index, qs, ks, vs, step);
-  timed(Phase::OProj, [&] { nnsc::linearAdd(x, attn, l.o); });
+  timed(Phase::OProj, [&] { nnsc::linearAdd(x, attn, l.o, l.oQuant); });
 
   torch::Tensor h2 = timed(Phase::Norm, [&] { return rmsNorm(x, l.postNorm, c.rmsNormEps); });
-  torch::Tensor gu = timed(Phase::GateUpProj, [&] { return nnsc::linear(h2, l.gateUp); });
+  torch::Tensor gu =
+      timed(Phase::GateUpProj, [&] { return nnsc::linear(h2, l.gateUp, {}, l.gateUpQuant); });
   torch::Tensor act = timed(Phase::Activation, [&] {
     return siluMul(gu.narrow(1, 0, c.intermediate), gu.narrow(1, c.intermediate, c.intermediate));
   });
-  timed(Phase::DownProj, [&] { nnsc::linearAdd(x, act, l.down); });
+  timed(Phase::DownProj, [&] { nnsc::linearAdd(x, act, l.down, l.downQuant); });
 }
 
 void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
@@ -174,12 +176,13 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
   // on its own (its site and the module's output site unbound, no skipped rows) the add
   // happens inside the GEMM.
   auto addToResidual = [&](const torch::Tensor &input, const torch::Tensor &weight,
-                           Phase phase, int projOut, int moduleOut, const auto &skipped) {
+                           const QuantizedMatrix &quant, Phase phase, int projOut,
+                           int moduleOut, const auto &skipped) {
     if (!bound(projOut) && !bound(moduleOut) && skipped.empty()) {
-      timed(phase, [&] { nnsc::linearAdd(x, input, weight); });
+      timed(phase, [&] { nnsc::linearAdd(x, input, weight, quant); });
       return;
     }
-    torch::Tensor out = timed(phase, [&] { return nnsc::linear(input, weight); });
+    torch::Tensor out = timed(phase, [&] { return nnsc::linear(input, weight, {}, quant); });
     fire(projOut, out);
     restoreSkipped(out, skipped);
     fire(moduleOut, out);
@@ -187,6 +190,9 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
   };
   auto rows = [&](const torch::Tensor &weight, int64_t begin, int64_t count) {
     return weight.narrow(0, begin, count);
+  };
+  auto quantRows = [&](const QuantizedMatrix &quant, int64_t begin, int64_t count) {
+    return quant.defined() ? quant.narrowRows(begin, count) : QuantizedMatrix();
   };
   auto biasRows = [&](int64_t begin, int64_t count) {
     return l.qkvBias.defined() ? l.qkvBias.narrow(0, begin, count) : torch::Tensor();
@@ -205,7 +211,7 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
   const bool splitQKV = bound(s.qIn) || bound(s.kIn) || bound(s.vIn);
   torch::Tensor qkv;
   if (!splitQKV)
-    qkv = timed(Phase::QKVProj, [&] { return nnsc::linear(h, l.qkv, l.qkvBias); });
+    qkv = timed(Phase::QKVProj, [&] { return nnsc::linear(h, l.qkv, l.qkvBias, l.qkvQuant); });
   auto project = [&](int inSite, int64_t begin, int64_t count, bool lastConsumer) {
     if (!splitQKV)
       return qkv.narrow(1, begin, count);
@@ -213,7 +219,8 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
     if (lastConsumer)
       fire(inSite, input);
     return timed(Phase::QKVProj, [&] {
-      return nnsc::linear(input, rows(l.qkv, begin, count), biasRows(begin, count));
+      return nnsc::linear(input, rows(l.qkv, begin, count), biasRows(begin, count),
+                          quantRows(l.qkvQuant, begin, count));
     });
   };
   torch::Tensor qs = project(s.qIn, 0, q, false);
@@ -250,7 +257,7 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
     step.cache.markAbsent(index, slots);
   }
   fire(s.oIn, attn);
-  addToResidual(attn, l.o, Phase::OProj, s.oOut, s.attnOut, attnSkipped);
+  addToResidual(attn, l.o, l.oQuant, Phase::OProj, s.oOut, s.attnOut, attnSkipped);
 
   torch::Tensor h2 = timed(Phase::Norm, [&] {
     return rmsNorm(ownInput(s.postNormIn, x), l.postNorm, c.rmsNormEps);
@@ -263,10 +270,11 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
   torch::Tensor gu, g, u;
   if (splitGateUp)
     g = timed(Phase::GateUpProj, [&] {
-      return nnsc::linear(ownInput(s.gateIn, h2), rows(l.gateUp, 0, inter));
+      return nnsc::linear(ownInput(s.gateIn, h2), rows(l.gateUp, 0, inter), {},
+                          quantRows(l.gateUpQuant, 0, inter));
     });
   else
-    gu = timed(Phase::GateUpProj, [&] { return nnsc::linear(h2, l.gateUp); }),
+    gu = timed(Phase::GateUpProj, [&] { return nnsc::linear(h2, l.gateUp, {}, l.gateUpQuant); }),
     g = gu.narrow(1, 0, inter);
   fire(s.gateOut, g);
   fire(s.actIn, g);
@@ -275,7 +283,10 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
       return gu.narrow(1, inter, inter);
     fire(s.upIn, h2);
     return timed(Phase::GateUpProj,
-                 [&] { return nnsc::linear(h2, rows(l.gateUp, inter, inter)); });
+                 [&] {
+                   return nnsc::linear(h2, rows(l.gateUp, inter, inter), {},
+                                       quantRows(l.gateUpQuant, inter, inter));
+                 });
   };
   torch::Tensor p;
   if (!bound(s.actOut) && !bound(s.upOut)) {
@@ -291,7 +302,7 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
     p = timed(Phase::Activation, [&] { return a * u; });
   }
   fire(s.downIn, p);
-  addToResidual(p, l.down, Phase::DownProj, s.downOut, s.mlpOut, mlpSkipped);
+  addToResidual(p, l.down, l.downQuant, Phase::DownProj, s.downOut, s.mlpOut, mlpSkipped);
   restoreSkipped(x, layerSkipped);
   fire(s.layerOut, x);
 }
@@ -345,7 +356,8 @@ torch::Tensor CausalLM::forward(const torch::Tensor &tokens, const AttentionMeta
   }
   if (hooks && hooks->bound(lmHeadIn))
     hooks->fireSampled(lmHeadIn, hidden);
-  torch::Tensor logits = timed(Phase::LMHead, [&] { return nnsc::linear(hidden, w.lmHead); });
+  torch::Tensor logits =
+      timed(Phase::LMHead, [&] { return nnsc::linear(hidden, w.lmHead, {}, w.lmHeadQuant); });
   if (hooks && hooks->bound(lmHeadOut))
     hooks->fireSampled(lmHeadOut, logits);
   return logits.to(torch::kFloat32);

@@ -75,13 +75,14 @@ static torch::Tensor unpermuteRows(const torch::Tensor &w, int64_t heads) {
   return w.reshape(split).transpose(1, 2).reshape(w.sizes()).contiguous();
 }
 
-torch::Tensor GGUFWeightSource::get(const std::string &hfName, const std::vector<int64_t> &shape,
-                                    torch::ScalarType dtype, bool optional) {
+const gguf::TensorInfo *GGUFWeightSource::find(const std::string &hfName,
+                                                const std::vector<int64_t> &shape,
+                                                bool optional) const {
   std::optional<std::string> name = ggufTensorName(hfName);
   const gguf::TensorInfo *info = name ? file.findTensor(*name) : nullptr;
   if (!info) {
     if (optional)
-      return {};
+      return nullptr;
     throw ModelLoadError("'" + file.path() + "': missing tensor '" + name.value_or(hfName) +
                          "' (" + hfName + ")");
   }
@@ -89,14 +90,47 @@ torch::Tensor GGUFWeightSource::get(const std::string &hfName, const std::vector
   if (actual != shape)
     throw ModelLoadError("'" + file.path() + "': tensor '" + info->name + "' has shape " +
                          formatShape(actual) + ", expected " + formatShape(shape));
-  torch::Tensor t = dequantizeGGUFTensor(file, *info);
-  if (permutedQK) {
-    if (name->find(".attn_q.") != std::string::npos)
-      t = unpermuteRows(t, config.heads);
-    else if (name->find(".attn_k.") != std::string::npos)
-      t = unpermuteRows(t, config.kvHeads);
+  return info;
+}
+
+torch::Tensor GGUFWeightSource::unpermute(const gguf::TensorInfo &info, torch::Tensor t) const {
+  if (!permutedQK)
+    return t;
+  if (info.name.find(".attn_q.") != std::string::npos)
+    return unpermuteRows(t, config.heads);
+  if (info.name.find(".attn_k.") != std::string::npos)
+    return unpermuteRows(t, config.kvHeads);
+  return t;
+}
+
+torch::Tensor GGUFWeightSource::get(const std::string &hfName, const std::vector<int64_t> &shape,
+                                    torch::ScalarType dtype, bool optional) {
+  const gguf::TensorInfo *info = find(hfName, shape, optional);
+  if (!info)
+    return {};
+  return unpermute(*info, dequantizeGGUFTensor(file, *info)).to(dtype).contiguous();
+}
+
+QuantizedMatrix GGUFWeightSource::getQuantized(const std::string &hfName,
+                                               const std::vector<int64_t> &shape) {
+  const gguf::TensorInfo *info = find(hfName, shape, /*optional=*/true);
+  if (!info || shape.size() != 2)
+    return {};
+  QuantizedMatrix m;
+  switch (static_cast<gguf::TensorType>(info->type)) {
+  case gguf::TensorType::Q4_0: m.format = kernels::QuantFormat::Q4_0; break;
+  case gguf::TensorType::Q4_1: m.format = kernels::QuantFormat::Q4_1; break;
+  case gguf::TensorType::Q8_0: m.format = kernels::QuantFormat::Q8_0; break;
+  default: return {};
   }
-  return t.to(dtype).contiguous();
+  const int64_t rowBytes = shape[1] / kernels::kQuantBlock * kernels::quantBlockBytes(m.format);
+  if (shape[1] % kernels::kQuantBlock != 0 || int64_t(info->size) != shape[0] * rowBytes)
+    return {};
+  torch::Tensor blocks = torch::empty({shape[0], rowBytes}, torch::kUInt8);
+  std::memcpy(blocks.data_ptr<uint8_t>(), file.tensorData(*info), size_t(info->size));
+  m.blocks = unpermute(*info, blocks).contiguous();
+  m.cols = shape[1];
+  return m;
 }
 
 } // namespace nnsc

@@ -17,7 +17,8 @@ std::string formatShape(const std::vector<int64_t> &shape) {
 }
 
 ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
-                             torch::ScalarType dtype, const LoadProgress &progress) {
+                             torch::ScalarType dtype, const LoadProgress &progress,
+                             bool keepQuantized) {
   ModelWeights w;
   w.config = c;
   w.dtype = dtype;
@@ -30,6 +31,14 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
   };
   auto get = [&](const std::string &name, std::vector<int64_t> shape, bool optional = false) {
     return source.get(name, shape, dtype, optional);
+  };
+  auto quant = [&](std::initializer_list<std::pair<std::string, std::vector<int64_t>>> parts) {
+    if (!keepQuantized)
+      return QuantizedMatrix();
+    std::vector<QuantizedMatrix> blocks;
+    for (const auto &[name, shape] : parts)
+      blocks.push_back(source.getQuantized(name, shape));
+    return blocks.size() == 1 ? blocks[0] : QuantizedMatrix::cat(blocks);
   };
 
   w.embed = get("model.embed_tokens.weight", {c.vocab, c.hidden});
@@ -54,6 +63,13 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
     l.gateUp = torch::cat({get(p + "mlp.gate_proj.weight", {c.intermediate, c.hidden}),
                            get(p + "mlp.up_proj.weight", {c.intermediate, c.hidden})});
     l.down = get(p + "mlp.down_proj.weight", {c.hidden, c.intermediate});
+    l.qkvQuant = quant({{p + "self_attn.q_proj.weight", {q, c.hidden}},
+                        {p + "self_attn.k_proj.weight", {kv, c.hidden}},
+                        {p + "self_attn.v_proj.weight", {kv, c.hidden}}});
+    l.oQuant = quant({{p + "self_attn.o_proj.weight", {c.hidden, q}}});
+    l.gateUpQuant = quant({{p + "mlp.gate_proj.weight", {c.intermediate, c.hidden}},
+                           {p + "mlp.up_proj.weight", {c.intermediate, c.hidden}}});
+    l.downQuant = quant({{p + "mlp.down_proj.weight", {c.hidden, c.intermediate}}});
     w.layers.push_back(std::move(l));
     step();
   }
@@ -62,12 +78,21 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
   // transformers ties lm_head to the embedding whenever the config says so, even if a file
   // also carries an lm_head tensor.
   w.lmHead = c.tiedEmbeddings ? w.embed : get("lm_head.weight", {c.vocab, c.hidden});
+  w.lmHeadQuant = quant({{c.tiedEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight",
+                          {c.vocab, c.hidden}}});
   step();
   return w;
 }
 
+int64_t ModelWeights::quantizedBytes() const {
+  int64_t bytes = lmHeadQuant.bytes();
+  for (const LayerWeights &l : layers)
+    bytes += l.qkvQuant.bytes() + l.oQuant.bytes() + l.gateUpQuant.bytes() + l.downQuant.bytes();
+  return bytes;
+}
+
 ModelWeights ModelWeights::load(const std::string &path, torch::ScalarType dtype,
-                                const LoadProgress &progress) {
+                                const LoadProgress &progress, bool keepQuantized) {
   if (dtype != torch::kFloat32 && dtype != torch::kBFloat16)
     throw ModelLoadError(std::string("unsupported compute dtype '") + c10::toString(dtype) +
                          "' (supported: float32, bfloat16)");
@@ -87,7 +112,7 @@ ModelWeights ModelWeights::load(const std::string &path, torch::ScalarType dtype
   if (!config)
     throw ModelLoadError(error);
   GGUFWeightSource source(*file, *config);
-  return assembleWeights(*config, source, dtype, progress);
+  return assembleWeights(*config, source, dtype, progress, keepQuantized);
 }
 
 } // namespace nnsc

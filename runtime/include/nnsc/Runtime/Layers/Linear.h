@@ -4,12 +4,15 @@
 // weight bandwidth, and LibTorch's GEMM does not split such shapes across threads. Up to
 // GemvMaxRows rows these run the AVX-512 GEMV kernels on the shared thread pool, split by
 // output rows; longer batches (prefill, large decode batches) run on oneDNN with the weight
-// packed once (OneDnnLinear.h), or LibTorch's GEMM where oneDNN does not apply.
+// packed once (OneDnnLinear.h), or LibTorch's GEMM where oneDNN does not apply. A weight
+// that also has its GGUF blocks (QuantizedLinear.h) runs on them for decode-sized batches.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef NNSC_RUNTIME_LAYERS_LINEAR_H
 #define NNSC_RUNTIME_LAYERS_LINEAR_H
+
+#include "nnsc/Runtime/Layers/QuantizedLinear.h"
 
 #include <torch/torch.h>
 
@@ -28,6 +31,13 @@ torch::Tensor linear(const torch::Tensor &in, const torch::Tensor &weight,
 /// other tensor or view shares its storage), acc may instead be rebound to a new tensor that
 /// holds the sum, which no one can tell apart and saves copying the sum back.
 void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor &weight);
+
+/// The same with `quant` the weight's blocks (or undefined): the quantized GEMV where
+/// quantizedLinearApplies(), the widened `weight` otherwise.
+torch::Tensor linear(const torch::Tensor &in, const torch::Tensor &weight,
+                     const torch::Tensor &bias, const QuantizedMatrix &quant);
+void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor &weight,
+               const QuantizedMatrix &quant);
 
 } // namespace nnsc
 

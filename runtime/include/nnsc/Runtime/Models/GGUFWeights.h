@@ -27,8 +27,19 @@ public:
   torch::Tensor get(const std::string &hfName, const std::vector<int64_t> &shape,
                     torch::ScalarType dtype, bool optional) override;
   int64_t size() const override { return int64_t(file.tensors().size()); }
+  /// Q4_0, Q4_1 and Q8_0 tensors' blocks, copied out of the mapping, q/k rows unpermuted as
+  /// in get().
+  QuantizedMatrix getQuantized(const std::string &hfName,
+                               const std::vector<int64_t> &shape) override;
 
 private:
+  /// The tensor of `hfName` with exactly `shape`; null if absent and `optional`. Throws
+  /// ModelLoadError otherwise.
+  const gguf::TensorInfo *find(const std::string &hfName, const std::vector<int64_t> &shape,
+                               bool optional) const;
+  /// Undoes llama.cpp's q/k row permutation on `t` (rows of any element type) if it applies.
+  torch::Tensor unpermute(const gguf::TensorInfo &info, torch::Tensor t) const;
+
   const gguf::GGUFFile &file;
   schema::ModelConfig config;
   /// llama.cpp permutes q/k rows only for its "llama" architecture (which also covers

@@ -3,13 +3,17 @@
 // The parameters of a Llama-family decoder as contiguous LibTorch tensors in the compute dtype
 // (fp32 or bf16), loaded from a GGUF file (dequantized) or a Hugging Face model directory
 // (config.json + safetensors). q/k/v and gate/up are stored fused so the common path runs one
-// GEMM each; the unfused projections are row ranges of the fused weights.
+// GEMM each; the unfused projections are row ranges of the fused weights. Projections loaded
+// from Q4_0 / Q4_1 / Q8_0 GGUF tensors also keep the file's blocks (fused the same way: blocks
+// run along the input dimension, so fusing rows concatenates block rows) for the quantized
+// decode path (Layers/QuantizedLinear.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef NNSC_RUNTIME_MODELS_MODELWEIGHTS_H
 #define NNSC_RUNTIME_MODELS_MODELWEIGHTS_H
 
+#include "nnsc/Runtime/Layers/QuantizedLinear.h"
 #include "nnsc/Schema/ModelConfig.h"
 
 #include <torch/torch.h>
@@ -39,6 +43,9 @@ struct LayerWeights {
   torch::Tensor postNorm;  // [H]
   torch::Tensor gateUp;    // [2 I, H]: gate_proj rows then up_proj rows
   torch::Tensor down;      // [H, I]
+  /// The same projections' GGUF blocks, or undefined (not quantized in the file, formats
+  /// the kernels do not read, mixed formats in a fused weight, or the path turned off).
+  QuantizedMatrix qkvQuant, oQuant, gateUpQuant, downQuant;
 };
 
 /// Reports loading progress: tensors done out of total.
@@ -52,11 +59,17 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
   torch::Tensor norm;   // [H]
   torch::Tensor lmHead; // [vocab, H]; the same tensor as `embed` when tied
+  QuantizedMatrix lmHeadQuant; // lm_head's GGUF blocks (the embedding's when tied), or none
 
   /// Loads MODEL (a .gguf file or a directory with config.json and safetensors) in `dtype`
-  /// (kFloat32 or kBFloat16). Throws ModelLoadError.
+  /// (kFloat32 or kBFloat16), keeping the quantized blocks of the projections if
+  /// `keepQuantized`. Throws ModelLoadError.
   static ModelWeights load(const std::string &path, torch::ScalarType dtype,
-                           const LoadProgress &progress = {});
+                           const LoadProgress &progress = {},
+                           bool keepQuantized = quantDecodeMaxRows() > 0);
+
+  /// Bytes of the quantized blocks kept.
+  int64_t quantizedBytes() const;
 };
 
 /// Where a loader finds tensors by their Hugging Face names.
@@ -70,11 +83,21 @@ public:
                             torch::ScalarType dtype, bool optional = false) = 0;
   /// Number of tensors in the source (for progress).
   virtual int64_t size() const = 0;
+  /// The tensor's blocks as stored, if it is a [rows, cols] tensor in a block format the
+  /// quantized kernels read; undefined otherwise (and by default). `shape` as in get().
+  virtual QuantizedMatrix getQuantized(const std::string &hfName,
+                                       const std::vector<int64_t> &shape) {
+    (void)hfName;
+    (void)shape;
+    return {};
+  }
 };
 
-/// Fills ModelWeights from `source` per `config` (shared by the GGUF and safetensors loaders).
+/// Fills ModelWeights from `source` per `config` (shared by the GGUF and safetensors loaders),
+/// with the projections' quantized blocks if `keepQuantized`.
 ModelWeights assembleWeights(const schema::ModelConfig &config, WeightSource &source,
-                             torch::ScalarType dtype, const LoadProgress &progress);
+                             torch::ScalarType dtype, const LoadProgress &progress,
+                             bool keepQuantized = false);
 
 /// "[a, b]" for error messages.
 std::string formatShape(const std::vector<int64_t> &shape);

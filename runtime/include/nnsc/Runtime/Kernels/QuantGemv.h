@@ -1,0 +1,67 @@
+//===- QuantGemv.h - GEMV on ggml quantized blocks as stored ----*- C++ -*-===//
+//
+// Decode reads every weight once per token, so its speed is the number of weight bytes it
+// streams. These kernels read the GGUF file's own blocks (Q4_0, Q4_1, Q8_0: 32 weights along
+// the input dimension per block) and widen each weight in registers to exactly the fp32 value
+// dequantize*() produces (d * q, or d * q + m rounded twice, no fused multiply-add). The
+// activations are never quantized: each product is an fp32 (or exactly widened bf16)
+// activation times that weight, accumulated in fp32 with FMAs, so the result is the fp32
+// product with the dequantized weights up to summation order. A bf16 output is rounded once,
+// to nearest even.
+//
+// Two instruction sets, picked at run time: AVX-512 (F, BW) where the CPU has it, else AVX2 +
+// FMA + F16C, the library's baseline (x86-64-v3).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_KERNELS_QUANTGEMV_H
+#define NNSC_RUNTIME_KERNELS_QUANTGEMV_H
+
+#include <cstdint>
+
+namespace nnsc::kernels {
+
+/// The block formats the kernels read (layouts in Dequantize.h).
+enum class QuantFormat { Q4_0, Q4_1, Q8_0 };
+
+/// Bytes of one 32-weight block: 18 (Q4_0), 20 (Q4_1), 34 (Q8_0).
+int64_t quantBlockBytes(QuantFormat format);
+
+/// "Q4_0", "Q4_1", "Q8_0".
+const char *quantFormatName(QuantFormat format);
+
+/// The instruction sets of the kernels.
+enum class QuantIsa { Avx2, Avx512 };
+
+/// Whether this CPU runs the kernels of `isa`.
+bool quantIsaSupported(QuantIsa isa);
+
+/// The best instruction set this CPU runs (what quantGemv() uses).
+QuantIsa quantBestIsa();
+
+/// One product y = x W^T (+ bias) (+ y), W [rows, cols] stored as `rows` rows of cols / 32
+/// blocks, `rowBytes` apart. Activations, output and bias are fp32 (`float`) or bf16 bits
+/// (`uint16_t`). `cols` must be a multiple of 32.
+template <typename T> struct QuantGemvArgs {
+  QuantFormat format = QuantFormat::Q4_1;
+  const uint8_t *w = nullptr;
+  int64_t rowBytes = 0;
+  const T *x = nullptr;    // [batch, cols], rows xStride elements apart
+  T *y = nullptr;          // [batch, rows], rows yStride elements apart
+  const T *bias = nullptr; // [rows], or null
+  int64_t rows = 0, cols = 0, batch = 0, xStride = 0, yStride = 0;
+  /// y += x W^T instead of y = x W^T.
+  bool accumulate = false;
+};
+
+/// Computes output columns [rowBegin, rowEnd) of `a` (rows of W) with the best instruction
+/// set, or with `isa` (which must be supported).
+void quantGemv(const QuantGemvArgs<float> &a, int64_t rowBegin, int64_t rowEnd);
+void quantGemv(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd);
+void quantGemv(const QuantGemvArgs<float> &a, int64_t rowBegin, int64_t rowEnd, QuantIsa isa);
+void quantGemv(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd,
+               QuantIsa isa);
+
+} // namespace nnsc::kernels
+
+#endif // NNSC_RUNTIME_KERNELS_QUANTGEMV_H

@@ -1,0 +1,64 @@
+//===- QuantizedLinear.h - Linears on a GGUF file's own blocks --*- C++ -*-===//
+//
+// Decode with a batch of a few rows streams every weight once per step. A projection loaded
+// from a Q4_0 / Q4_1 / Q8_0 GGUF tensor keeps the file's blocks next to its widened copy, and
+// up to quantDecodeMaxRows() activation rows the product runs the quantized GEMV kernels
+// (Kernels/QuantGemv.h) on them: 4.5 bits per weight read instead of 32 (fp32) or 16 (bf16).
+// Longer batches (prefill) keep the widened weights and oneDNN. The choice is per call, on the
+// number of rows; NNSC_QUANT_DECODE switches it (docs/Engine.md, "Quantized decode").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_LAYERS_QUANTIZEDLINEAR_H
+#define NNSC_RUNTIME_LAYERS_QUANTIZEDLINEAR_H
+
+#include "nnsc/Runtime/Kernels/QuantGemv.h"
+
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace nnsc {
+
+/// Activation rows up to which a projection with quantized blocks uses them by default: the
+/// crossover measured against oneDNN on the widened weights (docs/Engine.md).
+constexpr int64_t QuantDecodeDefaultMaxRows = 8;
+
+/// The row limit in force: NNSC_QUANT_DECODE=off (or 0) turns the quantized path off (the
+/// loader then keeps no blocks), NNSC_QUANT_DECODE=N uses it up to N rows; unset or "on"
+/// means QuantDecodeDefaultMaxRows. Read once. Throws std::invalid_argument for another value.
+int64_t quantDecodeMaxRows();
+
+/// A weight [rows, cols] as the rows of ggml blocks of a GGUF tensor, copied from the file.
+struct QuantizedMatrix {
+  kernels::QuantFormat format = kernels::QuantFormat::Q4_1;
+  torch::Tensor blocks; // uint8 [rows, cols / 32 * quantBlockBytes(format)], contiguous
+  int64_t cols = 0;
+
+  bool defined() const { return blocks.defined(); }
+  int64_t rows() const { return blocks.size(0); }
+  /// Bytes of the blocks.
+  int64_t bytes() const { return defined() ? blocks.numel() : 0; }
+  /// Rows [begin, begin + count) (a view of the same blocks).
+  QuantizedMatrix narrowRows(int64_t begin, int64_t count) const;
+  /// The rows of `parts` one after another, as torch::cat does for the widened weights;
+  /// undefined unless every part is defined with the same format and cols.
+  static QuantizedMatrix cat(const std::vector<QuantizedMatrix> &parts);
+};
+
+/// Whether quantizedLinear() serves in [rows, cols] @ w^T now: `w` is defined, the path is on
+/// and `in` has at most quantDecodeMaxRows() rows, is a CPU fp32 or bf16 matrix with unit
+/// column stride and w.cols columns, and the CPU runs the kernels.
+bool quantizedLinearApplies(const torch::Tensor &in, const QuantizedMatrix &w);
+
+/// in @ w^T (+ bias, of in's dtype) -> [rows, w.rows()] in in's dtype. Check
+/// quantizedLinearApplies() first.
+torch::Tensor quantizedLinear(const torch::Tensor &in, const QuantizedMatrix &w,
+                              const torch::Tensor &bias = {});
+
+/// acc [rows, w.rows()] (in's dtype, unit column stride) += in @ w^T.
+void quantizedLinearAdd(torch::Tensor &acc, const torch::Tensor &in, const QuantizedMatrix &w);
+
+} // namespace nnsc
+
+#endif // NNSC_RUNTIME_LAYERS_QUANTIZEDLINEAR_H

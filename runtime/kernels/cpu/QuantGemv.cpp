@@ -1,0 +1,88 @@
+//===- QuantGemv.cpp - Dispatch of the quantized GEMV -----------*- C++ -*-===//
+//
+// Compiled for the library's baseline: picks the kernels of the best instruction set the CPU
+// runs, once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "nnsc/Runtime/Kernels/QuantGemv.h"
+
+#include "QuantGemvIsa.h"
+
+#include <stdexcept>
+
+namespace nnsc::kernels {
+
+int64_t quantBlockBytes(QuantFormat format) {
+  switch (format) {
+  case QuantFormat::Q4_0:
+    return 18;
+  case QuantFormat::Q4_1:
+    return 20;
+  case QuantFormat::Q8_0:
+    return 34;
+  }
+  return 0;
+}
+
+const char *quantFormatName(QuantFormat format) {
+  switch (format) {
+  case QuantFormat::Q4_0:
+    return "Q4_0";
+  case QuantFormat::Q4_1:
+    return "Q4_1";
+  case QuantFormat::Q8_0:
+    return "Q8_0";
+  }
+  return "?";
+}
+
+bool quantIsaSupported(QuantIsa isa) {
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                           __builtin_cpu_supports("f16c");
+  static const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                             __builtin_cpu_supports("avx512bw") &&
+                             __builtin_cpu_supports("avx512vl");
+  return isa == QuantIsa::Avx2 ? avx2 : avx512;
+}
+
+QuantIsa quantBestIsa() {
+  static const QuantIsa best =
+      quantIsaSupported(QuantIsa::Avx512) ? QuantIsa::Avx512 : QuantIsa::Avx2;
+  return best;
+}
+
+namespace {
+
+template <typename T>
+void dispatch(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd, QuantIsa isa) {
+  if (!quantIsaSupported(isa))
+    throw std::invalid_argument("quantGemv: this CPU does not run the requested kernels");
+  if (a.cols % 32 != 0)
+    throw std::invalid_argument("quantGemv: cols must be a multiple of 32");
+  if (isa == QuantIsa::Avx512)
+    quantGemvAvx512(a, rowBegin, rowEnd);
+  else
+    quantGemvAvx2(a, rowBegin, rowEnd);
+}
+
+} // namespace
+
+void quantGemv(const QuantGemvArgs<float> &a, int64_t rowBegin, int64_t rowEnd) {
+  dispatch(a, rowBegin, rowEnd, quantBestIsa());
+}
+
+void quantGemv(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd) {
+  dispatch(a, rowBegin, rowEnd, quantBestIsa());
+}
+
+void quantGemv(const QuantGemvArgs<float> &a, int64_t rowBegin, int64_t rowEnd, QuantIsa isa) {
+  dispatch(a, rowBegin, rowEnd, isa);
+}
+
+void quantGemv(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd,
+               QuantIsa isa) {
+  dispatch(a, rowBegin, rowEnd, isa);
+}
+
+} // namespace nnsc::kernels

@@ -1,0 +1,65 @@
+//===- QuantGemvAvx2.cpp - The quantized GEMV on AVX2 + FMA -----*- C++ -*-===//
+//
+// The library's baseline instruction set (x86-64-v3): 8 fp32 lanes, 16 vector registers, so
+// 2 weight rows by 4 activation rows per block of accumulators, or 4 weight rows for a single
+// activation row (fastest of the shapes tried on the 2-core Zen 3, docs/Engine.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "QuantGemvIsa.h"
+#include "QuantGemvKernel.h"
+
+namespace nnsc::kernels {
+
+namespace {
+
+struct Avx2 {
+  using V = __m256;
+  static constexpr int W = 8;
+  static constexpr int SingleRowBlock = 4;
+  static constexpr int RowBlock = 2;
+  static constexpr int BatchBlock = 4;
+
+  static V zero() { return _mm256_setzero_ps(); }
+  static V set1(float v) { return _mm256_set1_ps(v); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V load(const float *p) { return _mm256_loadu_ps(p); }
+  static V load(const uint16_t *p) {
+    const __m256i wide =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+  static float reduce(V v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  /// The 8 bytes at `qs` widened to 32-bit lanes: their low nibbles as `lo`, high as `hi`.
+  static void q4(const uint8_t *qs, V &lo, V &hi) {
+    const __m256i v =
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(qs)));
+    lo = _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0x0f)));
+    hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
+  }
+  /// The 8 int8 quants at `q`.
+  static V q8(const int8_t *q) {
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(q))));
+  }
+};
+
+} // namespace
+
+void quantGemvAvx2(const QuantGemvArgs<float> &a, int64_t rowBegin, int64_t rowEnd) {
+  quantGemvOn<Avx2>(a, rowBegin, rowEnd);
+}
+
+void quantGemvAvx2(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd) {
+  quantGemvOn<Avx2>(a, rowBegin, rowEnd);
+}
+
+} // namespace nnsc::kernels

@@ -1,0 +1,185 @@
+//===- QuantGemvKernel.h - The quantized GEMV, over a vector ISA -*- C++ -*-===//
+//
+// Private to runtime/kernels/cpu: the one kernel body that QuantGemvAvx2.cpp and
+// QuantGemvAvx512.cpp instantiate with their vector type `Isa` (lanes, loads, FMA, the widening
+// of a block's quants). Everything here has internal linkage on purpose: each including file
+// is compiled for a different instruction set, and an inline function with external linkage
+// could be merged by the linker into the AVX-512 copy and then run on a CPU without AVX-512.
+// Those files are compiled with -ffp-contract=off so that d * q + m rounds twice, as
+// dequantizeQ4_1 does; the products with the activations are explicit FMAs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NNSC_RUNTIME_KERNELS_CPU_QUANTGEMVKERNEL_H
+#define NNSC_RUNTIME_KERNELS_CPU_QUANTGEMVKERNEL_H
+
+#include "nnsc/Runtime/Kernels/QuantGemv.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+
+namespace nnsc::kernels {
+namespace { // NOLINT: internal linkage per instruction set, see above
+
+constexpr int64_t BlockWeights = 32;
+
+template <QuantFormat F> constexpr int64_t blockBytes() {
+  return F == QuantFormat::Q4_0 ? 18 : F == QuantFormat::Q4_1 ? 20 : 34;
+}
+
+/// An fp16 scale at `p` (unaligned), widened exactly (F16C).
+inline float half(const uint8_t *p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof h);
+  return _cvtsh_ss(h);
+}
+
+inline float widen(float v) { return v; }
+inline float widen(uint16_t v) {
+  const uint32_t bits = uint32_t(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+inline void store(float *p, float v) { *p = v; }
+inline void store(uint16_t *p, float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  if (std::isnan(v))
+    *p = uint16_t((bits >> 16) | 0x40); // keep the sign, force a quiet NaN
+  else
+    *p = uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+}
+
+/// Weights [p W, p W + W) and [16 + p W, 16 + p W + W) of the block at `blk` (W lanes), as
+/// the exact fp32 weights: in the 4-bit formats byte i holds weight i (low nibble) and weight
+/// 16 + i (high nibble), so one widening of W bytes serves both.
+template <class Isa, QuantFormat F>
+inline void weights(const uint8_t *blk, int p, typename Isa::V d, typename Isa::V m,
+                    typename Isa::V &lo, typename Isa::V &hi) {
+  constexpr int W = Isa::W;
+  if constexpr (F == QuantFormat::Q8_0) {
+    const auto *q = reinterpret_cast<const int8_t *>(blk + 2);
+    lo = Isa::mul(d, Isa::q8(q + p * W));
+    hi = Isa::mul(d, Isa::q8(q + 16 + p * W));
+  } else {
+    typename Isa::V qlo, qhi;
+    Isa::q4(blk + (F == QuantFormat::Q4_1 ? 4 : 2) + p * W, qlo, qhi);
+    if constexpr (F == QuantFormat::Q4_0) {
+      lo = Isa::mul(d, Isa::sub(qlo, Isa::set1(8.0f)));
+      hi = Isa::mul(d, Isa::sub(qhi, Isa::set1(8.0f)));
+    } else {
+      lo = Isa::add(Isa::mul(d, qlo), m);
+      hi = Isa::add(Isa::mul(d, qhi), m);
+    }
+  }
+}
+
+/// Rows [r, r + RB) of W against activation rows [b, b + BB): each block's scales are read
+/// once per row and its quants once per row and lane group, for all BB activation rows.
+template <class Isa, QuantFormat F, int RB, int BB, typename T>
+void block(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
+  using V = typename Isa::V;
+  constexpr int W = Isa::W, Pairs = 16 / W;
+  constexpr int64_t Bytes = blockBytes<F>();
+  V acc[RB][BB];
+  for (int i = 0; i < RB; ++i)
+    for (int j = 0; j < BB; ++j)
+      acc[i][j] = Isa::zero();
+  const uint8_t *w = a.w + r * a.rowBytes;
+  const T *x = a.x + b * a.xStride;
+  const int64_t blocks = a.cols / BlockWeights;
+  for (int64_t k = 0; k < blocks; ++k) {
+    const uint8_t *blk = w + k * Bytes;
+    V d[RB], m[RB];
+    for (int i = 0; i < RB; ++i) {
+      d[i] = Isa::set1(half(blk + i * a.rowBytes));
+      m[i] = F == QuantFormat::Q4_1 ? Isa::set1(half(blk + i * a.rowBytes + 2)) : Isa::zero();
+    }
+    for (int p = 0; p < Pairs; ++p) {
+      V xlo[BB], xhi[BB];
+      for (int j = 0; j < BB; ++j) {
+        const T *xk = x + j * a.xStride + k * BlockWeights + p * W;
+        xlo[j] = Isa::load(xk);
+        xhi[j] = Isa::load(xk + 16);
+      }
+      for (int i = 0; i < RB; ++i) {
+        V lo, hi;
+        weights<Isa, F>(blk + i * a.rowBytes, p, d[i], m[i], lo, hi);
+        for (int j = 0; j < BB; ++j) {
+          acc[i][j] = Isa::fma(lo, xlo[j], acc[i][j]);
+          acc[i][j] = Isa::fma(hi, xhi[j], acc[i][j]);
+        }
+      }
+    }
+  }
+  for (int i = 0; i < RB; ++i) {
+    const float bias = a.bias ? widen(a.bias[r + i]) : 0.0f;
+    for (int j = 0; j < BB; ++j) {
+      T *out = a.y + (b + j) * a.yStride + r + i;
+      const float v = Isa::reduce(acc[i][j]) + bias;
+      store(out, a.accumulate ? widen(*out) + v : v);
+    }
+  }
+}
+
+template <class Isa, QuantFormat F, int RB, typename T>
+void rowBlock(const QuantGemvArgs<T> &a, int64_t r) {
+  constexpr int BB = Isa::BatchBlock;
+  int64_t b = 0;
+  for (; b + BB <= a.batch; b += BB)
+    block<Isa, F, RB, BB>(a, r, b);
+  switch (a.batch - b) {
+  case 3:
+    block<Isa, F, RB, 3>(a, r, b);
+    break;
+  case 2:
+    block<Isa, F, RB, 2>(a, r, b);
+    break;
+  case 1:
+    block<Isa, F, RB, 1>(a, r, b);
+    break;
+  default:
+    break;
+  }
+}
+
+template <class Isa, QuantFormat F, int RB, typename T>
+void gemvRows(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
+  int64_t r = rowBegin;
+  for (; r + RB <= rowEnd; r += RB)
+    rowBlock<Isa, F, RB>(a, r);
+  for (; r < rowEnd; ++r)
+    rowBlock<Isa, F, 1>(a, r);
+}
+
+/// A single activation row leaves registers for more weight rows.
+template <class Isa, QuantFormat F, typename T>
+void gemvRows(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
+  if (a.batch == 1)
+    gemvRows<Isa, F, Isa::SingleRowBlock>(a, rowBegin, rowEnd);
+  else
+    gemvRows<Isa, F, Isa::RowBlock>(a, rowBegin, rowEnd);
+}
+
+template <class Isa, typename T>
+void quantGemvOn(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
+  switch (a.format) {
+  case QuantFormat::Q4_0:
+    gemvRows<Isa, QuantFormat::Q4_0>(a, rowBegin, rowEnd);
+    break;
+  case QuantFormat::Q4_1:
+    gemvRows<Isa, QuantFormat::Q4_1>(a, rowBegin, rowEnd);
+    break;
+  case QuantFormat::Q8_0:
+    gemvRows<Isa, QuantFormat::Q8_0>(a, rowBegin, rowEnd);
+    break;
+  }
+}
+
+} // namespace
+} // namespace nnsc::kernels
+
+#endif // NNSC_RUNTIME_KERNELS_CPU_QUANTGEMVKERNEL_H

@@ -1,0 +1,139 @@
+//===- QuantizedLinear.cpp - Linears on a GGUF file's own blocks -*- C++ -*-===//
+
+#include "nnsc/Runtime/Layers/QuantizedLinear.h"
+
+#include "nnsc/Runtime/Kernels/ThreadPool.h"
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+namespace nnsc {
+
+namespace {
+
+/// Below this many weights a product is done before a second thread would wake up.
+constexpr int64_t MinParallelWeights = 64 * 1024;
+
+int64_t parseMaxRows(const char *value) {
+  if (!value || std::string(value) == "on" || std::string(value).empty())
+    return QuantDecodeDefaultMaxRows;
+  const std::string v(value);
+  if (v == "off")
+    return 0;
+  size_t used = 0;
+  long long n = -1;
+  try {
+    n = std::stoll(v, &used);
+  } catch (const std::exception &) {
+  }
+  if (used != v.size() || n < 0)
+    throw std::invalid_argument("NNSC_QUANT_DECODE must be on, off or a row count, got '" + v +
+                                "'");
+  return n;
+}
+
+template <typename T> void run(const kernels::QuantGemvArgs<T> &a) {
+  const int threads = a.rows * a.cols < MinParallelWeights ? 1 : at::get_num_threads();
+  if (threads <= 1) {
+    kernels::quantGemv(a, 0, a.rows);
+    return;
+  }
+  kernels::ThreadPool::shared(threads).parallel([&](int part, int parts) {
+    // Parts of whole 4-row blocks, so only the last part has a row tail.
+    const int64_t blocks = (a.rows + 3) / 4;
+    const int64_t begin = std::min(a.rows, blocks * part / parts * 4);
+    const int64_t end = std::min(a.rows, blocks * (part + 1) / parts * 4);
+    kernels::quantGemv(a, begin, end);
+  });
+}
+
+/// y (+)= in @ w^T (+ bias); y is [rows, w.rows()] with unit column stride.
+void product(const torch::Tensor &in, const QuantizedMatrix &w, const torch::Tensor &bias,
+             torch::Tensor &y, bool accumulate) {
+  auto fill = [&](auto &a, auto *type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    a.format = w.format;
+    a.w = w.blocks.data_ptr<uint8_t>();
+    a.rowBytes = w.blocks.stride(0);
+    a.x = static_cast<const T *>(in.data_ptr());
+    a.y = static_cast<T *>(y.data_ptr());
+    a.bias = bias.defined() ? static_cast<const T *>(bias.data_ptr()) : nullptr;
+    a.rows = w.rows();
+    a.cols = w.cols;
+    a.batch = in.size(0);
+    a.xStride = in.stride(0);
+    a.yStride = y.stride(0);
+    a.accumulate = accumulate;
+  };
+  if (in.scalar_type() == torch::kBFloat16) {
+    kernels::QuantGemvArgs<uint16_t> a;
+    fill(a, static_cast<uint16_t *>(nullptr));
+    run(a);
+  } else {
+    kernels::QuantGemvArgs<float> a;
+    fill(a, static_cast<float *>(nullptr));
+    run(a);
+  }
+}
+
+} // namespace
+
+int64_t quantDecodeMaxRows() {
+  static const int64_t rows = parseMaxRows(std::getenv("NNSC_QUANT_DECODE"));
+  return rows;
+}
+
+QuantizedMatrix QuantizedMatrix::narrowRows(int64_t begin, int64_t count) const {
+  QuantizedMatrix m = *this;
+  m.blocks = blocks.narrow(0, begin, count);
+  return m;
+}
+
+QuantizedMatrix QuantizedMatrix::cat(const std::vector<QuantizedMatrix> &parts) {
+  if (parts.empty())
+    return {};
+  std::vector<torch::Tensor> blocks;
+  for (const QuantizedMatrix &p : parts) {
+    if (!p.defined() || p.format != parts[0].format || p.cols != parts[0].cols)
+      return {};
+    blocks.push_back(p.blocks);
+  }
+  QuantizedMatrix m = parts[0];
+  m.blocks = torch::cat(blocks);
+  return m;
+}
+
+bool quantizedLinearApplies(const torch::Tensor &in, const QuantizedMatrix &w) {
+  static const bool supported = kernels::quantIsaSupported(kernels::QuantIsa::Avx2);
+  const auto type = in.scalar_type();
+  return supported && w.defined() && in.dim() == 2 && in.size(0) <= quantDecodeMaxRows() &&
+         in.size(1) == w.cols && (type == torch::kFloat32 || type == torch::kBFloat16) &&
+         in.stride(1) == 1 && in.device().is_cpu() && w.blocks.stride(1) == 1;
+}
+
+torch::Tensor quantizedLinear(const torch::Tensor &in, const QuantizedMatrix &w,
+                              const torch::Tensor &bias) {
+  TORCH_CHECK(quantizedLinearApplies(in, w), "quantizedLinear: input ", in.sizes(), " ",
+              in.scalar_type(), " cannot use the quantized weight [", w.rows(), ", ", w.cols,
+              "]");
+  TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == w.rows() &&
+                                  bias.scalar_type() == in.scalar_type() && bias.is_contiguous()),
+              "quantizedLinear: bias ", bias.sizes(), " does not match [", w.rows(), "]");
+  torch::Tensor y = torch::empty({in.size(0), w.rows()}, in.options());
+  product(in, w, bias, y, /*accumulate=*/false);
+  return y;
+}
+
+void quantizedLinearAdd(torch::Tensor &acc, const torch::Tensor &in, const QuantizedMatrix &w) {
+  TORCH_CHECK(quantizedLinearApplies(in, w), "quantizedLinearAdd: input ", in.sizes(), " ",
+              in.scalar_type(), " cannot use the quantized weight [", w.rows(), ", ", w.cols,
+              "]");
+  TORCH_CHECK(acc.dim() == 2 && acc.size(0) == in.size(0) && acc.size(1) == w.rows() &&
+                  acc.scalar_type() == in.scalar_type() && acc.stride(1) == 1,
+              "quantizedLinearAdd: accumulator ", acc.sizes(), " is not [", in.size(0), ", ",
+              w.rows(), "] of ", in.scalar_type(), " with unit column stride");
+  product(in, w, {}, acc, /*accumulate=*/true);
+}
+
+} // namespace nnsc

@@ -1,0 +1,295 @@
+//===- QuantGemvTest.cpp - Quantized GEMV vs dequantize-then-matmul -*- C++ -*-===//
+//
+// Every quantized GEMV kernel (each format, each instruction set this CPU runs, fp32 and bf16
+// activations) against LibTorch's float64 matmul of the loader's dequantized weights, on
+// random blocks and on the bundled GGUF file's own blocks. The bound is the worst case of an
+// fp32 sum of `cols` products (gamma_cols * sum |w x|), plus half a bf16 ulp for a bf16
+// output: a wrong weight, nibble order or scale is far outside it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "nnsc/Runtime/Kernels/Dequantize.h"
+#include "nnsc/Runtime/Kernels/QuantGemv.h"
+#include "nnsc/Runtime/Layers/Linear.h"
+#include "nnsc/Runtime/Layers/QuantizedLinear.h"
+#include "nnsc/Runtime/Models/GGUFWeights.h"
+#include "nnsc/Schema/ModelConfig.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+namespace {
+
+using nnsc::QuantizedMatrix;
+using nnsc::kernels::QuantFormat;
+using nnsc::kernels::QuantIsa;
+
+/// The loader's dequantization of `m` to fp32 [rows, cols].
+torch::Tensor dequantize(const QuantizedMatrix &m) {
+  torch::Tensor blocks = m.blocks.contiguous();
+  torch::Tensor out = torch::empty({m.rows(), m.cols}, torch::kFloat32);
+  const int64_t n = m.rows() * m.cols;
+  const uint8_t *src = blocks.data_ptr<uint8_t>();
+  float *dst = out.data_ptr<float>();
+  switch (m.format) {
+  case QuantFormat::Q4_0: nnsc::kernels::dequantizeQ4_0(src, dst, n); break;
+  case QuantFormat::Q4_1: nnsc::kernels::dequantizeQ4_1(src, dst, n); break;
+  case QuantFormat::Q8_0: nnsc::kernels::dequantizeQ8_0(src, dst, n); break;
+  }
+  return out;
+}
+
+/// Random blocks: quants uniform over all bytes, scales fp16 in [2^-8, 2^-7) and minimums
+/// in (-2^-6, 2^-7], roughly the range of a real model's.
+QuantizedMatrix randomMatrix(QuantFormat format, int64_t rows, int64_t cols) {
+  const int64_t bytes = nnsc::kernels::quantBlockBytes(format);
+  QuantizedMatrix m;
+  m.format = format;
+  m.cols = cols;
+  m.blocks = torch::randint(0, 256, {rows, cols / 32 * bytes}, torch::kUInt8);
+  uint8_t *p = m.blocks.data_ptr<uint8_t>();
+  for (int64_t b = 0; b < rows * cols / 32; ++b, p += bytes) {
+    const uint16_t d = uint16_t(0x1c00 + torch::randint(0, 0x400, {1}).item<int>());
+    std::memcpy(p, &d, 2);
+    if (format == QuantFormat::Q4_1) {
+      const uint16_t mn = uint16_t(0x9c00 + torch::randint(0, 0x400, {1}).item<int>());
+      std::memcpy(p + 2, &mn, 2);
+    }
+  }
+  return m;
+}
+
+/// Checks y (batch x rows, dtype of x) against x @ dequantize(w)^T (+ bias) (+ y0) in double.
+void expectClose(const torch::Tensor &got, const torch::Tensor &x, const QuantizedMatrix &w,
+                 const torch::Tensor &bias, const torch::Tensor &y0, const std::string &what) {
+  const torch::Tensor wd = dequantize(w).to(torch::kFloat64);
+  const torch::Tensor xd = x.to(torch::kFloat64);
+  torch::Tensor want = at::matmul(xd, wd.t());
+  torch::Tensor scale = at::matmul(xd.abs(), wd.abs().t());
+  if (bias.defined()) {
+    want = want + bias.to(torch::kFloat64);
+    scale = scale + bias.to(torch::kFloat64).abs();
+  }
+  if (y0.defined()) {
+    want = want + y0.to(torch::kFloat64);
+    scale = scale + y0.to(torch::kFloat64).abs();
+  }
+  const double n = double(w.cols + 2);
+  const double gamma = n * std::ldexp(1.0, -24) / (1 - n * std::ldexp(1.0, -24));
+  torch::Tensor bound = scale * gamma + 1e-30;
+  if (got.scalar_type() == torch::kBFloat16)
+    bound = bound + want.abs() * std::ldexp(1.0, -8) + scale * std::ldexp(1.0, -8) * gamma;
+  const torch::Tensor excess = (got.to(torch::kFloat64) - want).abs() - bound;
+  EXPECT_LE(excess.max().item<double>(), 0.0) << what;
+}
+
+std::vector<QuantIsa> supportedIsas() {
+  std::vector<QuantIsa> isas;
+  for (QuantIsa isa : {QuantIsa::Avx2, QuantIsa::Avx512})
+    if (nnsc::kernels::quantIsaSupported(isa))
+      isas.push_back(isa);
+  return isas;
+}
+
+const char *isaName(QuantIsa isa) { return isa == QuantIsa::Avx2 ? "avx2" : "avx512"; }
+
+/// Runs one kernel call directly (no threads), with `isa`.
+torch::Tensor runKernel(const torch::Tensor &x, const QuantizedMatrix &w, const torch::Tensor &bias,
+                        torch::Tensor y, bool accumulate, QuantIsa isa) {
+  auto fill = [&](auto &a, auto *type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    a.format = w.format;
+    a.w = w.blocks.data_ptr<uint8_t>();
+    a.rowBytes = w.blocks.stride(0);
+    a.x = static_cast<const T *>(x.data_ptr());
+    a.y = static_cast<T *>(y.data_ptr());
+    a.bias = bias.defined() ? static_cast<const T *>(bias.data_ptr()) : nullptr;
+    a.rows = w.rows();
+    a.cols = w.cols;
+    a.batch = x.size(0);
+    a.xStride = x.stride(0);
+    a.yStride = y.stride(0);
+    a.accumulate = accumulate;
+  };
+  if (x.scalar_type() == torch::kBFloat16) {
+    nnsc::kernels::QuantGemvArgs<uint16_t> a;
+    fill(a, static_cast<uint16_t *>(nullptr));
+    nnsc::kernels::quantGemv(a, 0, a.rows, isa);
+  } else {
+    nnsc::kernels::QuantGemvArgs<float> a;
+    fill(a, static_cast<float *>(nullptr));
+    nnsc::kernels::quantGemv(a, 0, a.rows, isa);
+  }
+  return y;
+}
+
+class QuantGemv : public ::testing::TestWithParam<std::tuple<QuantFormat, torch::ScalarType>> {
+protected:
+  void SetUp() override {
+    if (supportedIsas().empty())
+      GTEST_SKIP() << "no AVX2/FMA/F16C on this CPU";
+    torch::manual_seed(0);
+  }
+};
+
+TEST_P(QuantGemv, MatchesDequantizedMatmulOverShapes) {
+  const auto [format, dtype] = GetParam();
+  // Row counts off the 2- and 4-row blocks; one block, odd block counts, real widths;
+  // batches off the 2- and 4-row activation blocks.
+  for (QuantIsa isa : supportedIsas())
+    for (int64_t rows : {1, 3, 5, 6, 17})
+      for (int64_t cols : {32, 96, 224, 576})
+        for (int64_t batch : {1, 2, 3, 4, 5, 7, 9}) {
+          const QuantizedMatrix w = randomMatrix(format, rows, cols);
+          const torch::Tensor x = torch::randn({batch, cols}).to(dtype);
+          const torch::Tensor bias = torch::randn({rows}).to(dtype);
+          for (bool withBias : {false, true}) {
+            const torch::Tensor b = withBias ? bias : torch::Tensor();
+            torch::Tensor y = runKernel(x, w, b, torch::empty({batch, rows}, dtype), false, isa);
+            expectClose(y, x, w, b, {}, std::string(isaName(isa)) + " rows=" +
+                                           std::to_string(rows) + " cols=" +
+                                           std::to_string(cols) + " batch=" +
+                                           std::to_string(batch) + " bias=" +
+                                           std::to_string(withBias));
+          }
+        }
+}
+
+TEST_P(QuantGemv, AccumulatesIntoStridedRowsAndPartialRowRanges) {
+  const auto [format, dtype] = GetParam();
+  for (QuantIsa isa : supportedIsas())
+    for (int64_t batch : {1, 3, 6}) {
+      const QuantizedMatrix w = randomMatrix(format, 37, 160);
+      const torch::Tensor x = torch::randn({batch, 200}).to(dtype).narrow(1, 20, 160);
+      // The accumulator is a column slice of a wider buffer: rows 50 elements apart.
+      torch::Tensor buffer = torch::randn({batch, 50}).to(dtype);
+      const torch::Tensor original = buffer.clone();
+      torch::Tensor acc = buffer.narrow(1, 5, 37);
+      runKernel(x, w, {}, acc, /*accumulate=*/true, isa);
+      expectClose(acc, x, w, {}, original.narrow(1, 5, 37),
+                  std::string(isaName(isa)) + " accumulate batch=" + std::to_string(batch));
+      // Columns outside the slice are untouched.
+      EXPECT_TRUE(buffer.narrow(1, 0, 5).equal(original.narrow(1, 0, 5)));
+      EXPECT_TRUE(buffer.narrow(1, 42, 8).equal(original.narrow(1, 42, 8)));
+    }
+  // Row ranges as the thread pool splits them: each range writes its own outputs only.
+  const QuantizedMatrix w = randomMatrix(format, 23, 64);
+  const torch::Tensor x = torch::randn({2, 64}).to(dtype);
+  torch::Tensor y = torch::zeros({2, 23}, dtype);
+  nnsc::kernels::QuantGemvArgs<float> a;
+  if (dtype == torch::kFloat32) {
+    a.format = format;
+    a.w = w.blocks.data_ptr<uint8_t>();
+    a.rowBytes = w.blocks.stride(0);
+    a.x = x.data_ptr<float>();
+    a.y = y.data_ptr<float>();
+    a.rows = 23;
+    a.cols = 64;
+    a.batch = 2;
+    a.xStride = 64;
+    a.yStride = 23;
+    nnsc::kernels::quantGemv(a, 8, 13);
+    EXPECT_TRUE(y.narrow(1, 0, 8).eq(0).all().item<bool>());
+    EXPECT_TRUE(y.narrow(1, 13, 10).eq(0).all().item<bool>());
+    expectClose(y.narrow(1, 8, 5), x, w.narrowRows(8, 5), {}, {}, "rows [8, 13)");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Formats, QuantGemv,
+    ::testing::Combine(::testing::Values(QuantFormat::Q4_0, QuantFormat::Q4_1, QuantFormat::Q8_0),
+                       ::testing::Values(torch::kFloat32, torch::kBFloat16)),
+    [](const auto &info) {
+      return std::string(nnsc::kernels::quantFormatName(std::get<0>(info.param))) +
+             (std::get<1>(info.param) == torch::kFloat32 ? "_fp32" : "_bf16");
+    });
+
+TEST(QuantGemvErrors, RejectsColumnsOffTheBlock) {
+  nnsc::kernels::QuantGemvArgs<float> a;
+  a.cols = 40;
+  a.rows = 1;
+  a.batch = 1;
+  EXPECT_THROW(nnsc::kernels::quantGemv(a, 0, 1), std::invalid_argument);
+}
+
+TEST(QuantGemvErrors, QuantizedLinearNamesAMismatchedInput) {
+  if (supportedIsas().empty())
+    GTEST_SKIP() << "no AVX2/FMA/F16C on this CPU";
+  const QuantizedMatrix w = randomMatrix(QuantFormat::Q4_1, 8, 64);
+  EXPECT_FALSE(nnsc::quantizedLinearApplies(torch::randn({1, 96}), w));
+  try {
+    nnsc::quantizedLinear(torch::randn({1, 96}), w);
+    FAIL() << "no error";
+  } catch (const c10::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("cannot use the quantized weight [8, 64]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(QuantizedMatrix, CatAndNarrowRowsFollowTheWidenedRows) {
+  torch::manual_seed(1);
+  const QuantizedMatrix a = randomMatrix(QuantFormat::Q8_0, 5, 64);
+  const QuantizedMatrix b = randomMatrix(QuantFormat::Q8_0, 3, 64);
+  const QuantizedMatrix ab = QuantizedMatrix::cat({a, b});
+  ASSERT_TRUE(ab.defined());
+  EXPECT_TRUE(dequantize(ab).equal(torch::cat({dequantize(a), dequantize(b)})));
+  EXPECT_TRUE(dequantize(ab.narrowRows(5, 3)).equal(dequantize(b)));
+  // Fusing needs one format and one width.
+  EXPECT_FALSE(QuantizedMatrix::cat({a, randomMatrix(QuantFormat::Q4_1, 3, 64)}).defined());
+  EXPECT_FALSE(QuantizedMatrix::cat({a, randomMatrix(QuantFormat::Q8_0, 3, 96)}).defined());
+  EXPECT_FALSE(QuantizedMatrix::cat({a, QuantizedMatrix()}).defined());
+}
+
+/// The bundled model's own blocks (q/k rows unpermuted as the loader does) against its
+/// widened weights, through nnsc::linear as the decoder calls it: the quantized path up to
+/// the row limit, and the same values from the widened path above it.
+TEST(QuantGemvRealBlocks, BundledModelProjectionsMatchTheWidenedWeights) {
+  if (supportedIsas().empty())
+    GTEST_SKIP() << "no AVX2/FMA/F16C on this CPU";
+  const std::string path = NNSC_DEFAULT_MODEL;
+  ASSERT_TRUE(std::filesystem::exists(path)) << path << " is missing: run scripts/setup";
+  std::string error;
+  auto file = nnsc::gguf::GGUFFile::open(path, error);
+  ASSERT_TRUE(file) << error;
+  auto config = nnsc::schema::ModelConfig::fromGGUF(*file, error);
+  ASSERT_TRUE(config) << error;
+  nnsc::GGUFWeightSource source(*file, *config);
+  const int64_t h = config->hidden, q = config->heads * config->headDim,
+                kv = config->kvHeads * config->headDim, inter = config->intermediate;
+  const std::pair<std::string, std::vector<int64_t>> tensors[] = {
+      {"model.layers.0.self_attn.q_proj.weight", {q, h}},
+      {"model.layers.7.self_attn.k_proj.weight", {kv, h}},
+      {"model.layers.3.mlp.down_proj.weight", {h, inter}},
+      {"model.embed_tokens.weight", {config->vocab, h}},
+  };
+  torch::manual_seed(2);
+  int checked = 0;
+  for (const auto &[name, shape] : tensors) {
+    const QuantizedMatrix quant = source.getQuantized(name, shape);
+    if (!quant.defined())
+      continue; // a format the kernels do not read
+    ++checked;
+    // The embedding is large: its first 4099 rows (a tail off every row block) suffice.
+    const int64_t rows = std::min<int64_t>(shape[0], 4099);
+    const QuantizedMatrix w = quant.narrowRows(0, rows);
+    const torch::Tensor dense = source.get(name, shape, torch::kFloat32, false).narrow(0, 0, rows);
+    EXPECT_TRUE(dequantize(w).equal(dense)) << name << ": blocks and widened rows differ";
+    for (int64_t batch : {1, 2, 4, 7, 12}) {
+      const torch::Tensor x = torch::randn({batch, shape[1]});
+      if (batch <= nnsc::quantDecodeMaxRows())
+        EXPECT_TRUE(nnsc::quantizedLinearApplies(x, w));
+      for (QuantIsa isa : supportedIsas())
+        expectClose(runKernel(x, w, {}, torch::empty({batch, rows}), false, isa), x, w, {}, {},
+                    name + " " + isaName(isa) + " batch=" + std::to_string(batch));
+      expectClose(nnsc::linear(x, dense.contiguous(), {}, w), x, w, {}, {},
+                  name + " linear batch=" + std::to_string(batch));
+    }
+  }
+  EXPECT_GT(checked, 0) << "no Q4_0/Q4_1/Q8_0 projection in " << path;
+}
+
+} // namespace
