@@ -5,8 +5,8 @@
 // of a block's quants). Everything here has internal linkage on purpose: each including file
 // is compiled for a different instruction set, and an inline function with external linkage
 // could be merged by the linker into the AVX-512 copy and then run on a CPU without AVX-512.
-// Those files are compiled with -ffp-contract=off so that d * q + m rounds twice, as
-// dequantizeQ4_1 does; the products with the activations are explicit FMAs.
+// Those files are compiled with -ffp-contract=off so that d * q + m rounds twice in
+// exactBlock, as dequantizeQ4_1 does; the products with the activations are explicit FMAs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,10 +77,10 @@ inline void weights(const uint8_t *blk, int p, typename Isa::V d, typename Isa::
   }
 }
 
-/// Rows [r, r + RB) of W against activation rows [b, b + BB): each block's scales are read
-/// once per row and its quants once per row and lane group, for all BB activation rows.
+/// Rows [r, r + RB) of W against activation rows [b, b + BB), BB > 1: each weight is widened
+/// to exactly its dequantized fp32 value once, for all BB activation rows.
 template <class Isa, QuantFormat F, int RB, int BB, typename T>
-void block(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
+void exactBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
   using V = typename Isa::V;
   constexpr int W = Isa::W, Pairs = 16 / W;
   constexpr int64_t Bytes = blockBytes<F>();
@@ -123,6 +123,93 @@ void block(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
       store(out, a.accumulate ? widen(*out) + v : v);
     }
   }
+}
+
+/// The quants [p W, p W + W) and [16 + p W, 16 + p W + W) of the block at `blk` (W lanes)
+/// as exact fp32 integers: in the 4-bit formats byte i holds quant i (low nibble) and quant
+/// 16 + i (high nibble), so one widening of W bytes serves both.
+template <class Isa, QuantFormat F>
+inline void quants(const uint8_t *blk, int p, typename Isa::V &lo, typename Isa::V &hi) {
+  constexpr int W = Isa::W;
+  if constexpr (F == QuantFormat::Q8_0) {
+    const auto *q = reinterpret_cast<const int8_t *>(blk + 2);
+    lo = Isa::q8(q + p * W);
+    hi = Isa::q8(q + 16 + p * W);
+  } else {
+    Isa::q4(blk + (F == QuantFormat::Q4_1 ? 4 : 2) + p * W, lo, hi);
+  }
+}
+
+/// Rows [r, r + RB) of W against activation rows [b, b + BB). A block's weights are
+/// d * q + m (m = -8 d for Q4_0, 0 for Q8_0), so its dot product with x is
+/// d * sum(q x) + m * sum(x): the quants are multiplied as exact integers, the scales applied
+/// once per block, and sum(x) is shared by all RB weight rows. Fewer instructions per weight
+/// than exactBlock, but twice the accumulators: used for a single activation row.
+template <class Isa, QuantFormat F, int RB, int BB, typename T>
+void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
+  using V = typename Isa::V;
+  constexpr int W = Isa::W, Pairs = 16 / W;
+  constexpr int64_t Bytes = blockBytes<F>();
+  constexpr bool HasMin = F != QuantFormat::Q8_0;
+  V acc[RB][BB];
+  for (int i = 0; i < RB; ++i)
+    for (int j = 0; j < BB; ++j)
+      acc[i][j] = Isa::zero();
+  const uint8_t *w = a.w + r * a.rowBytes;
+  const T *x = a.x + b * a.xStride;
+  const int64_t blocks = a.cols / BlockWeights;
+  for (int64_t k = 0; k < blocks; ++k) {
+    const uint8_t *blk = w + k * Bytes;
+    V dot[RB][BB], xsum[BB];
+    for (int p = 0; p < Pairs; ++p) {
+      V xlo[BB], xhi[BB];
+      for (int j = 0; j < BB; ++j) {
+        const T *xk = x + j * a.xStride + k * BlockWeights + p * W;
+        xlo[j] = Isa::load(xk);
+        xhi[j] = Isa::load(xk + 16);
+        if constexpr (HasMin)
+          xsum[j] = p ? Isa::add(xsum[j], Isa::add(xlo[j], xhi[j])) : Isa::add(xlo[j], xhi[j]);
+      }
+      for (int i = 0; i < RB; ++i) {
+        V lo, hi;
+        quants<Isa, F>(blk + i * a.rowBytes, p, lo, hi);
+        for (int j = 0; j < BB; ++j) {
+          dot[i][j] = p ? Isa::fma(lo, xlo[j], dot[i][j]) : Isa::mul(lo, xlo[j]);
+          dot[i][j] = Isa::fma(hi, xhi[j], dot[i][j]);
+        }
+      }
+    }
+    for (int i = 0; i < RB; ++i) {
+      const float d = half(blk + i * a.rowBytes);
+      const V dv = Isa::set1(d);
+      V mv;
+      if constexpr (F == QuantFormat::Q4_1)
+        mv = Isa::set1(half(blk + i * a.rowBytes + 2));
+      else if constexpr (F == QuantFormat::Q4_0)
+        mv = Isa::set1(-8.0f * d);
+      for (int j = 0; j < BB; ++j) {
+        acc[i][j] = Isa::fma(dv, dot[i][j], acc[i][j]);
+        if constexpr (HasMin)
+          acc[i][j] = Isa::fma(mv, xsum[j], acc[i][j]);
+      }
+    }
+  }
+  for (int i = 0; i < RB; ++i) {
+    const float bias = a.bias ? widen(a.bias[r + i]) : 0.0f;
+    for (int j = 0; j < BB; ++j) {
+      T *out = a.y + (b + j) * a.yStride + r + i;
+      const float v = Isa::reduce(acc[i][j]) + bias;
+      store(out, a.accumulate ? widen(*out) + v : v);
+    }
+  }
+}
+
+template <class Isa, QuantFormat F, int RB, int BB, typename T>
+void block(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
+  if constexpr (BB == 1)
+    factoredBlock<Isa, F, RB, BB>(a, r, b);
+  else
+    exactBlock<Isa, F, RB, BB>(a, r, b);
 }
 
 template <class Isa, QuantFormat F, int RB, typename T>

@@ -3,8 +3,9 @@
 // Every quantized GEMV kernel (each format, each instruction set this CPU runs, fp32 and bf16
 // activations) against LibTorch's float64 matmul of the loader's dequantized weights, on
 // random blocks and on the bundled GGUF file's own blocks. The bound is the worst case of an
-// fp32 sum of `cols` products (gamma_cols * sum |w x|), plus half a bf16 ulp for a bf16
-// output: a wrong weight, nibble order or scale is far outside it.
+// fp32 sum of `cols` products, gamma_cols * sum (|w| + 2 |m|) |x| (m the block's minimum,
+// -8 d for Q4_0: the single-row kernels sum d * q x and m * x separately), plus half a bf16
+// ulp for a bf16 output: a wrong weight, nibble order or scale is far outside it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +43,25 @@ torch::Tensor dequantize(const QuantizedMatrix &m) {
   return out;
 }
 
+/// |m| of each weight's block [rows, cols]: the Q4_1 minimum, 8 |d| for Q4_0, 0 for Q8_0.
+torch::Tensor minimumMagnitudes(const QuantizedMatrix &m) {
+  torch::Tensor out = torch::zeros({m.rows(), m.cols}, torch::kFloat64);
+  if (m.format == QuantFormat::Q8_0)
+    return out;
+  const int64_t bytes = nnsc::kernels::quantBlockBytes(m.format);
+  torch::Tensor blocks = m.blocks.contiguous();
+  for (int64_t r = 0; r < m.rows(); ++r)
+    for (int64_t k = 0; k < m.cols / 32; ++k) {
+      const uint8_t *p = blocks.data_ptr<uint8_t>() + r * blocks.stride(0) + k * bytes;
+      uint16_t h;
+      std::memcpy(&h, m.format == QuantFormat::Q4_1 ? p + 2 : p, 2);
+      const float v = nnsc::kernels::halfToFloat(h);
+      out[r].narrow(0, k * 32, 32).fill_(std::abs(double(v)) *
+                                         (m.format == QuantFormat::Q4_0 ? 8 : 1));
+    }
+  return out;
+}
+
 /// Random blocks: quants uniform over all bytes, scales fp16 in [2^-8, 2^-7) and minimums
 /// in (-2^-6, 2^-7], roughly the range of a real model's.
 QuantizedMatrix randomMatrix(QuantFormat format, int64_t rows, int64_t cols) {
@@ -68,7 +88,7 @@ void expectClose(const torch::Tensor &got, const torch::Tensor &x, const Quantiz
   const torch::Tensor wd = dequantize(w).to(torch::kFloat64);
   const torch::Tensor xd = x.to(torch::kFloat64);
   torch::Tensor want = at::matmul(xd, wd.t());
-  torch::Tensor scale = at::matmul(xd.abs(), wd.abs().t());
+  torch::Tensor scale = at::matmul(xd.abs(), (wd.abs() + 2 * minimumMagnitudes(w)).t());
   if (bias.defined()) {
     want = want + bias.to(torch::kFloat64);
     scale = scale + bias.to(torch::kFloat64).abs();

@@ -2,12 +2,16 @@
 //
 // Decode reads every weight once per token, so its speed is the number of weight bytes it
 // streams. These kernels read the GGUF file's own blocks (Q4_0, Q4_1, Q8_0: 32 weights along
-// the input dimension per block) and widen each weight in registers to exactly the fp32 value
-// dequantize*() produces (d * q, or d * q + m rounded twice, no fused multiply-add). The
-// activations are never quantized: each product is an fp32 (or exactly widened bf16)
-// activation times that weight, accumulated in fp32 with FMAs, so the result is the fp32
-// product with the dequantized weights up to summation order. A bf16 output is rounded once,
-// to nearest even.
+// the input dimension per block) and widen them in registers. The activations are never
+// quantized: products are of fp32 (or exactly widened bf16) activations and accumulate in
+// fp32 with FMAs. For two or more activation rows each weight widens to exactly the fp32
+// value dequantize*() produces (d * q, or d * q + m rounded twice, no fused multiply-add),
+// once for all rows, so the result is the fp32 product with the dequantized weights up to
+// summation order. For a single row (batch-1 decode) a block's dot product is computed as
+// d * sum(q x) + m * sum(x) (m = -8 d for Q4_0): the quants are exact integers and each scale
+// is applied once per block instead of once per weight, the same sum rounded differently
+// (within gamma_n * sum(|w| + 2 |m|) |x|, see the tests). A bf16 output is rounded once, to
+// nearest even.
 //
 // Two instruction sets, picked at run time: AVX-512 (F, BW) where the CPU has it, else AVX2 +
 // FMA + F16C, the library's baseline (x86-64-v3).
