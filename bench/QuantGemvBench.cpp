@@ -1,0 +1,115 @@
+//===- QuantGemvBench.cpp - Quantized GEMV vs the widened weights per batch -*- C++ -*-===//
+//
+// Where the quantized decode path stops paying: for each batch of M activation rows, the time
+// of one decoder layer's four products plus lm_head on the model file's own blocks
+// (quantizedLinear) against the same products on the widened fp32 or bf16 weights
+// (nnsc::linear: the AVX-512 GEMV kernels where the CPU has them up to GemvMaxRows rows,
+// oneDNN with packed weights otherwise), measured alternately so both see the same machine
+// state. Each cell is the best of --repeat rounds; a round runs the products until 50 ms have
+// passed. Also prints GB/s of blocks read at M = 1.
+//
+//   nnsc-bench-quant-gemv MODEL.gguf [--threads N] [--repeat R] [--dtype fp32|bf16]
+//
+//===----------------------------------------------------------------------===//
+
+#include "nnsc/Runtime/Layers/Linear.h"
+#include "nnsc/Runtime/Layers/OneDnnLinear.h"
+#include "nnsc/Runtime/Models/ModelWeights.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+
+namespace {
+
+double secondsPerCall(const std::function<void()> &f) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  int calls = 0;
+  double elapsed = 0;
+  do {
+    f();
+    ++calls;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  } while (elapsed < 0.05);
+  return elapsed / calls;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: nnsc-bench-quant-gemv MODEL.gguf [--threads N] [--repeat R] "
+                         "[--dtype fp32|bf16]\n");
+    return 2;
+  }
+  const std::string model = argv[1];
+  int threads = 2, repeat = 5;
+  torch::ScalarType dtype = torch::kFloat32;
+  for (int i = 2; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc)
+      threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc)
+      repeat = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--dtype") && i + 1 < argc)
+      dtype = std::strcmp(argv[++i], "bf16") ? torch::kFloat32 : torch::kBFloat16;
+    else {
+      std::fprintf(stderr, "nnsc-bench-quant-gemv: unknown argument '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  // Every batch size here runs the quantized kernels, whatever the engine's crossover.
+  setenv("NNSC_QUANT_DECODE", "1024", 1);
+  at::set_num_threads(threads);
+  c10::InferenceMode guard;
+  nnsc::ModelWeights w = nnsc::ModelWeights::load(model, dtype, {}, /*keepQuantized=*/true);
+  const nnsc::LayerWeights &l = w.layers[0];
+  struct Product {
+    const char *name;
+    torch::Tensor dense;
+    nnsc::QuantizedMatrix quant;
+  };
+  const Product products[] = {{"qkv", l.qkv, l.qkvQuant},
+                              {"o", l.o, l.oQuant},
+                              {"gate_up", l.gateUp, l.gateUpQuant},
+                              {"down", l.down, l.downQuant},
+                              {"lm_head", w.lmHead, w.lmHeadQuant}};
+  for (const Product &p : products) {
+    if (!p.quant.defined()) {
+      std::fprintf(stderr, "nnsc-bench-quant-gemv: %s has no quantized blocks\n", p.name);
+      return 1;
+    }
+    nnsc::oneDnnPack(p.dense);
+  }
+  std::printf("threads %d, %s, best of %d; ms for the layer's 4 products + lm_head\n", threads,
+              dtype == torch::kFloat32 ? "fp32" : "bf16", repeat);
+  std::printf("%4s %12s %12s %8s\n", "M", "quantized", "widened", "ratio");
+  for (int64_t m : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32}) {
+    std::vector<torch::Tensor> inputs;
+    for (const Product &p : products)
+      inputs.push_back(torch::randn({m, p.dense.size(1)}).to(dtype));
+    double best[2] = {1e30, 1e30};
+    for (int r = 0; r < repeat; ++r)
+      for (int quant = 1; quant >= 0; --quant) {
+        const double s = secondsPerCall([&] {
+          for (size_t i = 0; i < std::size(products); ++i)
+            if (quant)
+              nnsc::quantizedLinear(inputs[i], products[i].quant);
+            else
+              nnsc::linear(inputs[i], products[i].dense);
+        });
+        best[quant] = std::min(best[quant], s);
+      }
+    std::printf("%4ld %12.3f %12.3f %8.2f\n", long(m), best[1] * 1e3, best[0] * 1e3,
+                best[0] / best[1]);
+    if (m == 1) {
+      int64_t bytes = 0;
+      for (const Product &p : products)
+        bytes += p.quant.bytes();
+      std::printf("     M=1 quantized: %.2f GB/s of blocks\n", double(bytes) / best[1] / 1e9);
+    }
+  }
+  return 0;
+}
