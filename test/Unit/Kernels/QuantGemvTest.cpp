@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -49,15 +50,16 @@ torch::Tensor minimumMagnitudes(const QuantizedMatrix &m) {
   if (m.format == QuantFormat::Q8_0)
     return out;
   const int64_t bytes = nnsc::kernels::quantBlockBytes(m.format);
-  torch::Tensor blocks = m.blocks.contiguous();
+  const torch::Tensor blocks = m.blocks.contiguous();
+  double *o = out.data_ptr<double>();
   for (int64_t r = 0; r < m.rows(); ++r)
     for (int64_t k = 0; k < m.cols / 32; ++k) {
       const uint8_t *p = blocks.data_ptr<uint8_t>() + r * blocks.stride(0) + k * bytes;
       uint16_t h;
       std::memcpy(&h, m.format == QuantFormat::Q4_1 ? p + 2 : p, 2);
-      const float v = nnsc::kernels::halfToFloat(h);
-      out[r].narrow(0, k * 32, 32).fill_(std::abs(double(v)) *
-                                         (m.format == QuantFormat::Q4_0 ? 8 : 1));
+      const double v = std::abs(double(nnsc::kernels::halfToFloat(h))) *
+                       (m.format == QuantFormat::Q4_0 ? 8 : 1);
+      std::fill(o + r * m.cols + k * 32, o + r * m.cols + k * 32 + 32, v);
     }
   return out;
 }
