@@ -13,8 +13,9 @@
 // (within gamma_n * sum(|w| + 2 |m|) |x|, see the tests). A bf16 output is rounded once, to
 // nearest even.
 //
-// Two instruction sets, picked at run time: AVX-512 (F, BW) where the CPU has it, else AVX2 +
-// FMA + F16C, the library's baseline (x86-64-v3).
+// Two instruction sets, picked at run time: AVX2 + FMA + F16C, the library's baseline
+// (x86-64-v3); AVX-512 (F, BW) only where the CPU has it and NNSC_QUANT_AVX512=1 asks for it
+// (that variant has not yet run on an AVX-512 CPU).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,7 +38,7 @@ const char *quantFormatName(QuantFormat format);
 /// The instruction sets of the kernels.
 enum class QuantIsa { Avx2, Avx512 };
 
-/// Whether this CPU runs the kernels of `isa`.
+/// Whether this CPU runs the kernels of `isa` (AVX-512: only with NNSC_QUANT_AVX512=1).
 bool quantIsaSupported(QuantIsa isa);
 
 /// The best instruction set this CPU runs (what quantGemv() uses).
