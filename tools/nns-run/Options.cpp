@@ -89,43 +89,13 @@ std::vector<int32_t> parseIds(const std::string &text) {
 }
 
 void readJsonl(const std::string &path, std::vector<Prompt> &prompts) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in)
     fail("cannot read '" + path + "'");
-  std::string line;
-  for (int lineNo = 1; std::getline(in, line); ++lineNo) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos)
-      continue;
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    std::string where = path + ":" + std::to_string(lineNo) + ": ";
-    if (j.is_discarded() || !j.is_object())
-      fail(where + "not a JSON object");
-    Prompt p;
-    if (j.contains("prompt") && j["prompt"].is_string()) {
-      p.text = j["prompt"].get<std::string>();
-    } else if (j.contains("ids") && j["ids"].is_array()) {
-      for (const auto &id : j["ids"]) {
-        if (!id.is_number_integer() || id.get<int64_t>() < 0)
-          fail(where + "'ids' must hold non-negative integers");
-        p.ids.push_back(id.get<int32_t>());
-      }
-      if (p.ids.empty())
-        fail(where + "'ids' is empty");
-    } else {
-      fail(where + "needs a string 'prompt' or an array 'ids'");
-    }
-    if (j.contains("max_tokens")) {
-      if (!j["max_tokens"].is_number_integer())
-        fail(where + "'max_tokens' must be an integer");
-      p.maxTokens = j["max_tokens"].get<int64_t>();
-    }
-    if (j.contains("bundle")) {
-      if (!j["bundle"].is_boolean())
-        fail(where + "'bundle' must be true or false");
-      p.bundled = j["bundle"].get<bool>();
-    }
-    prompts.push_back(std::move(p));
-  }
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string error;
+  if (!parsePromptsText(text, path, prompts, error))
+    fail(error);
 }
 
 } // namespace
@@ -154,7 +124,8 @@ Options parseOptions(int argc, char **argv) {
     };
     auto integer = [&]() -> int64_t {
       double d = number();
-      if (d != double(int64_t(d)))
+      // Range first: converting a double outside int64_t's range is undefined behaviour.
+      if (!(d >= -9.2e18 && d <= 9.2e18) || d != double(int64_t(d)))
         fail(arg + " needs an integer");
       return int64_t(d);
     };

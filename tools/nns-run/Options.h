@@ -10,20 +10,13 @@
 #include "nnsc/Runtime/Engine/SamplingParams.h"
 #include "nnsc/Runtime/Engine/Scheduler.h"
 
+#include "PromptsFile.h"
+
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace nnsrun {
-
-struct Prompt {
-  std::optional<std::string> text;
-  std::vector<int32_t> ids;
-  /// A per-request --max-tokens from the prompts file.
-  std::optional<int64_t> maxTokens;
-  /// False for a request that runs without the bundle ("bundle": false in the prompts file).
-  bool bundled = true;
-};
 
 struct Options {
   std::string model = NNSC_DEFAULT_MODEL;

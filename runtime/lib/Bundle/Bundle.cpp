@@ -37,6 +37,14 @@ size_t dtypeBytes(nnsc_dtype dtype) {
   return 0;
 }
 
+std::string describeType(nnsc_dtype dtype, const std::vector<int64_t> &shape) {
+  std::string s = std::string(dtypeName(dtype)) + "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") +
+         (shape[i] == NNSC_DIM_TOKENS ? std::string("T") : std::to_string(shape[i]));
+  return s + "]";
+}
+
 const BundleSite *BundleTrace::findSite(int32_t site) const {
   for (const BundleSite &entry : sites)
     if (entry.site == site)

@@ -3,6 +3,7 @@
 #include "nnsc/Runtime/Bundle/BundleParams.h"
 
 #include "nnsc/Runtime/Bundle/BundleRequest.h"
+#include "nnsc/Runtime/Bundle/ParamText.h"
 #include "nnsc/Runtime/Models/SafetensorsFile.h"
 
 #include <cstring>
@@ -11,13 +12,6 @@
 namespace nnsc {
 
 namespace {
-
-int64_t numElements(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
 
 std::optional<torch::ScalarType> safetensorsDtype(const std::string &dtype) {
   static const std::map<std::string, torch::ScalarType> types = {
@@ -74,50 +68,13 @@ std::optional<torch::Tensor> fromFile(const BundleParam &p, const std::string &s
   return t.to(toTorchDtype(p.dtype), false, true);
 }
 
-/// VALUE given inline: one number per element, comma separated.
+/// VALUE given inline (ParamText.h).
 std::optional<torch::Tensor> fromText(const BundleParam &p, const std::string &text,
                                       std::string &error) {
-  std::vector<double> values;
-  size_t pos = 0;
-  while (true) {
-    size_t end = text.find(',', pos);
-    std::string item = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (p.dtype == NNSC_DTYPE_BOOL && (item == "true" || item == "false")) {
-      values.push_back(item == "true" ? 1 : 0);
-    } else {
-      size_t used = 0;
-      double v = 0;
-      try {
-        v = std::stod(item, &used);
-      } catch (const std::exception &) {
-        used = 0;
-      }
-      bool integral = p.dtype == NNSC_DTYPE_I64 || p.dtype == NNSC_DTYPE_BOOL;
-      if (item.empty() || used != item.size() || (integral && v != double(int64_t(v))) ||
-          (p.dtype == NNSC_DTYPE_BOOL && v != 0 && v != 1)) {
-        error = "param '" + p.name + "' is " + describeType(p.dtype, p.shape) + ": '" + item +
-                "' is not " +
-                (p.dtype == NNSC_DTYPE_BOOL ? "true or false"
-                 : integral                 ? "an integer"
-                                            : "a number");
-        return std::nullopt;
-      }
-      values.push_back(v);
-    }
-    if (end == std::string::npos)
-      break;
-    pos = end + 1;
-  }
-  int64_t n = numElements(p.shape);
-  if (int64_t(values.size()) != n) {
-    error = "param '" + p.name + "' is " + describeType(p.dtype, p.shape) + " and needs " +
-            std::to_string(n) + " value" + (n == 1 ? "" : "s") + ", got " +
-            std::to_string(values.size());
+  std::optional<std::vector<double>> values = parseParamText(p, text, error);
+  if (!values)
     return std::nullopt;
-  }
-  return torch::tensor(values, torch::kFloat64).reshape(p.shape).to(toTorchDtype(p.dtype));
+  return torch::tensor(*values, torch::kFloat64).reshape(p.shape).to(toTorchDtype(p.dtype));
 }
 
 /// The param of `trace` named `name`, or null with `error` listing the trace's params.

@@ -37,14 +37,6 @@ std::optional<nnsc_dtype> toABIDtype(torch::ScalarType dtype) {
   }
 }
 
-std::string describeType(nnsc_dtype dtype, const std::vector<int64_t> &shape) {
-  std::string s = std::string(dtypeName(dtype)) + "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") +
-         (shape[i] == NNSC_DIM_TOKENS ? std::string("T") : std::to_string(shape[i]));
-  return s + "]";
-}
-
 nnsc_tensor viewOf(const torch::Tensor &t) {
   nnsc_tensor v{};
   v.data = t.data_ptr();

@@ -23,6 +23,8 @@ namespace nnsc {
 const char *dtypeName(nnsc_dtype dtype);
 /// Bytes per element (0 for a value outside the enum).
 size_t dtypeBytes(nnsc_dtype dtype);
+/// "f32[576]", "i64[]", "f32[T, 576]".
+std::string describeType(nnsc_dtype dtype, const std::vector<int64_t> &shape);
 
 struct BundleParam {
   std::string name;

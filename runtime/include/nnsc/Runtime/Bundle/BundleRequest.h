@@ -78,8 +78,6 @@ private:
 /// The torch dtype of an ABI dtype and back (nullopt for dtypes the ABI has no name for).
 torch::ScalarType toTorchDtype(nnsc_dtype dtype);
 std::optional<nnsc_dtype> toABIDtype(torch::ScalarType dtype);
-/// "f32[576]", "i64[]", "f32[T, 576]".
-std::string describeType(nnsc_dtype dtype, const std::vector<int64_t> &shape);
 
 /// The nnsc_tensor view of a CPU tensor of rank <= NNSC_MAX_RANK (strides in elements).
 nnsc_tensor viewOf(const torch::Tensor &t);
