@@ -4,6 +4,8 @@
 
 #include "mlir/IR/Diagnostics.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 namespace nnsc {
@@ -12,6 +14,10 @@ namespace {
 /// The most copies one loop may make: far beyond any model's layer count, small enough that a
 /// typo like `0..100000000` is an error rather than an out-of-memory.
 constexpr int64_t kMaxIterations = 4096;
+/// The most statements all unrolled loops of a trace may produce together: nested loops
+/// multiply (three nested 0..4096 loops would be 2^36 copies), so each loop's limit alone does
+/// not bound the work.
+constexpr int64_t kMaxUnrolledStatements = 65536;
 
 /// Deep copies with one loop variable replaced by a literal; every copied statement gets the
 /// loop's suffix (which already includes those of enclosing unrolled loops).
@@ -147,23 +153,25 @@ std::optional<int64_t> constantBound(const ast::Expr *e) {
   return std::nullopt;
 }
 
-} // namespace
-
-LogicalResult unrollRangeLoops(ast::Block &block) {
+/// unrollRangeLoops with the statements still allowed to be made (`budget`); false once it is
+/// spent (reported once, at the loop that spent it).
+LogicalResult unroll(ast::Block &block, int64_t &budget) {
   bool ok = true;
   std::vector<ast::StmtPtr> result;
   for (ast::StmtPtr &s : block.stmts) {
+    if (budget < 0)
+      return failure();
     if (auto *i = dyn_cast<ast::IfStmt>(s.get())) {
-      ok &= succeeded(unrollRangeLoops(i->thenBlock));
+      ok &= succeeded(unroll(i->thenBlock, budget));
       if (i->elseBlock)
-        ok &= succeeded(unrollRangeLoops(*i->elseBlock));
+        ok &= succeeded(unroll(*i->elseBlock, budget));
     } else if (auto *inv = dyn_cast<ast::InvokeStmt>(s.get())) {
-      ok &= succeeded(unrollRangeLoops(inv->body));
+      ok &= succeeded(unroll(inv->body, budget));
     }
     auto *f = dyn_cast<ast::ForStmt>(s.get());
     if (!f || !f->isRange()) {
       if (f)
-        ok &= succeeded(unrollRangeLoops(f->body));
+        ok &= succeeded(unroll(f->body, budget));
       result.push_back(std::move(s));
       continue;
     }
@@ -174,10 +182,11 @@ LogicalResult unrollRangeLoops(ast::Block &block) {
       ok = false;
       continue;
     }
-    if (*hi - *lo > kMaxIterations) {
+    // Bounds may be anywhere in int64_t: compare before subtracting (no overflow).
+    if (*hi > *lo && (*lo < 0 ? *hi > *lo + kMaxIterations : *hi - *lo > kMaxIterations)) {
       emitError(f->loc()) << "loop 'for " << f->var << " in " << *lo << ".." << *hi
-                          << "' unrolls to " << *hi - *lo << " copies; at most " << kMaxIterations
-                          << " are allowed";
+                          << "' unrolls to " << (uint64_t(*hi) - uint64_t(*lo))
+                          << " copies; at most " << kMaxIterations << " are allowed";
       ok = false;
       continue;
     }
@@ -185,13 +194,31 @@ LogicalResult unrollRangeLoops(ast::Block &block) {
       Cloner cloner(f->var, i, f->unrollSuffix + "." + std::to_string(i));
       ast::Block copy = cloner.block(f->body);
       // Loops nested in the copy see the substituted value in their bounds.
-      ok &= succeeded(unrollRangeLoops(copy));
+      const int64_t before = budget;
+      ok &= succeeded(unroll(copy, budget));
+      if (budget < 0)
+        return failure(); // reported by the nested loop that spent it
+      // Statements of nested loops were charged by those loops; charge the rest of the copy.
+      budget -= std::max<int64_t>(int64_t(copy.stmts.size()) - (before - budget), 0);
+      if (budget < 0) {
+        emitError(f->loc()) << "loop 'for " << f->var << " in " << *lo << ".." << *hi
+                            << "' makes the trace more than " << kMaxUnrolledStatements
+                            << " statements long once unrolled (nested loops multiply)";
+        return failure();
+      }
       for (ast::StmtPtr &c : copy.stmts)
         result.push_back(std::move(c));
     }
   }
   block.stmts = std::move(result);
   return success(ok);
+}
+
+} // namespace
+
+LogicalResult unrollRangeLoops(ast::Block &block) {
+  int64_t budget = kMaxUnrolledStatements;
+  return unroll(block, budget);
 }
 
 } // namespace nnsc

@@ -11,7 +11,8 @@ namespace nnsc {
 
 /// Replaces every `for i in a..b { body }` in `block` (nested ones too) by b - a copies of the
 /// body with `i` replaced by the integer literal of each iteration. Copies carry ".<i>" in
-/// their unroll suffix so that saves inside stay distinct. Reports non-constant bounds.
+/// their unroll suffix so that saves inside stay distinct. Reports non-constant bounds, a loop
+/// of more than 4096 copies and a trace of more than 65536 statements once unrolled.
 mlir::LogicalResult unrollRangeLoops(ast::Block &block);
 
 } // namespace nnsc

@@ -20,9 +20,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <unistd.h>
 
 using namespace nnsc;
 using namespace nnsrun;
@@ -50,24 +52,28 @@ int main(int argc, char **argv) {
 
   auto loadStart = Clock::now();
   LoadedModel loaded;
+  // Progress on one rewritten line at a terminal; a log or a pipe gets one final line only.
+  const bool progress = !o.quiet && isatty(2);
   try {
     loaded = loadModel({o.model, o.dtype, o.device, [&](int64_t done, int64_t total) {
-                          if (!o.quiet)
+                          if (progress)
                             std::cerr << "\rloading " << o.model << ": " << done << "/" << total
                                       << std::flush;
                         }});
   } catch (const BackendError &e) {
-    if (!o.quiet)
+    if (progress)
       std::cerr << "\n";
     fail("--device " + o.device + ": " + e.what());
   } catch (const std::exception &e) {
-    if (!o.quiet)
+    if (progress)
       std::cerr << "\n";
     fail(e.what());
   }
   std::shared_ptr<ModelBackend> backend = loaded.backend;
-  if (!o.quiet)
+  if (progress)
     std::cerr << " (" << seconds(loadStart, Clock::now()) << " s)\n";
+  else if (!o.quiet)
+    std::cerr << "loaded " << o.model << " in " << seconds(loadStart, Clock::now()) << " s\n";
   if ((!o.traceFile.empty() || !o.bundle.empty() || !o.editFile.empty()) &&
       !backend->capabilities().bundleKernels)
     fail("--device " + o.device +
@@ -258,17 +264,28 @@ int main(int argc, char **argv) {
   }
   int failed = bound ? writeResults(o.saveDir, o.prompts, results, bound.get(), tok.get()) : 0;
   failed += reportEditErrors(edit.get());
-  if (!o.quiet)
+  if (!o.quiet) {
     std::cerr << "requests " << results.size() << ", prompt tokens " << promptTokens
-              << ", generated " << generated << " in " << elapsed
-              << " s: " << (elapsed > 0 ? double(generated) / elapsed : 0.0) << " tok/s"
-              << ", preemptions " << engine->getScheduler().numPreemptions()
+              << ", generated " << generated << " in " << elapsed << " s";
+    // Rates only for what was measured: a run that generated nothing (every request stopped
+    // in its prefill, e.g. a probe) has no throughput, and no decode rate without a second
+    // token.
+    int64_t afterFirst = 0;
+    for (const RequestResult &r : results)
+      afterFirst += std::max<int64_t>(int64_t(r.completionTokens.size()) - 1, 0);
+    if (generated == 0 || !firstToken)
+      std::cerr << ": no tokens generated";
+    else
+      std::cerr << ": " << double(generated) / elapsed << " tok/s";
+    std::cerr << ", preemptions " << engine->getScheduler().numPreemptions()
               << ", prefix cache hit tokens "
-              << engine->getScheduler().blockManager().numHitTokens() << "\n"
-              << "first token after " << firstToken.value_or(0.0) << " s, then "
-              << (elapsed > firstToken.value_or(0.0) ? double(generated - int64_t(results.size())) /
-                                                           (elapsed - firstToken.value_or(0.0))
-                                                     : 0.0)
-              << " tok/s\n";
+              << engine->getScheduler().blockManager().numHitTokens() << "\n";
+    if (firstToken && generated > 0) {
+      std::cerr << "first token after " << *firstToken << " s";
+      if (afterFirst > 0 && elapsed > *firstToken)
+        std::cerr << ", then " << double(afterFirst) / (elapsed - *firstToken) << " tok/s";
+      std::cerr << "\n";
+    }
+  }
   return failed ? 1 : 0;
 }

@@ -101,11 +101,30 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string &path,
     SafetensorInfo info;
     info.name = name;
     info.dtype = entry["dtype"].get<std::string>();
+    const int64_t elementSize = safetensorsDtypeSize(info.dtype);
+    if (elementSize == 0)
+      return bad("has unknown dtype '" + info.dtype + "'");
+    // The byte count of the shape, computed without overflow: a product of the non-zero
+    // dimensions past INT64_MAX bytes is no real tensor (even with a zero dimension, so that
+    // numElements() never overflows); a zero dimension makes the tensor empty.
+    uint64_t bytes = uint64_t(elementSize);
+    bool zero = false, tooLarge = false;
     for (const auto &d : entry["shape"]) {
-      if (!d.is_number_unsigned())
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > uint64_t(INT64_MAX))
         return bad("has a shape entry that is not a non-negative integer");
-      info.shape.push_back(d.get<int64_t>());
+      const uint64_t dim = d.get<uint64_t>();
+      info.shape.push_back(int64_t(dim));
+      if (dim == 0)
+        zero = true;
+      else if (bytes > uint64_t(INT64_MAX) / dim)
+        tooLarge = true;
+      else
+        bytes *= dim;
     }
+    if (tooLarge)
+      return bad("has an impossible shape (more than 2^63 bytes)");
+    if (zero)
+      bytes = 0;
     const auto &offsets = entry["data_offsets"];
     if (!offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
       return bad("has non-integer data_offsets");
@@ -113,15 +132,9 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string &path,
     if (begin > end || end > dataSize)
       return bad("has data [" + std::to_string(begin) + ", " + std::to_string(end) +
                  ") outside the " + std::to_string(dataSize) + "-byte data section (truncated?)");
-    const int64_t elementSize = safetensorsDtypeSize(info.dtype);
-    if (elementSize == 0)
-      return bad("has unknown dtype '" + info.dtype + "'");
-    for (int64_t d : info.shape)
-      if (d != 0 && info.numElements() / d > std::numeric_limits<int64_t>::max() / 8)
-        return bad("has an impossible shape");
-    if (uint64_t(info.numElements() * elementSize) != end - begin)
+    if (bytes != end - begin)
       return bad("has " + std::to_string(end - begin) + " bytes of data, its shape needs " +
-                 std::to_string(info.numElements() * elementSize));
+                 std::to_string(bytes));
     info.data = dataStart + begin;
     info.size = end - begin;
     file->infos.emplace(name, std::move(info));

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -48,6 +49,36 @@ bool ModelConfig::validate(std::string &error) const {
                std::to_string(layers) + ", heads " + std::to_string(heads) + ", kv_heads " +
                std::to_string(kvHeads) + ", head_dim " + std::to_string(headDim) + ", vocab " +
                std::to_string(vocab) + ")");
+  // Far beyond any model this runtime can run, and small enough that the site schema and the
+  // weights of a config that passes stay within memory: a corrupt or hostile file fails here
+  // rather than in an allocation.
+  struct Limit {
+    const char *name;
+    int64_t value, max;
+  };
+  for (const Limit &l : {Limit{"hidden", hidden, int64_t(1) << 16},
+                         Limit{"intermediate", intermediate, int64_t(1) << 20},
+                         Limit{"layers", layers, 1024}, Limit{"heads", heads, 1024},
+                         Limit{"kv_heads", kvHeads, 1024}, Limit{"head_dim", headDim, 4096},
+                         Limit{"vocab", vocab, int64_t(1) << 24},
+                         Limit{"max_positions", maxPositions, int64_t(1) << 24}})
+    if (l.value > l.max)
+      return bad("model config has " + std::string(l.name) + " " + std::to_string(l.value) +
+                 ", more than the supported " + std::to_string(l.max));
+  if (maxPositions < 0)
+    return bad("model config has a negative context length " + std::to_string(maxPositions));
+  if (!(rmsNormEps > 0 && std::isfinite(rmsNormEps)))
+    return bad("model config has RMSNorm epsilon " + std::to_string(rmsNormEps) +
+               "; it must be positive and finite");
+  if (!(ropeTheta > 0 && std::isfinite(ropeTheta)))
+    return bad("model config has RoPE theta " + std::to_string(ropeTheta) +
+               "; it must be positive and finite");
+  if (ropeScaling.type != RopeScaling::Type::None &&
+      !(ropeScaling.factor > 0 && std::isfinite(ropeScaling.factor) &&
+        std::isfinite(ropeScaling.lowFreqFactor) && std::isfinite(ropeScaling.highFreqFactor) &&
+        ropeScaling.originalMaxPositions >= 0))
+    return bad("model config has an invalid RoPE scaling (factor " +
+               std::to_string(ropeScaling.factor) + ")");
   if (heads % kvHeads != 0)
     return bad("heads (" + std::to_string(heads) + ") is not a multiple of kv_heads (" +
                std::to_string(kvHeads) + ")");
@@ -85,7 +116,9 @@ std::optional<ModelConfig> ModelConfig::fromGGUF(const gguf::GGUFFile &file, std
       !needInt("block_count", config.layers) || !needInt("attention.head_count", config.heads))
     return std::nullopt;
   config.kvHeads = file.getInt(p + "attention.head_count_kv").value_or(config.heads);
-  config.headDim = file.getInt(p + "attention.key_length").value_or(config.hidden / config.heads);
+  // A zero or negative head count is reported by validate(); no default head_dim from it.
+  config.headDim = file.getInt(p + "attention.key_length")
+                       .value_or(config.heads > 0 ? config.hidden / config.heads : 0);
   config.maxPositions = file.getInt(p + "context_length").value_or(0);
   config.rmsNormEps = file.getFloat(p + "attention.layer_norm_rms_epsilon").value_or(1e-5);
   config.ropeTheta = file.getFloat(p + "rope.freq_base").value_or(10000.0);
@@ -149,7 +182,7 @@ std::optional<ModelConfig> ModelConfig::fromHFConfigJson(const std::string &text
   config.layers = integer("num_hidden_layers", 0);
   config.heads = integer("num_attention_heads", 0);
   config.kvHeads = integer("num_key_value_heads", config.heads);
-  config.headDim = integer("head_dim", config.heads ? config.hidden / config.heads : 0);
+  config.headDim = integer("head_dim", config.heads > 0 ? config.hidden / config.heads : 0);
   config.vocab = integer("vocab_size", 0);
   config.maxPositions = integer("max_position_embeddings", 0);
   config.rmsNormEps = number(j, "rms_norm_eps", 1e-6);
@@ -185,8 +218,11 @@ std::optional<ModelConfig> ModelConfig::fromHFConfigJson(const std::string &text
     config.ropeScaling.factor = number(*rope, "factor", 8.0);
     config.ropeScaling.lowFreqFactor = number(*rope, "low_freq_factor", 1.0);
     config.ropeScaling.highFreqFactor = number(*rope, "high_freq_factor", 4.0);
+    // Range-checked before the conversion (a double outside int64_t's range is undefined
+    // behaviour to convert); validate() reports the -1 of a bad one.
+    double original = number(*rope, "original_max_position_embeddings", 8192);
     config.ropeScaling.originalMaxPositions =
-        int64_t(number(*rope, "original_max_position_embeddings", 8192));
+        original >= 0 && original <= double(int64_t(1) << 40) ? int64_t(original) : -1;
   } else if (!ropeType.empty() && ropeType != "default") {
     error = "unsupported RoPE scaling '" + ropeType + "' (supported: default, linear, llama3)";
     return std::nullopt;

@@ -63,6 +63,35 @@ TEST(Safetensors, RejectsTruncatedAndCorruptFiles) {
   std::filesystem::remove(path);
 }
 
+TEST(Safetensors, RefusesShapesWhoseSizeOverflows) {
+  // Found by fuzz-safetensors (test/Fuzz/corpus/fuzz-safetensors/crash-shape-*): the element
+  // count overflowed int64_t (undefined behaviour), and a dimension past INT64_MAX read as -1.
+  std::string path = tempPath("shape.safetensors");
+  auto refusal = [&](const std::string &header, size_t dataBytes) {
+    std::string bytes(8, '\0');
+    for (int i = 0; i < 8; ++i)
+      bytes[i] = char((header.size() >> (8 * i)) & 0xff);
+    std::ofstream(path, std::ios::binary | std::ios::trunc)
+        << bytes << header << std::string(dataBytes, 'x');
+    std::string error;
+    EXPECT_FALSE(SafetensorsFile::open(path, error));
+    return error.substr(error.find("tensor"));
+  };
+  EXPECT_EQ(refusal(R"({"a": {"dtype": "F32", "shape": [4294967296, 4294967296, 0],
+                     "data_offsets": [0, 0]}})",
+                    0),
+            "tensor 'a' has an impossible shape (more than 2^63 bytes)");
+  EXPECT_EQ(refusal(R"({"a": {"dtype": "F32", "shape": [18446744073709551615],
+                     "data_offsets": [0, 4]}})",
+                    4),
+            "tensor 'a' has a shape entry that is not a non-negative integer");
+  EXPECT_EQ(refusal(R"({"a": {"dtype": "F32", "shape": [2, 0],
+                     "data_offsets": [0, 4]}})",
+                    4),
+            "tensor 'a' has 4 bytes of data, its shape needs 0");
+  std::filesystem::remove(path);
+}
+
 TEST(GGUFNames, MapsTransformersNamesToLlamaCpp) {
   EXPECT_EQ(ggufTensorName("model.embed_tokens.weight"), "token_embd.weight");
   EXPECT_EQ(ggufTensorName("model.layers.12.self_attn.o_proj.weight"),

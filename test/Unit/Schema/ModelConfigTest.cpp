@@ -57,6 +57,35 @@ TEST(ModelConfig, ErrorsNameTheProblem) {
   EXPECT_NE(error.find("not a multiple of kv_heads (3)"), std::string::npos) << error;
 }
 
+TEST(ModelConfig, ResourceLimitsAreErrors) {
+  // A corrupt or hostile config.json must fail with its value named, not make the site schema
+  // or the weights allocate without bound.
+  auto refusal = [](const std::string &extra) {
+    std::string error;
+    EXPECT_FALSE(ModelConfig::fromHFConfigJson(
+        R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100)" + extra + "}",
+        error));
+    return error;
+  };
+  EXPECT_EQ(refusal(R"(, "num_hidden_layers": 1000000000)"),
+            "model config has layers 1000000000, more than the supported 1024");
+  EXPECT_EQ(refusal(R"(, "vocab_size": 4294967296)"),
+            "model config has vocab 4294967296, more than the supported 16777216");
+  EXPECT_EQ(refusal(R"(, "max_position_embeddings": -5)"),
+            "model config has a negative context length -5");
+  EXPECT_EQ(refusal(R"(, "rope_theta": -1)"),
+            "model config has RoPE theta -1.000000; it must be positive and finite");
+  EXPECT_EQ(refusal(R"(, "rms_norm_eps": 0)"),
+            "model config has RMSNorm epsilon 0.000000; it must be positive and finite");
+  EXPECT_EQ(refusal(R"(, "rope_scaling": {"rope_type": "llama3",
+                                          "original_max_position_embeddings": 1e300})"),
+            "model config has an invalid RoPE scaling (factor 8.000000)");
+  // No default head_dim from a head count of zero (it used to divide by it).
+  EXPECT_NE(refusal(R"(, "num_attention_heads": 0)").find("non-positive dimension"),
+            std::string::npos);
+}
+
 TEST(ModelConfig, SchemaHashSeparatesDimensions) {
   std::string error;
   const char *base = R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
