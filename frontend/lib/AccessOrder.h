@@ -32,6 +32,23 @@ struct StepSet {
   bool intersects(const StepSet &other) const;
 };
 
+/// One recorded access (complete before AccessOrder, whose inline members use vectors of it:
+/// clang, unlike gcc, needs the complete type there).
+struct AccessRecord {
+  enum class Kind { Access, Cache, Skip, Stop };
+  Kind kind;
+  StepSet steps;
+  int invoke;
+  /// Site order; for Skip the module's input site, for Stop the last site the pass reaches
+  /// (-1 if none).
+  int order;
+  /// For Skip, the module's output site.
+  int endOrder;
+  mlir::Location loc;
+  /// How messages name the record: "'model.layers.5.output'", "'.skip()' of 'model.layers.7'".
+  std::string what;
+};
+
 class AccessOrder {
 public:
   explicit AccessOrder(const schema::Architecture &arch) : arch(arch) {}
@@ -50,30 +67,15 @@ public:
   /// Branches of a run-time `if` exclude each other: the else branch is checked without the
   /// then branch's records, and both are kept afterwards.
   size_t checkpoint() const { return records.size(); }
-  std::vector<struct AccessRecord> takeSince(size_t checkpoint);
-  void restore(std::vector<struct AccessRecord> taken);
+  std::vector<AccessRecord> takeSince(size_t checkpoint);
+  void restore(std::vector<AccessRecord> taken);
 
 private:
   mlir::LogicalResult checkReachable(int order, const std::string &what, const StepSet &steps,
                                      int invoke, mlir::Location loc);
 
   const schema::Architecture &arch;
-  std::vector<struct AccessRecord> records;
-};
-
-struct AccessRecord {
-  enum class Kind { Access, Cache, Skip, Stop };
-  Kind kind;
-  StepSet steps;
-  int invoke;
-  /// Site order; for Skip the module's input site, for Stop the last site the pass reaches
-  /// (-1 if none).
-  int order;
-  /// For Skip, the module's output site.
-  int endOrder;
-  mlir::Location loc;
-  /// How messages name the record: "'model.layers.5.output'", "'.skip()' of 'model.layers.7'".
-  std::string what;
+  std::vector<AccessRecord> records;
 };
 
 } // namespace nnsc

@@ -26,6 +26,16 @@ ApiError invalidField(const std::string &param, const std::string &message) {
 
 namespace {
 
+/// True for an object whose "type" is the string "text". (json::value("type", "") would throw
+/// for a "type" of another JSON type, which the server answered with a 500; found by
+/// fuzz-request.)
+bool hasTextType(const json &v) {
+  if (!v.is_object())
+    return false;
+  auto it = v.find("type");
+  return it != v.end() && it->is_string() && it->get<std::string>() == "text";
+}
+
 /// Reads the optional fields of a body, remembering the first error.
 class Fields {
 public:
@@ -154,8 +164,7 @@ void parseMessages(const json &messages, GenerationRequest &r, Fields &f) {
     } else if (c && c->is_array()) {
       // Content parts: only text parts can be given to a text model.
       for (const json &part : *c) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-            !part["text"].is_string())
+        if (!hasTextType(part) || !part.contains("text") || !part["text"].is_string())
           return f.fail("messages", "only text content parts ({\"type\": \"text\", \"text\": "
                                     "...}) are supported");
         content += part["text"].get<std::string>();
@@ -232,7 +241,7 @@ void refuseUnsupported(const json &body, Fields &f) {
   if (const json *v = f.get("tools"); v && !(v->is_array() && v->empty()))
     f.fail("tools", "'tools' is not supported");
   if (const json *v = f.get("response_format");
-      v && !(v->is_object() && v->value("type", "") == "text"))
+      v && !hasTextType(*v))
     f.fail("response_format", "only the \"text\" response format is supported");
   (void)body;
 }
