@@ -95,6 +95,17 @@ TEST(BundleParams, Errors) {
   EXPECT_EQ(bindError({"k=1", "on=1,1", "vec=1,x,3,4"}),
             "param 'vec' is f32[4]: 'x' is not a number");
   EXPECT_EQ(bindError({"k"}), "--param needs NAME=VALUE, got 'k'");
+  // Values outside int64_t and double are refused, not converted (undefined behaviour).
+  EXPECT_EQ(bindError({"k=1e300", "on=1,1"}), "param 'k' is i64[]: '1e300' is not an integer");
+  EXPECT_EQ(bindError({"k=1", "on=1,1", "vec=1,2,3,1e400"}),
+            "param 'vec' is f32[4]: '1e400' is not a number");
+  // A value list longer than any inline param is refused before it is stored.
+  std::string many = "vec=0";
+  for (int i = 0; i < (1 << 20); ++i)
+    many += ",0";
+  EXPECT_EQ(bindError({"k=1", "on=1,1", many}),
+            "param 'vec' is f32[4]: more than 1048576 values inline; give large values as "
+            "@FILE.safetensors");
 }
 
 TEST(BundleRequest, FrameParamsAndSaves) {
