@@ -2,14 +2,46 @@
 
 #include "nnsc/Runtime/Models/KVCache.h"
 
+#include <cerrno>
+#include <cstring>
+#include <sys/mman.h>
+
 namespace nnsc {
+
+namespace {
+
+/// A zero-filled tensor whose memory the OS backs only as it is written: anonymous pages read
+/// as zeros and take no memory until first touched. torch::zeros would touch every page of a
+/// cache sized for the worst case (1024 blocks of SmolLM2 in fp32: 755 MB), so the process
+/// would be charged for all of it from the start; this way its resident size follows the
+/// tokens actually cached. CPU only; device memory is allocated (and zeroed) by the backend.
+torch::Tensor lazyZeros(at::IntArrayRef sizes, torch::ScalarType dtype) {
+  size_t bytes = c10::elementSize(dtype);
+  for (int64_t s : sizes)
+    bytes *= size_t(s);
+  if (bytes == 0)
+    return torch::zeros(sizes, torch::TensorOptions().dtype(dtype));
+  void *data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                      -1, 0);
+  TORCH_CHECK(data != MAP_FAILED, "cannot reserve ", bytes, " bytes for the KV cache: ",
+              std::strerror(errno));
+  return torch::from_blob(
+      data, sizes, [bytes](void *p) { ::munmap(p, bytes); },
+      torch::TensorOptions().dtype(dtype));
+}
+
+} // namespace
 
 KVCache::KVCache(const schema::ModelConfig &c, int64_t numBlocks, int64_t blockSize,
                  torch::ScalarType dtype, torch::Device device) {
   auto options = torch::TensorOptions().dtype(dtype).device(device);
+  auto layerCache = [&] {
+    std::vector<int64_t> sizes{numBlocks, blockSize, c.kvHeads, c.headDim};
+    return device.is_cpu() ? lazyZeros(sizes, dtype) : torch::zeros(sizes, options);
+  };
   for (int64_t i = 0; i < c.layers; ++i) {
-    k.push_back(torch::zeros({numBlocks, blockSize, c.kvHeads, c.headDim}, options));
-    v.push_back(torch::zeros({numBlocks, blockSize, c.kvHeads, c.headDim}, options));
+    k.push_back(layerCache());
+    v.push_back(layerCache());
   }
 }
 
