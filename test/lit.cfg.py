@@ -20,6 +20,10 @@ llvm_config.use_default_substitutions()
 # regions by default, and two spinning engines on two cores slow each other down ~5x (measured:
 # nns-run decode 3.3 tok/s vs 15.3 tok/s with passive waiting, same load). Tests wait passively.
 config.environment["OMP_WAIT_POLICY"] = "PASSIVE"
+# `scripts/test --sanitize`: the sanitizers' options reach the tools the tests run.
+for name in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+    if name in os.environ:
+        config.environment[name] = os.environ[name]
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.nnsc_tools_dir, append_path=True)
 
