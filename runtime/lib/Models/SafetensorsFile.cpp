@@ -5,11 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstring>
-#include <fcntl.h>
 #include <limits>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace nnsc {
 
@@ -33,11 +29,6 @@ int64_t safetensorsDtypeSize(std::string_view dtype) {
   return 0;
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  if (mapping)
-    ::munmap(mapping, mappingSize);
-}
-
 const SafetensorInfo *SafetensorsFile::find(std::string_view name) const {
   auto it = infos.find(name);
   return it == infos.end() ? nullptr : &it->second;
@@ -49,29 +40,16 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string &path,
     error = "'" + path + "': " + what;
     return nullptr;
   };
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0)
-    return fail(std::string("cannot open: ") + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    return fail(std::string("cannot stat: ") + std::strerror(errno));
-  }
-  const size_t fileSize = size_t(st.st_size);
-  if (fileSize < 8) {
-    ::close(fd);
+  std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
+  std::string mapError;
+  if (!file->mapped.open(path, mapError))
+    return fail(mapError);
+  const size_t fileSize = file->mapped.size();
+  if (fileSize < 8)
     return fail("truncated safetensors file (" + std::to_string(fileSize) +
                 " bytes, the header length alone takes 8)");
-  }
-  void *map = ::mmap(nullptr, fileSize, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED)
-    return fail(std::string("cannot map: ") + std::strerror(errno));
-  std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
   file->filePath = path;
-  file->mapping = map;
-  file->mappingSize = fileSize;
-  const auto *bytes = static_cast<const uint8_t *>(map);
+  const uint8_t *bytes = file->mapped.data();
 
   uint64_t headerLen = 0;
   for (int i = 7; i >= 0; --i)

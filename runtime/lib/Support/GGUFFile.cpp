@@ -3,11 +3,7 @@
 #include "nnsc/Support/GGUFFile.h"
 
 #include <cstring>
-#include <fcntl.h>
 #include <limits>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace nnsc::gguf {
 
@@ -227,29 +223,15 @@ std::unique_ptr<GGUFFile> GGUFFile::open(const std::string &path, std::string &e
     error = "'" + path + "': " + what;
     return nullptr;
   };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return fail(std::string("cannot open: ") + std::strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return fail("not a regular file");
-  }
-  size_t fileSize = size_t(st.st_size);
-  if (fileSize < 24) {
-    ::close(fd);
-    return fail("not a GGUF file (only " + std::to_string(fileSize) + " bytes)");
-  }
-  void *mapping = ::mmap(nullptr, fileSize, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (mapping == MAP_FAILED)
-    return fail(std::string("cannot map: ") + std::strerror(errno));
-
   std::unique_ptr<GGUFFile> file(new GGUFFile());
+  std::string mapError;
+  if (!file->mapped.open(path, mapError))
+    return fail(mapError);
+  const size_t fileSize = file->mapped.size();
+  if (fileSize < 24)
+    return fail("not a GGUF file (only " + std::to_string(fileSize) + " bytes)");
   file->filePath = path;
-  file->mapping = mapping;
-  file->mappingSize = fileSize;
-  const auto *bytes = static_cast<const uint8_t *>(mapping);
+  const uint8_t *bytes = file->mapped.data();
   Cursor c(bytes, fileSize);
 
   if (c.read<uint32_t>() != kMagic)
@@ -335,11 +317,6 @@ std::unique_ptr<GGUFFile> GGUFFile::open(const std::string &path, std::string &e
   }
   file->dataStart = bytes + dataOffset;
   return file;
-}
-
-GGUFFile::~GGUFFile() {
-  if (mapping)
-    ::munmap(mapping, mappingSize);
 }
 
 const Value *GGUFFile::find(std::string_view key) const {

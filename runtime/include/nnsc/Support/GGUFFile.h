@@ -10,6 +10,8 @@
 #ifndef NNSC_SUPPORT_GGUFFILE_H
 #define NNSC_SUPPORT_GGUFFILE_H
 
+#include "nnsc/Support/MappedFile.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -79,7 +81,6 @@ public:
   /// Opens and validates `path`. On failure returns null and sets `error` to a message that
   /// names the file and what is wrong with it.
   static std::unique_ptr<GGUFFile> open(const std::string &path, std::string &error);
-  ~GGUFFile();
   GGUFFile(const GGUFFile &) = delete;
   GGUFFile &operator=(const GGUFFile &) = delete;
 
@@ -108,8 +109,7 @@ private:
   std::map<std::string, Value, std::less<>> entries;
   std::vector<TensorInfo> tensorInfos;
   std::map<std::string, size_t, std::less<>> tensorByName;
-  void *mapping = nullptr;
-  size_t mappingSize = 0;
+  MappedFile mapped;
   const uint8_t *dataStart = nullptr;
 };
 

@@ -10,6 +10,8 @@
 #ifndef NNSC_RUNTIME_MODELS_SAFETENSORSFILE_H
 #define NNSC_RUNTIME_MODELS_SAFETENSORSFILE_H
 
+#include "nnsc/Support/MappedFile.h"
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -37,7 +39,6 @@ class SafetensorsFile {
 public:
   /// Opens and validates `path`; on failure returns null and sets `error`.
   static std::unique_ptr<SafetensorsFile> open(const std::string &path, std::string &error);
-  ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile &) = delete;
   SafetensorsFile &operator=(const SafetensorsFile &) = delete;
 
@@ -50,8 +51,7 @@ private:
 
   std::string filePath;
   std::map<std::string, SafetensorInfo, std::less<>> infos;
-  void *mapping = nullptr;
-  size_t mappingSize = 0;
+  MappedFile mapped;
 };
 
 /// Bytes per element of a safetensors dtype, or 0 for an unknown one.
