@@ -96,21 +96,6 @@ std::pair<std::vector<RequestResult>, int64_t> PyEngine::run(double seconds) {
 
 namespace {
 
-const char *finishReasonName(FinishReason reason) {
-  switch (reason) {
-  case FinishReason::Length:
-    return "length";
-  case FinishReason::Abort:
-    return "abort";
-  case FinishReason::None:
-    return "none";
-  case FinishReason::Stop:
-  case FinishReason::Cut:
-    return "stop";
-  }
-  return "stop";
-}
-
 SamplingParams samplingParams(float temperature, int64_t topK, float topP,
                               std::optional<uint64_t> seed, int64_t maxTokens, bool ignoreEos,
                               std::vector<int32_t> stopTokenIds) {

@@ -9,6 +9,21 @@
 
 namespace nnsc {
 
+const char *finishReasonName(FinishReason reason) {
+  switch (reason) {
+  case FinishReason::None:
+    return "none";
+  case FinishReason::Length:
+    return "length";
+  case FinishReason::Abort:
+    return "abort";
+  case FinishReason::Stop:
+  case FinishReason::Cut:
+    return "stop";
+  }
+  return "stop";
+}
+
 Sequence::Sequence(int64_t id, std::vector<int32_t> promptTokenIds, SamplingParams sampling,
                    uint64_t cacheSalt)
     : seqId(id), tokens(std::move(promptTokenIds)), numPrompt(numTokens()),

@@ -8,17 +8,6 @@ namespace nnsc::server {
 
 namespace {
 
-const char *finishReasonName(FinishReason reason) {
-  switch (reason) {
-  case FinishReason::Length:
-    return "length";
-  case FinishReason::Abort:
-    return "abort";
-  default:
-    return "stop";
-  }
-}
-
 /// Whether `name` is "<base>.<digits>" with `base` in `bases`.
 bool isPerStepName(const std::string &name, const std::set<std::string> &bases) {
   size_t dot = name.rfind('.');

@@ -36,6 +36,10 @@ enum class FinishReason {
   Abort,
 };
 
+/// The OpenAI API's name of `reason`: "stop" (Stop, and Cut: the intervention ended it as a
+/// stop token would), "length", "abort"; "none" while the sequence runs.
+const char *finishReasonName(FinishReason reason);
+
 /// One request. Token positions are 0-based over prompt and completion together; the K/V of
 /// positions [0, numCachedTokens) are in the paged cache, in the blocks of `blockTable` (logical
 /// block i holds positions [i * blockSize, (i + 1) * blockSize)).
