@@ -4,10 +4,12 @@ every layer) the same requests run through `nns-run --bundle` (a subprocess, as 
 intervention_bench.py) and through `nnsc.LLM.generate` with the same bundle (nnsc.Program.load),
 alternating, --repeat rounds. Greedy, EOS ignored, the generated tokens of both sides must be
 equal. Optionally (--nnsight-prompts N) the first N requests also run through nnsight 0.8.1,
-one prompt per trace, for the speedup of the Python API over it.
+one prompt per trace and batched (`lm.generate(list_of_prompts)` with left padding, batches of
+--nnsight-batch: the strongest way a researcher runs many prompts through nnsight), for the
+speedup of the Python API over each.
 
 usage: .venv/bin/python bench/python_bench.py [--build DIR] [--prompts N] [--max-tokens N]
-           [--repeat R] [--nnsight-prompts N]
+           [--repeat R] [--nnsight-prompts N] [--nnsight-batch B]
 
 nns-run's time is what it reports for serving the requests (model loading excluded); the Python
 API's is the wall time of `llm.generate(...)` (tokenized prompts in, Results with their saves as
@@ -39,6 +41,7 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--nnsight-prompts", type=int, default=0)
+    ap.add_argument("--nnsight-batch", type=int, default=16)
     a = ap.parse_args()
     os.environ.setdefault("NNSC_BUILD_DIR", a.build)
     import nnsc
@@ -96,11 +99,18 @@ def main():
         lm = LanguageModel(hf, tokenizer=tok)
         n = min(a.nnsight_prompts, a.prompts)
         header += ["nnsight 0.8.1, one prompt per trace (%d prompts)" % n,
+                   "nnsc.LLM speedup",
+                   "nnsight 0.8.1, batches of %d (%d prompts)" % (a.nnsight_batch, n),
                    "nnsc.LLM speedup"]
         for row, name in zip(rows, names):
-            seconds, _ = ib.run_nnsight(lm, name, requests[:n], a.max_tokens, steer)
             ours = statistics.median(py[name]) * n / a.prompts
-            row += ["%.1f s" % seconds, "%.1fx" % (seconds / ours)]
+            single, _ = ib.run_nnsight(lm, name, requests[:n], a.max_tokens, steer)
+            batched, _ = ib.run_nnsight_batched(lm, name, requests[:n], a.max_tokens, steer,
+                                                a.nnsight_batch)
+            row += ["%.1f s" % single, "%.1fx" % (single / ours),
+                    "%.1f s" % batched, "%.1fx" % (batched / ours)]
+        print("nnsc.LLM's time for the first %d prompts is its median time for all %d scaled by"
+              " %d/%d.\n" % (n, a.prompts, n, a.prompts))
 
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))

@@ -1,0 +1,202 @@
+"""nns-run against llama.cpp on the same GGUF file: batch-1 decode, prefill, peak RSS.
+
+The peer a user would pick for a Q4_1 GGUF on a CPU is llama.cpp. Both run in this one
+benchmark, on the same file with the same threads, in interleaved rounds (llama.cpp, nns-run
+with the quantized decode path, nns-run with the widened weights, then again), each run in its
+own process so that its peak RSS is its own (os.wait4). Each reports:
+- decode: greedy tokens per second after the first, 128 tokens after "The capital of France
+  is" with EOS ignored (nns-run: its "then N tok/s"; llama.cpp: the wall time of tokens 2..128
+  of `Llama.generate`, the same loop its own examples use);
+- prefill: prompt tokens per second of one long prompt (nns-run: prompt tokens over its time
+  to first token; llama.cpp: the same over the time to the first generated token);
+- peak RSS of the process.
+The table gives the medians and the ratios; the roofline row divides decode by the bytes a
+decode step reads from the file's tensors (every weight block once) and the read bandwidth
+measured before and after by nnsc-bench-bandwidth.
+
+llama.cpp comes from bench/setup-llama-cpp (llama-cpp-python built from source into a
+bench-only venv, AMX off). Run that first.
+
+usage: .venv/bin/python bench/peer_bench.py [--build DIR] [--model GGUF] [--threads N]
+           [--rounds N] [--decode-tokens N] [--prefill-tokens N] [--llama-python PATH]
+
+Progress goes to stderr; the results table (Markdown) to stdout.
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DECODE_PROMPT = "The capital of France is"
+
+# Runs inside the bench-only venv: one measurement, printed as one JSON line.
+LLAMA_WORKER = r"""
+import json, sys, time
+from llama_cpp import Llama
+model, threads, prompt_ids, max_tokens = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4])
+llm = Llama(model_path=model, n_threads=threads, n_threads_batch=threads, n_ctx=1024,
+            n_batch=512, n_ubatch=512, verbose=False)
+start = time.perf_counter()
+first = None
+out = []
+for tok in llm.generate(prompt_ids, temp=0.0, top_k=1, reset=True):
+    now = time.perf_counter()
+    if first is None:
+        first = now
+    out.append(tok)
+    if len(out) == max_tokens:
+        break
+end = time.perf_counter()
+print(json.dumps({"ttft": first - start, "decode_seconds": end - first, "tokens": out}))
+"""
+
+
+def log(msg):
+    print("[peer] " + msg, file=sys.stderr, flush=True)
+
+
+def run_measured(cmd, env=None):
+    """Runs cmd to the end; returns (stdout, stderr, peak RSS in bytes) of that process."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if proc.returncode != 0:
+        sys.exit("%s failed (%d):\n%s" % (cmd[0], proc.returncode, stderr[-4000:]))
+    return stdout, stderr, usage.ru_maxrss * 1024
+
+
+def nns_run(a, ids, max_tokens, quantized):
+    env = dict(os.environ, NNSC_QUANT_DECODE="on" if quantized else "off")
+    cmd = [os.path.join(a.build, "bin", "nns-run"), "--model", a.model,
+           "--prompt-ids", ",".join(map(str, ids)), "--max-tokens", str(max_tokens),
+           "--ignore-eos", "--temperature", "0", "--threads", str(a.threads), "--json",
+           "--max-model-len", "1024"]
+    stdout, stderr, rss = run_measured(cmd, env)
+    after = re.search(r"first token after ([0-9.e+-]+) s(?:, then ([0-9.e+-]+) tok/s)?", stderr)
+    if not after:
+        sys.exit("nns-run printed no timing line:\n" + stderr)
+    tokens = json.loads(stdout.splitlines()[0])["ids"]
+    return dict(ttft=float(after.group(1)),
+                decode=float(after.group(2)) if after.group(2) else None,
+                rss=rss, tokens=tokens)
+
+
+def llama_cpp(a, ids, max_tokens):
+    cmd = [a.llama_python, "-c", LLAMA_WORKER, a.model, str(a.threads), json.dumps(ids),
+           str(max_tokens)]
+    stdout, _, rss = run_measured(cmd)
+    r = json.loads(stdout.splitlines()[-1])
+    decode = (len(r["tokens"]) - 1) / r["decode_seconds"] if len(r["tokens"]) > 1 else None
+    return dict(ttft=r["ttft"], decode=decode, rss=rss, tokens=r["tokens"])
+
+
+def bandwidth(a):
+    out = subprocess.run([os.path.join(a.build, "bin", "nnsc-bench-bandwidth"),
+                          "--threads", str(a.threads)], capture_output=True, text=True,
+                         check=True).stdout
+    return float(re.search(r"([0-9.]+) GB/s", out).group(1))
+
+
+def decode_bytes(model):
+    """Bytes one decode step reads from the file: every tensor's blocks once, except the
+    token embedding, of which it reads one row (a tied lm_head reads it whole, as lm_head)."""
+    import gguf
+    r = gguf.GGUFReader(model)
+    return sum(int(t.n_bytes) for t in r.tensors)
+
+
+def tokenizer(model):
+    """The file's tokenizer through transformers (the reference's converted directory)."""
+    sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
+    from reference import gguf_reference_dir
+    from transformers import AutoTokenizer
+    return AutoTokenizer.from_pretrained(gguf_reference_dir(model))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--model", default=os.path.join(ROOT, "models",
+                                                    "SmolLM2-135M-Instruct.Q4_1.gguf"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--decode-tokens", type=int, default=128)
+    ap.add_argument("--prefill-tokens", type=int, default=512)
+    ap.add_argument("--llama-python", default=os.path.expanduser(
+        "~/.cache/nnsc/bench-llama-venv/bin/python"))
+    a = ap.parse_args()
+    if not os.path.exists(a.llama_python):
+        sys.exit("no llama.cpp: run bench/setup-llama-cpp first (or give --llama-python)")
+
+    tok = tokenizer(a.model)
+    decode_ids = tok(DECODE_PROMPT)["input_ids"]
+    words = ("The history of the city begins with a small settlement by the river, where "
+             "traders and farmers met to exchange grain, salt and cloth. ").split()
+    long_text, prefill_ids = "", []
+    while len(prefill_ids) < a.prefill_tokens:
+        long_text += " ".join(words) + " "
+        prefill_ids = tok(long_text)["input_ids"]
+    prefill_ids = prefill_ids[:a.prefill_tokens]
+
+    engines = [("llama.cpp", lambda ids, n: llama_cpp(a, ids, n)),
+               ("nns-run, quantized decode", lambda ids, n: nns_run(a, ids, n, True)),
+               ("nns-run, widened fp32", lambda ids, n: nns_run(a, ids, n, False))]
+    results = {name: {"decode": [], "prefill": [], "rss": [], "tokens": None}
+               for name, _ in engines}
+    bw = [bandwidth(a)]
+    log("read bandwidth %.1f GB/s" % bw[-1])
+    for rnd in range(a.rounds):
+        for name, run in engines:
+            log("round %d/%d: %s, decode %d tokens" % (rnd + 1, a.rounds, name, a.decode_tokens))
+            d = run(decode_ids, a.decode_tokens)
+            log("  %.1f tok/s, peak RSS %.0f MB" % (d["decode"], d["rss"] / 1e6))
+            log("round %d/%d: %s, prefill %d tokens" % (rnd + 1, a.rounds, name,
+                                                         len(prefill_ids)))
+            p = run(prefill_ids, 1)
+            log("  %.1f tok/s" % (len(prefill_ids) / p["ttft"]))
+            r = results[name]
+            r["decode"].append(d["decode"])
+            r["prefill"].append(len(prefill_ids) / p["ttft"])
+            r["rss"].append(max(d["rss"], p["rss"]))
+            r["tokens"] = d["tokens"]
+    bw.append(bandwidth(a))
+    log("read bandwidth %.1f GB/s" % bw[-1])
+
+    read = decode_bytes(a.model)
+    roof = max(bw) * 1e9 / read
+    med = {n: {k: statistics.median(v) for k, v in r.items() if k != "tokens"}
+           for n, r in results.items()}
+    ref = med["llama.cpp"]
+    print("| engine | decode tok/s | vs llama.cpp | prefill tok/s | vs llama.cpp | peak RSS |"
+          " % of roofline | greedy tokens equal to nns-run's widened fp32 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, _ in engines:
+        m = med[name]
+        ours, widened = results[name]["tokens"], results["nns-run, widened fp32"]["tokens"]
+        print("| %s | %.1f | %.2fx | %.0f | %.2fx | %.0f MB | %.0f%% | %s |"
+              % (name, m["decode"], m["decode"] / ref["decode"], m["prefill"],
+                 m["prefill"] / ref["prefill"], m["rss"] / 1e6, 100 * m["decode"] / roof,
+                 "%d of %d" % (sum(x == y for x, y in zip(ours, widened)), len(widened))))
+    print()
+    print("Medians of %d interleaved rounds, %d threads, %s. Decode: %d greedy tokens after %r"
+          " (rate after the first). Prefill: one %d-token prompt. Roofline: %.1f GB/s read"
+          " bandwidth (the higher of the probes before and after: %s) over %.1f MB read per"
+          " decode step (every tensor of the file once) = %.0f tok/s. llama.cpp rounds the"
+          " activations to 8 bits in its Q4_1 products (vec_dot_q4_1_q8_1), so its greedy"
+          " tokens may part from the fp32 computation's; nns-run keeps them fp32."
+          % (a.rounds, a.threads, os.path.basename(a.model), a.decode_tokens, DECODE_PROMPT,
+             len(prefill_ids), max(bw), ", ".join("%.1f" % b for b in bw), read / 1e6, roof))
+
+
+if __name__ == "__main__":
+    main()
