@@ -21,7 +21,8 @@ def nnsight(lm, prompts, params, steps):
             for step in tracer.iter[0:steps]:
                 for i in range(30):
                     _capture.pattern(lm, i)[0, 7, :, 0] = 0
-                r.append(lm.model.layers[20].output[0, -1])
+                    if i == 20:
+                        r.append(lm.model.layers[20].output[0, -1])
                 p.append(_capture.pattern(lm, 29)[0, 7, -1])
             result = tracer.result.save()
     finally:
