@@ -11,7 +11,11 @@ fast wrong answer cannot pass as a speedup.
 
 usage: .venv/bin/python bench/intervention_bench.py [--build DIR] [--model GGUF]
            [--prompts N] [--nnsight-prompts N] [--nnsight-batch B,B] [--max-tokens N]
-           [--skip-nnsight] [--repeat R]
+           [--skip-nnsight] [--repeat R] [--experiments "NAME;NAME"]
+
+--experiments picks experiments by name (default: the first four). The attention-pattern
+experiments bind `self_attn.pattern` (the bound layers leave the fused attention kernel for
+the materialized path) and run engine-only (with --skip-nnsight).
 
 Engine time is the time nns-run reports for serving the requests (model loading and bundle
 compilation excluded); NNsight time is the wall time of its traces (model loading excluded).
@@ -42,16 +46,26 @@ EXPERIMENTS = {
         "trace { for step in steps { h = layers[8].output[-1].save() } }\n", False),
     "capture of every layer": (
         "trace { for step in steps { cache(layers[*].output) } }\n", False),
+    # Head 0's attention of the last query to position 0, read from the pattern every step.
+    "pattern read, layer 12": (
+        "trace { for step in steps { s = layers[12].self_attn.pattern[0, -1, 0].save() } }\n",
+        False),
+    "pattern read, every layer": (
+        "trace { for step in steps { for i in 0..30 {\n"
+        "  s = layers[i].self_attn.pattern[0, -1, 0].save() } } }\n", False),
 }
+DEFAULT_EXPERIMENTS = ["none", "steering, layer 12", "last-token capture, layer 8",
+                       "capture of every layer"]
 
 
 def log(msg):
     print("[bench] " + msg, file=sys.stderr, flush=True)
 
 
-def compile_bundles(build, model, workdir):
+def compile_bundles(build, model, workdir, names):
     bundles = {}
-    for name, (source, _) in EXPERIMENTS.items():
+    for name in names:
+        source = EXPERIMENTS[name][0]
         if source is None:
             continue
         stem = os.path.join(workdir, "exp%d" % len(bundles))
@@ -205,20 +219,27 @@ def main():
                     help="rounds; each runs every experiment once, back to back; an overhead "
                          "is the median over rounds of the round's ratio to 'none'")
     ap.add_argument("--skip-nnsight", action="store_true")
+    ap.add_argument("--experiments", default=";".join(DEFAULT_EXPERIMENTS),
+                    help="';'-separated experiment names; 'none' is always run")
     a = ap.parse_args()
+    names = ["none"] + [n for n in a.experiments.split(";") if n and n != "none"]
+    for name in names:
+        if name not in EXPERIMENTS:
+            sys.exit("unknown experiment '%s'; known: %s" % (name, "; ".join(EXPERIMENTS)))
+    if not a.skip_nnsight and any(n.startswith("pattern") for n in names):
+        sys.exit("the attention-pattern experiments run engine-only: add --skip-nnsight")
 
     rng = random.Random(0)
     requests = [[rng.randrange(1, 49152) for _ in range(rng.randint(16, 64))]
                 for _ in range(a.prompts)]
     workdir = tempfile.mkdtemp(prefix="nnsc-bench-")
     log("compiling the experiments' bundles")
-    bundles = compile_bundles(a.build, a.model, workdir)
+    bundles = compile_bundles(a.build, a.model, workdir, names)
     steer, steer_file = steering_vector(workdir)
 
     # A round runs 'none' and every experiment back to back, in an order rotated per round so
     # no experiment always runs first; the machine's drift between rounds then cancels in the
     # per-round ratio against that round's 'none'.
-    names = list(EXPERIMENTS)
     engine = {name: [] for name in names}
     tokens = {}
     for r in range(a.repeat):

@@ -364,7 +364,11 @@ FailureOr<int> Checker::sitePattern(ast::Expr &e, std::optional<int64_t> layer, 
       }
       return site;
     }
+    if (int site = arch.findSite(mod.path + "." + m->member); site >= 0)
+      return site;
     std::vector<std::string> candidates = {"output", "input"};
+    if (arch.findSite(mod.path + ".pattern") >= 0)
+      candidates.push_back("pattern");
     for (int child : mod.children) {
       if (arch.modules()[child].name == m->member)
         return -2 - child;

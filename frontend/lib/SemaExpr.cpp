@@ -104,7 +104,9 @@ ValueType Checker::siteType(int site) const {
   const schema::Site &s = arch.sites()[site];
   ValueType type{s.elementType == schema::ElementType::F32 ? ElemType::F32 : ElemType::I64, {}};
   for (int64_t d : s.shape)
-    type.dims.push_back(d == schema::kTokens ? tokenDim(ctx.invoke) : d);
+    type.dims.push_back(d == schema::kTokens    ? tokenDim(ctx.invoke)
+                        : d == schema::kContext ? kContextTokens
+                                                : d);
   return type;
 }
 
@@ -317,7 +319,15 @@ LogicalResult Checker::member(ast::MemberExpr &e, Avail &avail) {
         return success();
       }
     }
+    // Sites of their own beside input/output (self_attn.pattern).
+    if (int site = arch.findSite(m.path + "." + e.member); site >= 0) {
+      e.sema.entity = Entity::Site;
+      e.sema.site = site;
+      return success();
+    }
     std::vector<std::string> candidates = {"output", "input", "skip"};
+    if (arch.findSite(m.path + ".pattern") >= 0)
+      candidates.push_back("pattern");
     for (int child : m.children)
       candidates.push_back(arch.modules()[child].name);
     emitError(e.loc()) << "unknown module or accessor '" << e.member << "' in '" << m.path << "'"

@@ -21,9 +21,10 @@ std::string ValueType::shapeStr() const {
   for (size_t i = 0; i < dims.size(); ++i) {
     if (i)
       s += ", ";
-    s += dims[i] == kSlicedTokens ? std::string("?")
-         : isTokenDim(dims[i])     ? std::string("T")
-                                   : std::to_string(dims[i]);
+    s += dims[i] == kSlicedTokens    ? std::string("?")
+         : dims[i] == kContextTokens ? std::string("S")
+         : isTokenDim(dims[i])       ? std::string("T")
+                                     : std::to_string(dims[i]);
   }
   return s + "]";
 }

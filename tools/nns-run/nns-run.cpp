@@ -148,8 +148,10 @@ int main(int argc, char **argv) {
       captured.push_back(siteIndex(path));
       continue;
     }
+    // Module inputs and outputs; attention patterns only by name (they take the layer off
+    // the fused attention kernel, and their rows are as wide as the context).
     for (const schema::Site &site : arch.sites())
-      if (site.phase == schema::Phase::Forward)
+      if (site.phase == schema::Phase::Forward && site.kind != schema::SiteKind::Pattern)
         captured.push_back(site.order);
   }
   for (int site : captured)

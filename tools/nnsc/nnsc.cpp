@@ -75,6 +75,8 @@ static void printSiteTable(const nnsc::schema::Architecture &arch) {
         llvm::outs() << ", ";
       if (site.shape[i] == nnsc::schema::kTokens)
         llvm::outs() << "T";
+      else if (site.shape[i] == nnsc::schema::kContext)
+        llvm::outs() << "S";
       else
         llvm::outs() << site.shape[i];
     }

@@ -74,9 +74,11 @@ static LogicalResult verifySitePath(Operation *op, StringRef path, Phase phase, 
     return op->emitOpError("site '")
            << path << "' is not a dotted module path ending in an accessor";
   StringRef accessor = parts.back();
-  if (accessor != "output" && accessor != "input")
-    return op->emitOpError("site '")
-           << path << "' has accessor '" << accessor << "'; expected 'output' or 'input'";
+  if (accessor != "output" && accessor != "input" && accessor != "pattern")
+    return op->emitOpError("site '") << path << "' has accessor '" << accessor
+                                     << "'; expected 'output', 'input' or 'pattern'";
+  if (accessor == "pattern" && parts[parts.size() - 2] != "self_attn")
+    return op->emitOpError("site '") << path << "': only self-attention modules have a 'pattern'";
   if (phase != Phase::Forward)
     return op->emitOpError("module site '") << path << "' fires in phase 'forward'";
   return success();

@@ -14,11 +14,11 @@ namespace nnsc::nns {
 namespace {
 
 /// Bytes of a frame slot: the step its value was stored at (8 bytes, so that a load can tell a
-/// value never computed from a computed one), then the elements inline, or a pointer and a row
-/// count when the shape has the token dimension.
+/// value never computed from a computed one), then the elements inline, or a pointer and each
+/// dynamic size (T; an attention pattern's S) when the shape has them.
 int64_t slotBytes(RankedTensorType type) {
   if (!type.hasStaticShape())
-    return 8 + 16;
+    return 8 + 8 + 8 * type.getNumDynamicDims();
   int64_t elementBytes = type.getElementType().isInteger(1) ? 1 : type.getElementTypeBitWidth() / 8;
   return 8 + llvm::alignTo(type.getNumElements() * elementBytes, 8);
 }

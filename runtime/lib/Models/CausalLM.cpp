@@ -2,6 +2,7 @@
 
 #include "nnsc/Runtime/Models/CausalLM.h"
 
+#include "nnsc/Runtime/Attention/AttentionPattern.h"
 #include "nnsc/Runtime/Layers/Linear.h"
 #include "nnsc/Runtime/Layers/OneDnnLinear.h"
 #include "nnsc/Runtime/Layers/RMSNorm.h"
@@ -61,6 +62,7 @@ CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels)
     s.vOut = out(p + ".self_attn.v_proj");
     s.oIn = in(p + ".self_attn.o_proj");
     s.oOut = out(p + ".self_attn.o_proj");
+    s.pattern = arch.findSite(p + ".self_attn.pattern");
     s.postNormIn = in(p + ".post_attention_layernorm");
     s.postNormOut = out(p + ".post_attention_layernorm");
     s.mlpIn = in(p + ".mlp");
@@ -100,6 +102,24 @@ torch::Tensor CausalLM::attention(int64_t index, torch::Tensor q, torch::Tensor 
   });
   torch::Tensor out = timed(Phase::Attention, [&] {
     return kernels->attention(q, kCache, vCache, step.meta, scale, step.cache.absentOf(index));
+  });
+  return out.reshape({out.size(0), -1});
+}
+
+torch::Tensor CausalLM::patternAttention(int64_t index, int pattern, torch::Tensor q,
+                                         torch::Tensor k, torch::Tensor v, StepState &step,
+                                         const HookDispatch &hooks) const {
+  torch::Tensor &kCache = step.cache.k[size_t(index)];
+  torch::Tensor &vCache = step.cache.v[size_t(index)];
+  q = timed(Phase::RopeStore, [&] {
+    return kernels->ropeAndStoreKV(q, k, v, step.cos, step.sin, kCache, vCache, step.meta);
+  });
+  torch::Tensor probs = timed(Phase::Attention, [&] {
+    return attentionPattern(q, kCache, step.meta, scale, step.cache.absentOf(index));
+  });
+  hooks.fire(pattern, probs);
+  torch::Tensor out = timed(Phase::Attention, [&] {
+    return applyAttentionPattern(probs, vCache, step.meta, q.scalar_type());
   });
   return out.reshape({out.size(0), -1});
 }
@@ -242,7 +262,10 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
   torch::Tensor vs = project(s.vIn, q + kv, kv, true);
   fire(s.vOut, vs);
 
-  torch::Tensor attn = attention(index, q3, k3, vs.view({t, c.kvHeads, c.headDim}), step);
+  torch::Tensor v3 = vs.view({t, c.kvHeads, c.headDim});
+  torch::Tensor attn = bound(s.pattern)
+                           ? patternAttention(index, s.pattern, q3, k3, v3, step, hooks)
+                           : attention(index, q3, k3, v3, step);
   // The rows of a skipped layer or self-attention leave no K/V in this layer for later steps,
   // as in transformers, where the skipped module never updates its cache.
   if (!layerSkipped.empty() || !attnSkipped.empty()) {

@@ -63,6 +63,10 @@ int Architecture::addSite(int module, SiteKind kind, std::vector<int64_t> shape,
     s.phase = Phase::Forward;
     moduleList[module].outputSite = s.order;
     break;
+  case SiteKind::Pattern:
+    s.path = moduleList[module].path + ".pattern";
+    s.phase = Phase::Forward;
+    break;
   case SiteKind::Logits:
     s.path = "logits";
     s.phase = Phase::Logits;
@@ -118,6 +122,8 @@ void Architecture::buildDecoderLayer(int layers, int index) {
   }
   int v = addModule("v_proj", "Linear", attn, index, true);
   addLeafSites(v, hidden, kvShape);
+  // The softmax of eager attention: after q/k/v, before o_proj sees the heads' outputs.
+  addSite(attn, SiteKind::Pattern, {c.heads, kTokens, kContext}, ElementType::F32);
   int o = addModule("o_proj", "Linear", attn, index, true);
   addLeafSites(o, qShape, hidden);
   addSite(attn, SiteKind::Output, hidden, ElementType::F32);

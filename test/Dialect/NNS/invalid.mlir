@@ -1,8 +1,15 @@
 // RUN: nns-opt %s -split-input-file -verify-diagnostics
 
 nns.trace @bad_accessor {
-  // expected-error @+1 {{'nns.site.read' op site 'model.layers.8.outptu' has accessor 'outptu'; expected 'output' or 'input'}}
+  // expected-error @+1 {{'nns.site.read' op site 'model.layers.8.outptu' has accessor 'outptu'; expected 'output', 'input' or 'pattern'}}
   %h = nns.site.read "model.layers.8.outptu" at 245 forward : tensor<?x576xf32>
+}
+
+// -----
+
+nns.trace @pattern_of_mlp {
+  // expected-error @+1 {{'nns.site.read' op site 'model.layers.8.mlp.pattern': only self-attention modules have a 'pattern'}}
+  %p = nns.site.read "model.layers.8.mlp.pattern" at 245 forward : tensor<9x?x?xf32>
 }
 
 // -----

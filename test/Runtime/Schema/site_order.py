@@ -2,8 +2,10 @@
 
 For a tiny random model of each architecture, registers a forward pre-hook and a forward hook on
 every module, runs one forward pass over T tokens, and records the order in which hooks fire and
-the shape of each module's first input and of its output (first element of a tuple). The result
-must equal `nnsc --print-sites --model DIR` (special phases excluded, T substituted).
+the shape of each module's first input and of its output (first element of a tuple). Models run
+eager attention, and each attention's softmax is recorded as `<self_attn>.pattern` with the
+probabilities' shape. The result must equal `nnsc --print-sites --model DIR` (special phases
+excluded, T and S substituted: S = T without a cache).
 
 usage: site_order.py NNSC WORKDIR
 """
@@ -42,6 +44,7 @@ def first_tensor(value):
 
 def hooked_order(model):
     events = []
+    attention = []  # the self_attn module running now
 
     def shape_of(t):
         # Drop the batch dimension: sites are per sequence.
@@ -57,14 +60,27 @@ def hooked_order(model):
             if x is None:
                 x = first_tensor(kwargs.get("hidden_states"))
             events.append((name + ".input", shape_of(x)))
+            if name.endswith(".self_attn"):
+                attention.append(name)
 
         def post(mod, args, kwargs, out, name=name):
             events.append((name + ".output", shape_of(first_tensor(out))))
 
         module.register_forward_pre_hook(pre, with_kwargs=True)
         module.register_forward_hook(post, with_kwargs=True)
-    with torch.no_grad():
-        model(torch.arange(T).unsqueeze(0))
+    softmax = torch.nn.functional.softmax
+
+    def recording_softmax(x, *args, **kwargs):
+        # eager_attention_forward's softmax of the scores [batch, heads, T, S].
+        events.append((attention[-1] + ".pattern", shape_of(x)))
+        return softmax(x, *args, **kwargs)
+
+    torch.nn.functional.softmax = recording_softmax
+    try:
+        with torch.no_grad():
+            model(torch.arange(T).unsqueeze(0))
+    finally:
+        torch.nn.functional.softmax = softmax
     return events
 
 
@@ -77,7 +93,7 @@ def nnsc_order(nnsc, model_dir):
         if path in ("logits", "samples", "result"):
             continue
         shape = rest[1:rest.index("]")]
-        dims = [T if d == "T" else int(d) for d in shape.split(", ") if d]
+        dims = [T if d in ("T", "S") else int(d) for d in shape.split(", ") if d]
         events.append((path, dims))
     return events
 
@@ -87,7 +103,8 @@ def main():
     failures = 0
     for arch in ("llama", "qwen2", "qwen3", "mistral"):
         torch.manual_seed(0)
-        model = transformers.AutoModelForCausalLM.from_config(tiny_config(arch)).eval()
+        model = transformers.AutoModelForCausalLM.from_config(
+            tiny_config(arch), attn_implementation="eager").eval()
         model_dir = workdir / arch
         model.save_pretrained(model_dir)
         want = hooked_order(model)

@@ -29,7 +29,7 @@ module attributes {nnsc.manifest = {
     name = "lens", num_invokes = 0, invoke_names = [], flags = ["reads_prompt"], frame_bytes = 0,
     params = [],
     saves = [{name = "h", dtype = "f32", shape = array<i64: 576>, flags = ["per_step"]}],
-    sites = [{site = 105, path = "model.layers.3.output", phase = "forward", access = ["read"],
+    sites = [{site = 109, path = "model.layers.3.output", phase = "forward", access = ["read"],
               kernel = @capture_last}]
   }, {
     name = "patch", num_invokes = 2, invoke_names = ["clean", "corrupt"],
@@ -39,11 +39,11 @@ module attributes {nnsc.manifest = {
                default = dense<[true, false, true]> : tensor<3xi1>},
               {name = "scale", dtype = "f32", shape = array<i64>}],
     saves = [{name = "all", dtype = "f32", shape = array<i64: -1, 576>, flags = []}],
-    sites = [{site = 27, path = "model.layers.0.output", phase = "forward", access = ["read"],
+    sites = [{site = 28, path = "model.layers.0.output", phase = "forward", access = ["read"],
               kernel = @capture_last},
-             {site = 105, path = "model.layers.3.output", phase = "forward",
+             {site = 109, path = "model.layers.3.output", phase = "forward",
               access = ["write", "skip"], kernel = @capture_last},
-             {site = 786, path = "logits", phase = "logits", access = ["read"],
+             {site = 816, path = "logits", phase = "logits", access = ["read"],
               kernel = @capture_last}]
   }]
 }} {

@@ -10,7 +10,7 @@ module attributes {nnsc.manifest = {
   traces = [{
     name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0,
     params = [], saves = [],
-    sites = [{site = 27, path = "model.layers.0.output", phase = "forward", access = ["read"],
+    sites = [{site = 28, path = "model.layers.0.output", phase = "forward", access = ["read"],
               kernel = @host_call}]
   }]
 }} {
@@ -32,7 +32,7 @@ module attributes {nnsc.manifest = {
   traces = [{
     name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0,
     params = [], saves = [],
-    sites = [{site = 27, path = "model.layers.0.output", phase = "forward", access = ["read"],
+    sites = [{site = 28, path = "model.layers.0.output", phase = "forward", access = ["read"],
               kernel = @group_pointer}]
   }]
 }} {

@@ -37,7 +37,7 @@ module attributes {nnsc.manifest = {
     name = "", num_invokes = 0, invoke_names = [], flags = ["reads_prompt", "writes_prompt"],
     frame_bytes = 0, params = [],
     saves = [{name = "h", dtype = "f32", shape = array<i64: -1, 576>, flags = []}],
-    sites = [{site = 27, path = "model.layers.0.output", phase = "forward",
+    sites = [{site = 28, path = "model.layers.0.output", phase = "forward",
               access = ["read", "write"], kernel = @events}]
   }]
 }} {

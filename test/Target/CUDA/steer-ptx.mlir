@@ -29,7 +29,7 @@ module attributes {nnsc.manifest = {
     params = [{name = "vec", dtype = "f32", shape = array<i64: 576>,
                default = dense<0.5> : tensor<576xf32>}],
     saves = [],
-    sites = [{site = 27, path = "model.layers.0.output", phase = "forward",
+    sites = [{site = 28, path = "model.layers.0.output", phase = "forward",
               access = ["read", "write"], kernel = @steer}]
   }]
 }} {

@@ -50,12 +50,12 @@ TEST_F(BundleLoaderTest, AcceptsMatchingBundleAndExposesManifest) {
   EXPECT_EQ(lens->saves[0].name, "h");
   EXPECT_EQ(lens->saves[0].shape, (std::vector<int64_t>{576}));
   EXPECT_TRUE(lens->saves[0].perStep);
-  const BundleSite *site = lens->findSite(105);
+  const BundleSite *site = lens->findSite(109);
   ASSERT_NE(site, nullptr);
   EXPECT_EQ(site->path, "model.layers.3.output");
   EXPECT_EQ(site->access, static_cast<uint32_t>(NNSC_ACCESS_READ));
   EXPECT_NE(site->kernel, nullptr);
-  EXPECT_EQ(lens->findSite(27), nullptr);
+  EXPECT_EQ(lens->findSite(28), nullptr);
 
   const BundleTrace *patch = bundle->findTrace("patch");
   ASSERT_NE(patch, nullptr);
@@ -117,9 +117,9 @@ TEST_F(BundleLoaderTest, RefusesSitePathMismatch) {
       "steer.mlir", architecture.config(),
       {{"path = \"model.layers.0.output\"", "path = \"model.layers.0.input\""}});
   EXPECT_EQ(refusal(path), "bundle '" + path +
-                               "': trace '' site entry 0 is site 27 'model.layers.0.input' but "
-                               "the model's site 27 is 'model.layers.0.output'");
-  path = test::buildBundle("steer.mlir", architecture.config(), {{"site = 27", "site = 5000"}});
+                               "': trace '' site entry 0 is site 28 'model.layers.0.input' but "
+                               "the model's site 28 is 'model.layers.0.output'");
+  path = test::buildBundle("steer.mlir", architecture.config(), {{"site = 28", "site = 5000"}});
   EXPECT_EQ(refusal(path), "bundle '" + path +
                                "': trace '' site entry 0 is site 5000 'model.layers.0.output' "
                                "but the model has " +
@@ -146,8 +146,8 @@ TEST_F(BundleLoaderTest, RefusesMalformedTables) {
     return int32_t{0};
   };
   nnsc_site_entry sites[2] = {
-      {105, "model.layers.3.output", NNSC_PHASE_FORWARD, NNSC_ACCESS_READ, kernel},
-      {27, "model.layers.0.output", NNSC_PHASE_FORWARD, NNSC_ACCESS_READ, kernel}};
+      {109, "model.layers.3.output", NNSC_PHASE_FORWARD, NNSC_ACCESS_READ, kernel},
+      {28, "model.layers.0.output", NNSC_PHASE_FORWARD, NNSC_ACCESS_READ, kernel}};
   nnsc_trace_desc trace{"t", 0, nullptr, 0, 0, 0, nullptr, 0, nullptr, 2, sites};
   nnsc_bundle table{NNSC_BUNDLE_ABI_VERSION, "00", "llama", config.schemaHash(), config.hidden,
                     config.intermediate, config.layers, config.heads, config.kvHeads,
@@ -156,7 +156,7 @@ TEST_F(BundleLoaderTest, RefusesMalformedTables) {
   EXPECT_FALSE(checkBundle(table, architecture, error));
   EXPECT_EQ(error, "trace 't' site entry 1 ('model.layers.0.output') is out of firing order");
 
-  sites[1] = {786, "logits", NNSC_PHASE_LOGITS, NNSC_ACCESS_READ, nullptr};
+  sites[1] = {816, "logits", NNSC_PHASE_LOGITS, NNSC_ACCESS_READ, nullptr};
   EXPECT_FALSE(checkBundle(table, architecture, error));
   EXPECT_EQ(error, "trace 't' site entry 1 ('logits') has no kernel");
 
@@ -173,7 +173,7 @@ TEST_F(BundleLoaderTest, RefusesMalformedTables) {
   const char *message = "m";
   nnsc_cuda_code cuda{"// ptx", "sm_90", 1, &device, 1, &message};
   table.cuda = &cuda;
-  sites[0] = {105, "model.layers.3.output", NNSC_PHASE_FORWARD, NNSC_ACCESS_READ,
+  sites[0] = {109, "model.layers.3.output", NNSC_PHASE_FORWARD, NNSC_ACCESS_READ,
               [](nnsc_tensor *, const nnsc_group *, int32_t, const nnsc_runtime *) {
                 return int32_t{1};
               }};

@@ -186,6 +186,19 @@ LogicalResult KernelEmitter::emitSiteView() {
   check(abi.rowsInBounds(value, row, rows),
         "internal: the rows of a group lie outside the site tensor of '" + kernel.getPath() + "'",
         loc);
+  if (kernel.getPath().ends_with(".pattern")) {
+    // [tokens, heads, max_context] from the runtime; this sequence's [heads, T, S] with S its
+    // context so far: the position of its first row plus its rows.
+    Value context =
+        arith::AddIOp::create(builder, loc, abi.load(group, bundle::GroupField::Position), rows);
+    check(arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sle, context,
+                                abi.shape(value, 2)),
+          "internal: the attention pattern of '" + kernel.getPath() +
+              "' is narrower than a sequence's context",
+          loc);
+    siteView = toUniform(abi.patternView(value, row, rows, context, siteElementType));
+    return success();
+  }
   if (sequenceLevel)
     check(
         arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, rows,

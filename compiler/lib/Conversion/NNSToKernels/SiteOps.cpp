@@ -116,9 +116,16 @@ void KernelEmitter::emitFrameStore(nns::FrameStoreOp op) {
         builder, loc, i64, memref::ExtractAlignedPointerAsIndexOp::create(builder, loc, heap));
     data = LLVM::IntToPtrOp::create(builder, loc, ptr, address);
     LLVM::StoreOp::create(builder, loc, data, slot);
-    Value rowsSlot = LLVM::GEPOp::create(builder, loc, ptr, builder.getI8Type(), slot,
-                                         ArrayRef<LLVM::GEPArg>{8});
-    LLVM::StoreOp::create(builder, loc, sizes[0], rowsSlot);
+    // Then each dynamic size, in order (T, and an attention pattern's S).
+    int32_t next = 8;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      if (!type.isDynamicDim(d))
+        continue;
+      LLVM::StoreOp::create(builder, loc, sizes[d],
+                            LLVM::GEPOp::create(builder, loc, ptr, builder.getI8Type(), slot,
+                                                ArrayRef<LLVM::GEPArg>{next}));
+      next += 8;
+    }
   }
   copyInto(toUniform(abi.pointerView(data, sizes, strides, type.getElementType())), value, loc);
   // Stamp the slot with the step (+1: the zeroed frame means never stored).
@@ -169,17 +176,22 @@ Value KernelEmitter::emitFrameLoad(nns::FrameLoadOp op) {
         loc);
   Value slot = abi.frameSlot(group, op.getOffset() + 8);
   Value data = slot;
-  Value rows;
-  if (!type.hasStaticShape()) {
-    Type ptr = LLVM::LLVMPointerType::get(builder.getContext());
+  Type ptr = LLVM::LLVMPointerType::get(builder.getContext());
+  if (!type.hasStaticShape())
     data = LLVM::LoadOp::create(builder, loc, ptr, slot);
-    rows = LLVM::LoadOp::create(builder, loc, i64,
-                                LLVM::GEPOp::create(builder, loc, ptr, builder.getI8Type(), slot,
-                                                    ArrayRef<LLVM::GEPArg>{8}));
-  }
   SmallVector<Value> sizes, strides(type.getRank());
-  for (int64_t d = 0; d < type.getRank(); ++d)
-    sizes.push_back(type.isDynamicDim(d) ? rows : c(type.getDimSize(d)));
+  int32_t next = 8;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (!type.isDynamicDim(d)) {
+      sizes.push_back(c(type.getDimSize(d)));
+      continue;
+    }
+    sizes.push_back(LLVM::LoadOp::create(
+        builder, loc, i64,
+        LLVM::GEPOp::create(builder, loc, ptr, builder.getI8Type(), slot,
+                            ArrayRef<LLVM::GEPArg>{next})));
+    next += 8;
+  }
   Value stride = c(1);
   for (int64_t d = type.getRank() - 1; d >= 0; --d) {
     strides[d] = stride;

@@ -173,6 +173,15 @@ Value ABIBuilder::rowsView(Value tensor, Value row, Value rows, int64_t rank, Ty
   return makeView(builder, loc, data, offset, sizes, strides, elementType);
 }
 
+Value ABIBuilder::patternView(Value tensor, Value row, Value rows, Value context,
+                              Type elementType) {
+  Value data = loadField(tensor, abi::tensor::kData, ptrType(builder));
+  Value rowStride = stride(tensor, 0);
+  Value offset = arith::MulIOp::create(builder, loc, row, rowStride);
+  return makeView(builder, loc, data, offset, {shape(tensor, 1), rows, context},
+                  {stride(tensor, 1), rowStride, stride(tensor, 2)}, elementType);
+}
+
 Value ABIBuilder::view(Value tensor, int64_t rank, Type elementType) {
   Value data = loadField(tensor, abi::tensor::kData, ptrType(builder));
   SmallVector<Value> sizes, strides;

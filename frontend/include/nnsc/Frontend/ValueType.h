@@ -26,6 +26,9 @@ constexpr int64_t tokenDim(int invoke) { return -1 - invoke; }
 constexpr bool isTokenDim(int64_t dim) { return dim < 0; }
 /// A sliced token dimension: dynamic, but no longer the prompt's T (printed `?`).
 constexpr int64_t kSlicedTokens = -1000;
+/// The context length S of an attention pattern (every position its queries see): dynamic,
+/// printed `S`.
+constexpr int64_t kContextTokens = -1001;
 
 struct ValueType {
   ElemType elem = ElemType::F32;

@@ -24,12 +24,16 @@ namespace nnsc::schema {
 
 /// A dimension of a site's shape: the per-sequence token count T, or a fixed size.
 constexpr int64_t kTokens = -1;
+/// A dimension of a site's shape: the sequence's context length S at this step (every position
+/// its queries see, prefix-cached ones included); only attention patterns have it.
+constexpr int64_t kContext = -2;
 
 enum class ElementType { F32, I64 };
 
 enum class SiteKind {
   Input,   ///< a module's first input (a forward pre-hook)
   Output,  ///< a module's result (a forward hook)
+  Pattern, ///< a self-attention module's softmax probabilities [heads, T, S]
   Logits,  ///< [vocab] logits of the position the sampler uses, per sequence and step
   Samples, ///< i64 scalar: the token sampled this step
   Result,  ///< i64[N]: all generated tokens, once the request finishes
@@ -48,7 +52,8 @@ struct Site {
   int module;
   /// Decoder layer the site belongs to, or -1.
   int layer;
-  /// Shape for one sequence at one step; kTokens marks the token dimension.
+  /// Shape for one sequence at one step; kTokens marks the token dimension, kContext the
+  /// context length.
   std::vector<int64_t> shape;
   ElementType elementType;
   /// Position in firing order; also the site's index in Architecture::sites().

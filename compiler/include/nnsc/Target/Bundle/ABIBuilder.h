@@ -65,6 +65,11 @@ public:
   /// the rows are in bounds (see rowsInBounds).
   mlir::Value rowsView(mlir::Value tensor, mlir::Value row, mlir::Value rows, int64_t rank,
                        mlir::Type elementType);
+  /// The site value [heads, rows, context] of one sequence in an attention pattern tensor
+  /// [tokens, heads, max_context] (its rows [row, row + rows), their first `context`
+  /// positions; the token dimension moves to the middle). The caller checks the bounds.
+  mlir::Value patternView(mlir::Value tensor, mlir::Value row, mlir::Value rows,
+                          mlir::Value context, mlir::Type elementType);
   /// The whole tensor (a param) as a strided memref of static rank `rank`.
   mlir::Value view(mlir::Value tensor, int64_t rank, mlir::Type elementType);
   /// A strided memref of static rank `sizes.size()` over raw memory at `data` (an !llvm.ptr,

@@ -57,6 +57,7 @@ private:
     int first, last;
     int layerIn, layerOut, inNormIn, inNormOut, attnIn, attnOut;
     int qIn, qOut, qNormIn, qNormOut, kIn, kOut, kNormIn, kNormOut, vIn, vOut, oIn, oOut;
+    int pattern;
     int postNormIn, postNormOut, mlpIn, mlpOut;
     int gateIn, gateOut, actIn, actOut, upIn, upOut, downIn, downOut;
   };
@@ -74,6 +75,11 @@ private:
   /// RoPE and storing k/v in the layer's cache.
   torch::Tensor attention(int64_t index, torch::Tensor q, torch::Tensor k, torch::Tensor v,
                           StepState &step) const;
+  /// The same with the softmax probabilities materialized and fired as site `pattern`
+  /// (self_attn.pattern): the output is what the hooks left in them times V.
+  torch::Tensor patternAttention(int64_t index, int pattern, torch::Tensor q, torch::Tensor k,
+                                 torch::Tensor v, StepState &step,
+                                 const HookDispatch &hooks) const;
   torch::Tensor headNorm(const torch::Tensor &x, const torch::Tensor &weight) const;
   /// The device's RMSNorm; inside the class it takes the place of nnsc::rmsNorm.
   torch::Tensor rmsNorm(const torch::Tensor &x, const torch::Tensor &weight, double eps) const {
