@@ -75,7 +75,7 @@ TEST(Safetensors, RefusesShapesWhoseSizeOverflows) {
         << bytes << header << std::string(dataBytes, 'x');
     std::string error;
     EXPECT_FALSE(SafetensorsFile::open(path, error));
-    return error.substr(error.find("tensor"));
+    return error.substr(error.find("tensor '"));
   };
   EXPECT_EQ(refusal(R"({"a": {"dtype": "F32", "shape": [4294967296, 4294967296, 0],
                      "data_offsets": [0, 0]}})",
