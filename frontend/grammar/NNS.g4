@@ -66,6 +66,8 @@ expr
   | lhs=expr op='or' rhs=expr                                     # orExpr
   ;
 
+// A list `[a, b]` or tuple `(a, b)` / `(a,)` is syntax here; Sema accepts one only as the
+// sequence argument of cat, stack and broadcast_to.
 primary
   : ID                                                          # nameRef
   | INT                                                         # intLit
@@ -73,6 +75,8 @@ primary
   | STRING                                                      # stringLit
   | ('true' | 'false')                                          # boolLit
   | '(' expr ')'                                                # parenExpr
+  | '[' (items+=expr (',' items+=expr)* ','?)? ']'              # listLit
+  | '(' items+=expr ',' (items+=expr (',' items+=expr)* ','?)? ')'  # tupleLit
   ;
 
 subscript

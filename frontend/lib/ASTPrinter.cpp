@@ -210,6 +210,15 @@ private:
       });
       break;
     }
+    case Expr::Kind::List: {
+      auto *l = cast<ListExpr>(e);
+      line(e->loc()) << (l->tuple ? "Tuple\n" : "List\n");
+      nested([&] {
+        for (const ExprPtr &item : l->items)
+          expr(item.get());
+      });
+      break;
+    }
     }
   }
 

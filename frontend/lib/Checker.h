@@ -118,9 +118,12 @@ private:
   /// `keepdim=` (SemaReduce.cpp).
   mlir::LogicalResult reduction(ast::CallExpr &e, ast::Builtin fn, std::vector<ast::Expr *> &pos,
                                 std::map<std::string, ast::Expr *> &kw, Avail &avail);
-  /// unsqueeze, view, reshape, transpose, outer, expand (SemaShape.cpp).
+  /// unsqueeze, view, reshape, transpose, outer, expand, broadcast_to (SemaShape.cpp).
   mlir::LogicalResult shapeBuiltin(ast::CallExpr &e, ast::Builtin fn, std::vector<ast::Expr *> &pos,
                                    std::map<std::string, ast::Expr *> &kw, Avail &avail);
+  /// cat and stack of a list of values along a dim (SemaShape.cpp).
+  mlir::LogicalResult joinBuiltin(ast::CallExpr &e, ast::Builtin fn, std::vector<ast::Expr *> &pos,
+                                  std::map<std::string, ast::Expr *> &kw, Avail &avail);
   /// The size a shape argument gives: an integer constant or a model dimension name.
   mlir::FailureOr<int64_t> shapeSize(ast::Expr &e);
   /// A dimension argument normalised against `rank` (`rank + 1` for unsqueeze).

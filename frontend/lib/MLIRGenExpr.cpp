@@ -164,6 +164,59 @@ Value Generator::reduction(Location loc, const ast::ExprSema &s, nns::ReduceKind
   return s.keepDim ? reshape(loc, r, tensorType(s.type)) : r;
 }
 
+Value Generator::zeros(Location loc, ArrayRef<int64_t> shape, Type elem) {
+  auto type = RankedTensorType::get(shape, elem);
+  Attribute zero = elem.isF32() ? Attribute(builder.getF32FloatAttr(0))
+                                : Attribute(builder.getIntegerAttr(elem, 0));
+  return arith::ConstantOp::create(builder, loc,
+                                   llvm::cast<TypedAttr>(DenseElementsAttr::get(type, zero)));
+}
+
+Value Generator::join(const ast::CallExpr &e, const ast::ListExpr &list, RankedTensorType result) {
+  Location loc = e.loc();
+  int64_t dim = e.sema.intArg;
+  Type elem = result.getElementType();
+  SmallVector<Value> parts;
+  for (const ast::ExprPtr &item : list.items) {
+    Value v = castTo(item->loc(), expr(*item), elem);
+    parts.push_back(e.sema.builtin == Builtin::Stack ? unsqueeze(item->loc(), v, dim) : v);
+  }
+  if (parts.size() == 1)
+    return parts[0];
+  // The destination: zeros of the result's shape. Sema made the joined dim static; a token
+  // dimension elsewhere comes from a one-wide slice of a part, broadcast against the zeros.
+  SmallVector<int64_t> shape(result.getShape());
+  bool dynamic = llvm::any_of(shape, ShapedType::isDynamic);
+  for (int64_t &d : shape)
+    if (ShapedType::isDynamic(d))
+      d = 1;
+  Value dest = zeros(loc, shape, elem);
+  const Value *wide = llvm::find_if(parts, [&](Value v) { return typeOf(v).getDimSize(dim) > 0; });
+  if (wide == parts.end()) // every part is empty along dim, so has the result's shape
+    return parts[0];
+  if (dynamic) {
+    RankedTensorType oneType = nns::inferSliceType(typeOf(*wide), dim, 0, builder.getI64IntegerAttr(1), 1);
+    Value one = nns::SliceOp::create(builder, loc, oneType, *wide, builder.getI64IntegerAttr(dim),
+                                     builder.getI64IntegerAttr(0), builder.getI64IntegerAttr(1),
+                                     builder.getI64IntegerAttr(1));
+    Value like = nns::BroadcastOp::create(builder, loc, oneType, zeros(loc, {}, elem), one);
+    dest = binaryOp(loc, elem.isInteger(1) ? nns::BinaryKind::Or : nns::BinaryKind::Add, like,
+                    dest, elem);
+  }
+  int64_t at = 0;
+  for (Value part : parts) {
+    int64_t size = typeOf(part).getDimSize(dim);
+    if (size == 0)
+      continue;
+    dest = nns::SliceScatterOp::create(builder, loc, result, part, dest,
+                                       builder.getI64IntegerAttr(dim), builder.getI64IntegerAttr(at),
+                                       builder.getI64IntegerAttr(at + size),
+                                       builder.getI64IntegerAttr(1));
+    at += size;
+  }
+  return dest;
+}
+
 Value Generator::binaryOp(Location loc, nns::BinaryKind kind, Value a, Value b, Type elem) {
   a = castTo(loc, a, elem);
   b = castTo(loc, b, elem);
@@ -215,6 +268,8 @@ Value Generator::call(const ast::CallExpr &e) {
     Value x = expr(*e.args[0].value);
     return nns::CallModuleOp::create(builder, loc, result, arch.modules()[s.module].path, x);
   }
+  if (s.builtin == Builtin::Cat || s.builtin == Builtin::Stack)
+    return join(e, llvm::cast<ast::ListExpr>(*e.args[0].value), result);
   // Positional arguments, the receiver of a method first, then keywords by name.
   SmallVector<const ast::Expr *> pos;
   std::map<std::string, const ast::Expr *> kw;
@@ -315,7 +370,8 @@ Value Generator::call(const ast::CallExpr &e) {
     Value b = unsqueeze(loc, castTo(loc, expr(*pos[1]), elem), 0);
     return binaryOp(loc, nns::BinaryKind::Mul, a, b, elem);
   }
-  case Builtin::Expand: {
+  case Builtin::Expand:
+  case Builtin::BroadcastTo: {
     // x broadcast against a zero (false) of the new sizes; the sizes x keeps stay its own.
     SmallVector<int64_t> shape(result.getShape());
     RankedTensorType xt = typeOf(x);
@@ -324,13 +380,8 @@ Value Generator::call(const ast::CallExpr &e) {
       if (ShapedType::isDynamic(shape[d]) || (from >= 0 && xt.getDimSize(from) == shape[d]))
         shape[d] = 1;
     }
-    auto zerosType = RankedTensorType::get(shape, elem);
-    Attribute zero = elem.isF32() ? Attribute(builder.getF32FloatAttr(0))
-                                  : Attribute(builder.getIntegerAttr(elem, 0));
-    Value zeros = arith::ConstantOp::create(
-        builder, loc, llvm::cast<TypedAttr>(DenseElementsAttr::get(zerosType, zero)));
-    return binaryOp(loc, elem.isInteger(1) ? nns::BinaryKind::Or : nns::BinaryKind::Add, x, zeros,
-                    elem);
+    return binaryOp(loc, elem.isInteger(1) ? nns::BinaryKind::Or : nns::BinaryKind::Add, x,
+                    zeros(loc, shape, elem), elem);
   }
   default:
     break;

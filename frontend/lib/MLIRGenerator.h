@@ -102,6 +102,12 @@ private:
   /// A reduction with torch's meaning: over `s.intArg` or every dimension, keepdim or not.
   Value reduction(Location loc, const ast::ExprSema &s, nns::ReduceKind kind, Value x, Type inElem);
 
+  /// A constant of zeros (false) of a static shape.
+  Value zeros(Location loc, ArrayRef<int64_t> shape, Type elem);
+
+  /// cat / stack: each value written with a slice_scatter into zeros of the result's shape.
+  Value join(const ast::CallExpr &e, const ast::ListExpr &list, RankedTensorType result);
+
   Value binary(const ast::BinaryExpr &e);
 
   Value call(const ast::CallExpr &e);

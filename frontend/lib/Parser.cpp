@@ -273,9 +273,20 @@ private:
     }
     if (auto *p = dynamic_cast<G::BoolLitContext *>(ctx))
       return std::make_unique<ast::BoolLitExpr>(loc(p), p->getText() == "true");
+    if (auto *p = dynamic_cast<G::ListLitContext *>(ctx))
+      return list(loc(p), p->items, false);
+    if (auto *p = dynamic_cast<G::TupleLitContext *>(ctx))
+      return list(loc(p), p->items, true);
     auto *p = dynamic_cast<G::ParenExprContext *>(ctx);
     assert(p && "unhandled primary alternative");
     return expr(p->expr());
+  }
+
+  ast::ExprPtr list(Location at, const std::vector<G::ExprContext *> &items, bool tuple) {
+    std::vector<ast::ExprPtr> values;
+    for (G::ExprContext *item : items)
+      values.push_back(expr(item));
+    return std::make_unique<ast::ListExpr>(at, std::move(values), tuple);
   }
 
   int64_t parseInt(antlr4::Token *token) {

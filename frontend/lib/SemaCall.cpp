@@ -272,7 +272,11 @@ LogicalResult Checker::builtin(ast::CallExpr &e, Builtin fn, ast::Expr *receiver
   case Builtin::Transpose:
   case Builtin::Outer:
   case Builtin::Expand:
+  case Builtin::BroadcastTo:
     return shapeBuiltin(e, fn, pos, kw, avail);
+  case Builtin::Cat:
+  case Builtin::Stack:
+    return joinBuiltin(e, fn, pos, kw, avail);
   case Builtin::TopK: {
     if (!arity(2, 2, {"k"}) && !(pos.size() == 1 && kw.count("k") && arity(1, 1, {"k"})))
       return failure();

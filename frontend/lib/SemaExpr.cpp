@@ -55,6 +55,9 @@ const BuiltinName kBuiltins[] = {
     {"transpose", Builtin::Transpose, true, true},
     {"outer", Builtin::Outer, true, true},
     {"expand", Builtin::Expand, false, true},
+    {"broadcast_to", Builtin::BroadcastTo, true, true},
+    {"cat", Builtin::Cat, true, false},
+    {"stack", Builtin::Stack, true, false},
     {"save", Builtin::Save, false, true},
     {"stop", Builtin::Stop, true, false},
     {"finish", Builtin::Finish, true, false},
@@ -175,6 +178,13 @@ LogicalResult Checker::expr(ast::Expr &e, Avail &avail) {
     break;
   case ast::Expr::Kind::Binary:
     result = binary(cast<ast::BinaryExpr>(e), own);
+    break;
+  case ast::Expr::Kind::List:
+    // cat, stack and broadcast_to read their sequence argument themselves.
+    emitError(e.loc()) << "a " << (cast<ast::ListExpr>(e).tuple ? "tuple" : "list")
+                       << " is not a value; lists and tuples are only the sequence argument of "
+                          "'cat', 'stack' (as in 'cat([a, b], dim=0)') and 'broadcast_to' (as in "
+                          "'x.broadcast_to((2, 576))')";
     break;
   }
   if (failed(result))

@@ -73,6 +73,13 @@ public:
       return std::make_unique<ast::BinaryExpr>(b->loc(), b->op, expr(b->lhs.get()),
                                                expr(b->rhs.get()));
     }
+    case K::List: {
+      auto *l = cast<ast::ListExpr>(e);
+      std::vector<ast::ExprPtr> items;
+      for (const ast::ExprPtr &item : l->items)
+        items.push_back(expr(item.get()));
+      return std::make_unique<ast::ListExpr>(l->loc(), std::move(items), l->tuple);
+    }
     }
     llvm_unreachable("unknown expression kind");
   }

@@ -1,6 +1,6 @@
-"""Value checks of shape operations and torch's reductions in kernels (shape-ops.nns): the
-program written out in torch, run through repro_programs.py's harness (staggered requests over
-several steps through the C ABI).
+"""Value checks of shape operations and torch's reductions in kernels (shape-ops.nns,
+join-ops.nns): the program written out in torch, run through repro_programs.py's harness
+(staggered requests over several steps through the C ABI).
 Usage: shape_programs.py BUNDLE NAME
 """
 import random
@@ -38,8 +38,24 @@ def shape_ops(env, sites, p, step, saves, cache):
     sites[L6].T[0] = sites[L6][:, 1].clone()
 
 
+def join_ops(env, sites, p, step, saves, cache):
+    h = sites[L2]
+    saves["c"] = torch.cat([h, h * p["a"]], dim=-1)
+    saves["c2"] = torch.cat((h[:, 0:3], h[:, 10:12], h[:, 1:2]), 1)
+    saves["c3"] = torch.cat([h[-1, 0:2], p["tok"][None], p["v"][5:7]])
+    saves["s"] = torch.stack([h[-1], p["v"]])
+    saves["s2"] = torch.stack([h, h + 1.0], dim=1)
+    saves["s3"] = torch.stack((h[-1].sum(), h[0].max(), p["a"]), -1)
+    saves["s4"] = torch.stack([h[0], h[-1]], dim=-1)
+    saves["b"] = h[-1, 0:4].broadcast_to((3, 4))
+    saves["b2"] = torch.broadcast_to(h[:, 0:1], [-1, D])
+    x = sites[L3]
+    x[:] = torch.cat([x[:, 32:], x[:, :32]], dim=1)
+
+
 PROGRAMS = {
     "shape-ops": Repro({L2: D, L3: D, O4: HEADS * HEAD_DIM, L5: D, L6: D}, shape_ops),
+    "join-ops": Repro({L2: D, L3: D}, join_ops),
 }
 
 if __name__ == "__main__":

@@ -59,6 +59,9 @@ enum class Builtin {
   Transpose,
   Outer,
   Expand,
+  BroadcastTo,
+  Cat,
+  Stack,
   Save,
   Skip,
   Stop,
@@ -122,7 +125,8 @@ public:
     Index,
     Call,
     Unary,
-    Binary
+    Binary,
+    List
   };
 
   virtual ~Expr() = default;
@@ -245,6 +249,17 @@ public:
   static bool classof(const Expr *e) { return e->getKind() == Kind::Binary; }
   BinaryOp op;
   ExprPtr lhs, rhs;
+};
+
+/// A list `[a, b]` or tuple `(a, b)`; only the sequence argument of cat, stack and
+/// broadcast_to.
+class ListExpr : public Expr {
+public:
+  ListExpr(mlir::Location loc, std::vector<ExprPtr> items, bool tuple)
+      : Expr(Kind::List, loc), items(std::move(items)), tuple(tuple) {}
+  static bool classof(const Expr *e) { return e->getKind() == Kind::List; }
+  std::vector<ExprPtr> items;
+  bool tuple;
 };
 
 //===----------------------------------------------------------------------===//
