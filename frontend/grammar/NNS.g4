@@ -66,17 +66,17 @@ expr
   | lhs=expr op='or' rhs=expr                                     # orExpr
   ;
 
-// A list `[a, b]` or tuple `(a, b)` / `(a,)` is syntax here; Sema accepts one only as the
-// sequence argument of cat, stack and broadcast_to.
+// `(e)` groups; with a comma, or empty, it is a tuple: `(a, b)`, `(a,)`, `()`. A tuple or a list
+// `[a, b]` is syntax here; Sema accepts one only as the sequence argument of cat, stack and
+// broadcast_to. (One alternative for `(`, so that an error inside it stays precise.)
 primary
   : ID                                                          # nameRef
   | INT                                                         # intLit
   | FLOAT                                                       # floatLit
   | STRING                                                      # stringLit
   | ('true' | 'false')                                          # boolLit
-  | '(' expr ')'                                                # parenExpr
+  | '(' (items+=expr (comma=',' (items+=expr (',' items+=expr)* ','?)?)?)? ')'  # parenExpr
   | '[' (items+=expr (',' items+=expr)* ','?)? ']'              # listLit
-  | '(' items+=expr ',' (items+=expr (',' items+=expr)* ','?)? ')'  # tupleLit
   ;
 
 subscript

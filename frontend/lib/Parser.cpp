@@ -275,11 +275,11 @@ private:
       return std::make_unique<ast::BoolLitExpr>(loc(p), p->getText() == "true");
     if (auto *p = dynamic_cast<G::ListLitContext *>(ctx))
       return list(loc(p), p->items, false);
-    if (auto *p = dynamic_cast<G::TupleLitContext *>(ctx))
-      return list(loc(p), p->items, true);
     auto *p = dynamic_cast<G::ParenExprContext *>(ctx);
     assert(p && "unhandled primary alternative");
-    return expr(p->expr());
+    if (p->items.size() == 1 && !p->comma)
+      return expr(p->items[0]);
+    return list(loc(p), p->items, true);
   }
 
   ast::ExprPtr list(Location at, const std::vector<G::ExprContext *> &items, bool tuple) {
