@@ -195,23 +195,24 @@ Value Generator::join(const ast::CallExpr &e, const ast::ListExpr &list, RankedT
   if (wide == parts.end()) // every part is empty along dim, so has the result's shape
     return parts[0];
   if (dynamic) {
-    RankedTensorType oneType = nns::inferSliceType(typeOf(*wide), dim, 0, builder.getI64IntegerAttr(1), 1);
+    RankedTensorType oneType =
+        nns::inferSliceType(typeOf(*wide), dim, 0, builder.getI64IntegerAttr(1), 1);
     Value one = nns::SliceOp::create(builder, loc, oneType, *wide, builder.getI64IntegerAttr(dim),
                                      builder.getI64IntegerAttr(0), builder.getI64IntegerAttr(1),
                                      builder.getI64IntegerAttr(1));
     Value like = nns::BroadcastOp::create(builder, loc, oneType, zeros(loc, {}, elem), one);
-    dest = binaryOp(loc, elem.isInteger(1) ? nns::BinaryKind::Or : nns::BinaryKind::Add, like,
-                    dest, elem);
+    dest = binaryOp(loc, elem.isInteger(1) ? nns::BinaryKind::Or : nns::BinaryKind::Add, like, dest,
+                    elem);
   }
   int64_t at = 0;
   for (Value part : parts) {
     int64_t size = typeOf(part).getDimSize(dim);
     if (size == 0)
       continue;
-    dest = nns::SliceScatterOp::create(builder, loc, result, part, dest,
-                                       builder.getI64IntegerAttr(dim), builder.getI64IntegerAttr(at),
-                                       builder.getI64IntegerAttr(at + size),
-                                       builder.getI64IntegerAttr(1));
+    dest = nns::SliceScatterOp::create(
+        builder, loc, result, part, dest, builder.getI64IntegerAttr(dim),
+        builder.getI64IntegerAttr(at), builder.getI64IntegerAttr(at + size),
+        builder.getI64IntegerAttr(1));
     at += size;
   }
   return dest;

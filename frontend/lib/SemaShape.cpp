@@ -289,10 +289,10 @@ LogicalResult Checker::joinBuiltin(ast::CallExpr &e, Builtin fn, std::vector<ast
     dim = *d;
   }
   auto sizeText = [](int64_t d) {
-    return d == kSlicedTokens ? std::string("?")
+    return d == kSlicedTokens    ? std::string("?")
            : d == kContextTokens ? std::string("S")
-           : isTokenDim(d) ? std::string("T")
-                           : std::to_string(d);
+           : isTokenDim(d)       ? std::string("T")
+                                 : std::to_string(d);
   };
   ValueType result{elem, x.dims};
   for (size_t i = 1; i < list->items.size(); ++i) {
@@ -326,8 +326,7 @@ LogicalResult Checker::joinBuiltin(ast::CallExpr &e, Builtin fn, std::vector<ast
       int64_t size = item->sema.type.dims[dim];
       if (size < 0) {
         emitError(item->loc()) << "'cat' along dim " << dim << " of a value of type "
-                               << item->sema.type.str() << ": its size there ("
-                               << sizeText(size)
+                               << item->sema.type.str() << ": its size there (" << sizeText(size)
                                << ") is known only at run time; 'cat' joins along a dimension "
                                   "of fixed size (for tokens, slice or stack instead)";
         return failure();
