@@ -51,12 +51,12 @@ def main():
                 for _ in range(a.prompts)]
     workdir = tempfile.mkdtemp(prefix="nnsc-pybench-")
     ib.log("compiling the experiments' bundles")
-    bundles = ib.compile_bundles(a.build, a.model, workdir)
+    names = list(ib.DEFAULT_EXPERIMENTS)
+    bundles = ib.compile_bundles(a.build, a.model, workdir, names)
     steer, steer_file = ib.steering_vector(workdir)
     llm = nnsc.LLM(a.model, threads=2)
     programs = {name: nnsc.Program.load(path, llm) for name, path in bundles.items()}
 
-    names = list(ib.EXPERIMENTS)
     cli = {name: [] for name in names}
     py = {name: [] for name in names}
     equal = {}
