@@ -8,7 +8,7 @@
 // CHECK:      traces: 2
 // CHECK-NEXT: trace 0 'lens' invokes=0 flags=reads_prompt frame_bytes=0
 // CHECK-NEXT:   save 0 'h' f32[576] per_step
-// CHECK-NEXT:   site 105 'model.layers.3.output' phase=forward access=read kernel=yes
+// CHECK-NEXT:   site 109 'model.layers.3.output' phase=forward access=read kernel=yes
 // CHECK-NEXT: trace 1 'patch' invokes=2 flags=reads_prompt,writes_prompt,stops frame_bytes=2304
 // CHECK-NEXT:   invoke 0 'clean'
 // CHECK-NEXT:   invoke 1 'corrupt'
@@ -16,9 +16,9 @@
 // CHECK-NEXT:   param 1 'on' bool[3] default=[true, false, true]
 // CHECK-NEXT:   param 2 'scale' f32[] default=required
 // CHECK-NEXT:   save 0 'all' f32[T, 576]
-// CHECK-NEXT:   site 27 'model.layers.0.output' phase=forward access=read kernel=yes
-// CHECK-NEXT:   site 105 'model.layers.3.output' phase=forward access=write,skip kernel=yes
-// CHECK-NEXT:   site 786 'logits' phase=logits access=read kernel=yes
+// CHECK-NEXT:   site 28 'model.layers.0.output' phase=forward access=read kernel=yes
+// CHECK-NEXT:   site 109 'model.layers.3.output' phase=forward access=write,skip kernel=yes
+// CHECK-NEXT:   site 816 'logits' phase=logits access=read kernel=yes
 // CHECK-NOT: {{.}}
 
 module attributes {nnsc.manifest = {

@@ -14,7 +14,7 @@
 // CHECK-NEXT: traces: 1
 // CHECK-NEXT: trace 0 '' invokes=0 flags=writes_prompt frame_bytes=0
 // CHECK-NEXT:   param 0 'vec' f32[576] default=[0.5, 0.5, 0.5, 0.5, ...]
-// CHECK-NEXT:   site 27 'model.layers.0.output' phase=forward access=read,write kernel=yes
+// CHECK-NEXT:   site 28 'model.layers.0.output' phase=forward access=read,write kernel=yes
 // CHECK-NOT: {{.}}
 
 !desc2 = !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>

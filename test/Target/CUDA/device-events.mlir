@@ -14,7 +14,7 @@
 // INFO-NEXT:   cuda kernel 0 'events' scratch_bytes={{[1-9][0-9]*}} module_calls=1
 // INFO-NEXT:   cuda message 0 'no rows'
 // INFO-NEXT:   cuda message 1 'module failed'
-// INFO:        site 27 'model.layers.0.output' phase=forward access=read,write kernel=yes
+// INFO:        site 28 'model.layers.0.output' phase=forward access=read,write kernel=yes
 
 // PTX-NOT:   prototype
 // PTX:       .visible .entry events(

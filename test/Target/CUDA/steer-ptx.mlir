@@ -6,7 +6,7 @@
 // RUN: nns-bundle-info %t.nnsb --ptx | FileCheck %s --check-prefix=PTX
 
 // INFO: ptx: {{[0-9]+}} bytes
-// INFO: site 27 'model.layers.0.output' phase=forward access=read,write kernel=yes
+// INFO: site 28 'model.layers.0.output' phase=forward access=read,write kernel=yes
 
 // PTX: .target sm_90
 // PTX: .address_size 64
