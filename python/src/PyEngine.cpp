@@ -46,18 +46,17 @@ std::shared_ptr<PyRequest> PyEngine::add(std::vector<std::vector<int32_t>> promp
     for (const std::string &n : trace.invokeNames)
       names += (names.empty() ? "'" : ", '") + n + "'";
     throw std::invalid_argument(
-        invokes == 1 ? "trace '" + trace.name + "' takes one prompt per request, got " +
-                           std::to_string(prompts.size())
-                     : "trace '" + trace.name + "' has " + std::to_string(invokes) +
-                           " invokes (" + names + ") and takes a list of " +
-                           std::to_string(invokes) + " prompts per request, one per invoke; got " +
-                           std::to_string(prompts.size()));
+        invokes == 1
+            ? "trace '" + trace.name + "' takes one prompt per request, got " +
+                  std::to_string(prompts.size())
+            : "trace '" + trace.name + "' has " + std::to_string(invokes) + " invokes (" + names +
+                  ") and takes a list of " + std::to_string(invokes) +
+                  " prompts per request, one per invoke; got " + std::to_string(prompts.size()));
   }
   std::string error;
   std::optional<std::vector<torch::Tensor>> bound = bindParamValues(
       trace, params,
-      [](const std::string &name) { return "give it with params={'" + name + "': VALUE}"; },
-      error);
+      [](const std::string &name) { return "give it with params={'" + name + "': VALUE}"; }, error);
   if (!bound)
     throw std::invalid_argument(error);
   std::shared_ptr<BundleHook> hook = bundle->hook(trace);

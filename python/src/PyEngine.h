@@ -42,8 +42,7 @@ public:
   /// Python ValueError) naming what is wrong: a param, the prompt count, a prompt too long.
   std::shared_ptr<PyRequest> add(std::vector<std::vector<int32_t>> prompts,
                                  const SamplingParams &sampling, PyBundle *bundle,
-                                 const std::string &trace,
-                                 const std::vector<NamedParam> &params);
+                                 const std::string &trace, const std::vector<NamedParam> &params);
 
   /// Runs steps (GIL released) until every request finished or `seconds` passed; returns the
   /// results of the sequences that finished, and the number of tokens sampled.

@@ -69,12 +69,11 @@ void bindModel(nb::module_ &m) {
             return p.tokenizer().decode(ids, skipSpecial);
           },
           nb::arg("ids"), nb::arg("skip_special_tokens"))
-      .def("chat_template",
-           [](const PyModel &p) { return p.tokenizer().chatTemplate(); })
+      .def("chat_template", [](const PyModel &p) { return p.tokenizer().chatTemplate(); })
       .def("sites", [](const PyModel &p) {
         // (path, phase, shape with -1 for the token dimension, dtype, layer, writable)
-        std::vector<std::tuple<std::string, std::string, std::vector<int64_t>, std::string, int,
-                               bool>>
+        std::vector<
+            std::tuple<std::string, std::string, std::vector<int64_t>, std::string, int, bool>>
             sites;
         for (const schema::Site &s : p.loaded.backend->architecture().sites())
           sites.emplace_back(s.path, phaseName(s.phase), s.shape,

@@ -32,11 +32,9 @@ const BundleTrace &PyBundle::trace(const std::string &name) const {
   std::string names;
   for (const BundleTrace &t : bundle->traces())
     names += (names.empty() ? "'" : ", '") + t.name + "'";
-  throw std::invalid_argument(name.empty()
-                                  ? "the program has several traces (" + names +
-                                        "); choose one with trace=NAME"
-                                  : "the program has no trace '" + name + "' (its traces: " +
-                                        names + ")");
+  throw std::invalid_argument(
+      name.empty() ? "the program has several traces (" + names + "); choose one with trace=NAME"
+                   : "the program has no trace '" + name + "' (its traces: " + names + ")");
 }
 
 std::shared_ptr<BundleHook> PyBundle::hook(const BundleTrace &trace) {

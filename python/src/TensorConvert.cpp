@@ -48,8 +48,8 @@ torch::ScalarType scalarTypeOf(nb::dlpack::dtype d) {
       break;
     }
   }
-  throw nb::type_error(("unsupported array dtype (DLPack code " + std::to_string(d.code) +
-                        ", " + std::to_string(d.bits) + " bits)")
+  throw nb::type_error(("unsupported array dtype (DLPack code " + std::to_string(d.code) + ", " +
+                        std::to_string(d.bits) + " bits)")
                            .c_str());
 }
 

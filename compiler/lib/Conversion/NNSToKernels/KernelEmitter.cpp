@@ -322,11 +322,12 @@ LogicalResult KernelEmitter::emitIf(nns::IfOp op) {
     Type i64 = builder.getI64Type();
     auto load = [&](int64_t i) {
       return arith::IndexCastOp::create(
-                 builder, loc, i64, memref::LoadOp::create(builder, loc, slot, ValueRange{index(i)}))
+                 builder, loc, i64,
+                 memref::LoadOp::create(builder, loc, slot, ValueRange{index(i)}))
           .getResult();
     };
-    Value data = LLVM::IntToPtrOp::create(builder, loc,
-                                          LLVM::LLVMPointerType::get(builder.getContext()), load(0));
+    Value data = LLVM::IntToPtrOp::create(
+        builder, loc, LLVM::LLVMPointerType::get(builder.getContext()), load(0));
     SmallVector<Value> sizes, strides(type.getRank());
     for (int64_t d = 0; d < type.getRank(); ++d)
       sizes.push_back(load(d + 1));

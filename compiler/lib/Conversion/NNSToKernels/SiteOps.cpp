@@ -148,9 +148,8 @@ Value KernelEmitter::storedStep(nns::FrameLoadOp op) {
     last = arith::MinSIOp::create(builder, loc, last, c(stop - 1));
   Value offset = arith::SubIOp::create(builder, loc, last, c(start));
   if (stride > 1)
-    offset = arith::MulIOp::create(builder, loc,
-                                   arith::DivSIOp::create(builder, loc, offset, c(stride)),
-                                   c(stride));
+    offset = arith::MulIOp::create(
+        builder, loc, arith::DivSIOp::create(builder, loc, offset, c(stride)), c(stride));
   return arith::AddIOp::create(builder, loc, offset, c(start));
 }
 
@@ -186,10 +185,9 @@ Value KernelEmitter::emitFrameLoad(nns::FrameLoadOp op) {
       sizes.push_back(c(type.getDimSize(d)));
       continue;
     }
-    sizes.push_back(LLVM::LoadOp::create(
-        builder, loc, i64,
-        LLVM::GEPOp::create(builder, loc, ptr, builder.getI8Type(), slot,
-                            ArrayRef<LLVM::GEPArg>{next})));
+    sizes.push_back(LLVM::LoadOp::create(builder, loc, i64,
+                                         LLVM::GEPOp::create(builder, loc, ptr, builder.getI8Type(),
+                                                             slot, ArrayRef<LLVM::GEPArg>{next})));
     next += 8;
   }
   Value stride = c(1);
@@ -229,19 +227,19 @@ LogicalResult KernelEmitter::emitSiteOp(Operation *op) {
   } else if (auto update = dyn_cast<nns::SiteUpdateOp>(op)) {
     nns::UpdateKind kind = update.getKind();
     copyIntoSite(lookup(update.getValue()), update.getValue().getType(), update.getSiteType(), loc,
-             [&](OpBuilder &b, Location l, Value old, Value v) -> Value {
-               switch (kind) {
-               case nns::UpdateKind::Add:
-                 return arith::AddFOp::create(b, l, old, v);
-               case nns::UpdateKind::Sub:
-                 return arith::SubFOp::create(b, l, old, v);
-               case nns::UpdateKind::Mul:
-                 return arith::MulFOp::create(b, l, old, v);
-               case nns::UpdateKind::Div:
-                 return arith::DivFOp::create(b, l, old, v);
-               }
-               llvm_unreachable("unknown update kind");
-             });
+                 [&](OpBuilder &b, Location l, Value old, Value v) -> Value {
+                   switch (kind) {
+                   case nns::UpdateKind::Add:
+                     return arith::AddFOp::create(b, l, old, v);
+                   case nns::UpdateKind::Sub:
+                     return arith::SubFOp::create(b, l, old, v);
+                   case nns::UpdateKind::Mul:
+                     return arith::MulFOp::create(b, l, old, v);
+                   case nns::UpdateKind::Div:
+                     return arith::DivFOp::create(b, l, old, v);
+                   }
+                   llvm_unreachable("unknown update kind");
+                 });
   } else if (auto cache = dyn_cast<nns::CacheOp>(op)) {
     emitSave(siteView, siteElementType, saveIndex(), loc);
   } else if (auto save = dyn_cast<nns::SaveOp>(op)) {
@@ -256,9 +254,8 @@ LogicalResult KernelEmitter::emitSiteOp(Operation *op) {
   return success();
 }
 
-void KernelEmitter::copyIntoSite(
-    Value value, Type type, Type siteType, Location loc,
-    function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
+void KernelEmitter::copyIntoSite(Value value, Type type, Type siteType, Location loc,
+                                 function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
   std::string shapes = "value " + shapeText(type) + ", '" + kernel.getPath().str() + "' " +
                        shapeText(siteType) + " at this step; " + kDynamicSizes;
   copyInto(siteView, value, loc, combine, shapes);

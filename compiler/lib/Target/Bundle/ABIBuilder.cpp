@@ -20,8 +20,8 @@ Type ptrType(OpBuilder &builder) { return LLVM::LLVMPointerType::get(builder.get
 func::FuncOp ABIBuilder::createKernel(OpBuilder &builder, ModuleOp module, Location loc,
                                       StringRef name) {
   Type ptr = ptrType(builder);
-  auto type = builder.getFunctionType({ptr, ptr, builder.getI32Type(), ptr},
-                                      {builder.getI32Type()});
+  auto type =
+      builder.getFunctionType({ptr, ptr, builder.getI32Type(), ptr}, {builder.getI32Type()});
   builder.setInsertionPointToEnd(module.getBody());
   auto func = func::FuncOp::create(builder, loc, name, type);
   builder.setInsertionPointToStart(func.addEntryBlock());
@@ -59,19 +59,18 @@ Value ABIBuilder::loadField(Value base, int64_t offset, Type type) {
 void ABIBuilder::forEachGroup(function_ref<void(Value group)> body) {
   Value lower = arith::ConstantIndexOp::create(builder, loc, 0);
   Value one = arith::ConstantIndexOp::create(builder, loc, 1);
-  Value upper = arith::IndexCastOp::create(builder, loc, builder.getIndexType(),
-                                           kernelArgs.numGroups);
+  Value upper =
+      arith::IndexCastOp::create(builder, loc, builder.getIndexType(), kernelArgs.numGroups);
   auto loop = scf::ForOp::create(builder, loc, lower, upper, one);
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(loop.getBody()->getTerminator());
   Value index =
       arith::IndexCastOp::create(builder, loc, builder.getI64Type(), loop.getInductionVar());
-  Value group = LLVM::GEPOp::create(builder, loc, ptrType(builder), builder.getI8Type(),
-                                    kernelArgs.groups,
-                                    ArrayRef<LLVM::GEPArg>{arith::MulIOp::create(
-                                        builder, loc, index, i64(abi::group::kSize))
-                                                               .getResult()},
-                                    LLVM::GEPNoWrapFlags::inbounds);
+  Value group = LLVM::GEPOp::create(
+      builder, loc, ptrType(builder), builder.getI8Type(), kernelArgs.groups,
+      ArrayRef<LLVM::GEPArg>{
+          arith::MulIOp::create(builder, loc, index, i64(abi::group::kSize)).getResult()},
+      LLVM::GEPNoWrapFlags::inbounds);
   body(group);
 }
 
@@ -114,13 +113,13 @@ Value ABIBuilder::stride(Value tensor, int64_t dim) {
 }
 
 Value ABIBuilder::hasLayout(Value tensor, abi::DType dtype, int64_t rank) {
-  Value dtypeOk = arith::CmpIOp::create(
-      builder, loc, arith::CmpIPredicate::eq,
-      loadField(tensor, abi::tensor::kDtype, builder.getI32Type()),
-      i32(static_cast<int32_t>(dtype)));
-  Value rankOk = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
-                                       loadField(tensor, abi::tensor::kRank, builder.getI32Type()),
-                                       i32(rank));
+  Value dtypeOk =
+      arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
+                            loadField(tensor, abi::tensor::kDtype, builder.getI32Type()),
+                            i32(static_cast<int32_t>(dtype)));
+  Value rankOk =
+      arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
+                            loadField(tensor, abi::tensor::kRank, builder.getI32Type()), i32(rank));
   return arith::AndIOp::create(builder, loc, dtypeOk, rankOk);
 }
 
@@ -153,8 +152,8 @@ static Value makeView(OpBuilder &builder, Location loc, Value data, Value offset
   for (int64_t d = 0; d < rank; ++d) {
     descriptor =
         LLVM::InsertValueOp::create(builder, loc, descriptor, sizes[d], ArrayRef<int64_t>{3, d});
-    descriptor = LLVM::InsertValueOp::create(builder, loc, descriptor, strides[d],
-                                             ArrayRef<int64_t>{4, d});
+    descriptor =
+        LLVM::InsertValueOp::create(builder, loc, descriptor, strides[d], ArrayRef<int64_t>{4, d});
   }
   SmallVector<int64_t> dynamic(rank, ShapedType::kDynamic);
   auto layout = StridedLayoutAttr::get(ctx, ShapedType::kDynamic, dynamic);
@@ -193,7 +192,7 @@ Value ABIBuilder::view(Value tensor, int64_t rank, Type elementType) {
 }
 
 Value ABIBuilder::pointerView(Value data, ArrayRef<Value> sizes, ArrayRef<Value> strides,
-                               Type elementType) {
+                              Type elementType) {
   return makeView(builder, loc, data, i64(0), sizes, strides, elementType);
 }
 
@@ -216,8 +215,8 @@ Value ABIBuilder::describe(Value memref, abi::DType dtype) {
     return arith::IndexCastOp::create(builder, loc, builder.getI64Type(), index).getResult();
   };
   Value basePtr = LLVM::IntToPtrOp::create(builder, loc, ptrType(builder), toI64(base));
-  Value byteOffset = arith::MulIOp::create(builder, loc, toI64(metadata.getOffset()),
-                                           i64(abi::dtypeSize(dtype)));
+  Value byteOffset =
+      arith::MulIOp::create(builder, loc, toI64(metadata.getOffset()), i64(abi::dtypeSize(dtype)));
   Value data = LLVM::GEPOp::create(builder, loc, ptrType(builder), builder.getI8Type(), basePtr,
                                    ArrayRef<LLVM::GEPArg>{byteOffset});
   LLVM::StoreOp::create(builder, loc, data, fieldAddress(slot, abi::tensor::kData));
@@ -245,16 +244,16 @@ Value ABIBuilder::messageGlobal(StringRef message) {
   {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointToStart(module.getBody());
-    LLVM::GlobalOp::create(builder, loc, type, /*isConstant=*/true, LLVM::Linkage::Internal,
-                           name, builder.getStringAttr(text));
+    LLVM::GlobalOp::create(builder, loc, type, /*isConstant=*/true, LLVM::Linkage::Internal, name,
+                           builder.getStringAttr(text));
   }
   return LLVM::AddressOfOp::create(builder, loc, ptrType(builder), name);
 }
 
 void ABIBuilder::reportError(Value request, StringRef message) {
   Type ptr = ptrType(builder);
-  auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(builder.getContext()),
-                                          {ptr, ptr, ptr});
+  auto type =
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(builder.getContext()), {ptr, ptr, ptr});
   Value ctx = loadField(kernelArgs.runtime, abi::runtime::kCtx, ptr);
   Value fn = callback(abi::runtime::kReportError);
   LLVM::CallOp::create(builder, loc, type, ValueRange{fn, ctx, request, messageGlobal(message)});
@@ -262,9 +261,9 @@ void ABIBuilder::reportError(Value request, StringRef message) {
 
 void ABIBuilder::save(Value request, int32_t saveIndex, Value step, Value tensor) {
   Type ptr = ptrType(builder);
-  auto type = LLVM::LLVMFunctionType::get(
-      LLVM::LLVMVoidType::get(builder.getContext()),
-      {ptr, ptr, builder.getI32Type(), builder.getI64Type(), ptr});
+  auto type =
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(builder.getContext()),
+                                  {ptr, ptr, builder.getI32Type(), builder.getI64Type(), ptr});
   Value ctx = loadField(kernelArgs.runtime, abi::runtime::kCtx, ptr);
   Value fn = callback(abi::runtime::kSave);
   LLVM::CallOp::create(builder, loc, type,
@@ -287,12 +286,12 @@ void ABIBuilder::skip(Value request) { requestCallback(abi::runtime::kSkip, requ
 
 Value ABIBuilder::callModule(int32_t module, Value input, Value output) {
   Type ptr = ptrType(builder);
-  auto type = LLVM::LLVMFunctionType::get(builder.getI32Type(),
-                                          {ptr, builder.getI32Type(), ptr, ptr});
+  auto type =
+      LLVM::LLVMFunctionType::get(builder.getI32Type(), {ptr, builder.getI32Type(), ptr, ptr});
   Value ctx = loadField(kernelArgs.runtime, abi::runtime::kCtx, ptr);
-  return LLVM::CallOp::create(builder, loc, type,
-                              ValueRange{callback(abi::runtime::kCallModule), ctx, i32(module),
-                                         input, output})
+  return LLVM::CallOp::create(
+             builder, loc, type,
+             ValueRange{callback(abi::runtime::kCallModule), ctx, i32(module), input, output})
       .getResult();
 }
 

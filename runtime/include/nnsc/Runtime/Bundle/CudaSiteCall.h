@@ -57,8 +57,8 @@ struct CudaSiteBuffers {
 /// stops suspending): the runtime then fails every request of the call, as it does for a host
 /// kernel's non-zero return. `launches`, when given, counts the launches.
 std::string runCudaSiteCall(DevicePort &port, const CudaSiteBuffers &buffers,
-                            const nnsc_cuda_code &code, const nnsc_runtime &rt,
-                            int64_t maxLaunches, int64_t *launches = nullptr);
+                            const nnsc_cuda_code &code, const nnsc_runtime &rt, int64_t maxLaunches,
+                            int64_t *launches = nullptr);
 
 /// Bytes of a contiguous tensor of `t`'s dtype and shape (-1 for an invalid dtype or shape).
 int64_t contiguousBytes(const nnsc_tensor &t);

@@ -64,8 +64,7 @@ template <typename T> struct QuantGemvArgs {
 void quantGemv(const QuantGemvArgs<float> &a, int64_t rowBegin, int64_t rowEnd);
 void quantGemv(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd);
 void quantGemv(const QuantGemvArgs<float> &a, int64_t rowBegin, int64_t rowEnd, QuantIsa isa);
-void quantGemv(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd,
-               QuantIsa isa);
+void quantGemv(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd, QuantIsa isa);
 
 } // namespace nnsc::kernels
 
