@@ -10,8 +10,16 @@
 
 namespace nnsrun {
 
+namespace {
+int errorRank = -1;
+} // namespace
+
+void setErrorRank(int rank) { errorRank = rank; }
+
 [[noreturn]] void fail(const std::string &message) {
-  std::cerr << "nns-run: error: " << message << "\n";
+  std::cerr << "nns-run: error: "
+            << (errorRank >= 0 ? "rank " + std::to_string(errorRank) + ": " : "") << message
+            << "\n";
   std::exit(1);
 }
 
@@ -35,7 +43,11 @@ Runs prompts through the paged-attention engine with continuous batching.
   --dtype fp32|bf16          compute dtype (default fp32)
   --device cpu|cuda          model backend (default cpu); cuda needs a build with nvcc and a
                              GPU, and runs no bundles
-  --threads N                intra-op threads (default 2)
+  --threads N                intra-op threads (default 2; per rank with tensor parallelism:
+                             the cores split over the ranks)
+  --tensor-parallel-size N   split the model over N ranks (processes, CPU, Gloo): started here,
+                             or joined through RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT when
+                             RANK is set (docs/Distributed.md). N must divide the heads.
   --max-num-seqs N, --max-num-batched-tokens N, --max-model-len N,
   --num-blocks N, --block-size N, --no-prefix-caching
   --capture SITE             save a site's rows of every step (repeatable; 'all': every
@@ -167,6 +179,11 @@ Options parseOptions(int argc, char **argv) {
       o.threads = int(integer());
       if (o.threads < 1)
         fail("--threads must be at least 1");
+    } else if (arg == "--tensor-parallel-size") {
+      int64_t n = integer();
+      if (n < 1 || n > 256)
+        fail("--tensor-parallel-size must be between 1 and 256, got " + std::to_string(n));
+      o.tensorParallelSize = int(n);
     } else if (arg == "--max-num-seqs") {
       o.scheduler.maxNumSeqs = integer();
     } else if (arg == "--max-num-batched-tokens") {

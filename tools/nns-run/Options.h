@@ -26,7 +26,11 @@ struct Options {
   std::string dtype = "fp32";
   /// "cpu" or "cuda": the model backend.
   std::string device = "cpu";
-  int threads = 2;
+  /// Intra-op threads of this process (of each rank under tensor parallelism); 0 until
+  /// given: 2, or the cores split over the ranks.
+  int threads = 0;
+  /// --tensor-parallel-size N: ranks the model is split over (docs/Distributed.md).
+  int tensorParallelSize = 1;
   uint64_t seed = 0;
   nnsc::SchedulerConfig scheduler;
   bool json = false;
@@ -49,8 +53,11 @@ struct Options {
   std::vector<std::string> editParams;
 };
 
-/// Prints "nns-run: error: MESSAGE" and exits with status 1.
+/// Prints "nns-run: error: MESSAGE" (with the rank under tensor parallelism, see
+/// setErrorRank) and exits with status 1.
 [[noreturn]] void fail(const std::string &message);
+/// Names `rank` in fail()'s messages from now on.
+void setErrorRank(int rank);
 
 /// Parses argv; exits on a wrong option.
 Options parseOptions(int argc, char **argv);

@@ -8,6 +8,7 @@
 
 #include "BundleRun.h"
 #include "Options.h"
+#include "TensorParallelLaunch.h"
 
 #include "nnsc/Runtime/Backend/BackendError.h"
 #include "nnsc/Runtime/Engine/LLMEngine.h"
@@ -24,6 +25,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <thread>
 #include <unistd.h>
 
 using namespace nnsc;
@@ -44,6 +46,14 @@ struct Captures {
 int main(int argc, char **argv) {
   chooseThreadWaitPolicy(argv);
   Options o = parseOptions(argc, argv);
+  // Under tensor parallelism every rank runs this same program on the same options; rank 0
+  // prints and writes the results, the others only compute.
+  std::shared_ptr<TensorParallelGroup> tp = startTensorParallel(o.tensorParallelSize, argv);
+  const bool primary = !tp || tp->rank() == 0;
+  if (!primary)
+    o.quiet = true;
+  if (o.threads == 0)
+    o.threads = tp ? std::max(1, int(std::thread::hardware_concurrency()) / tp->size()) : 2;
   at::set_num_threads(o.threads);
   using Clock = std::chrono::steady_clock;
   auto seconds = [](Clock::time_point a, Clock::time_point b) {
@@ -55,11 +65,13 @@ int main(int argc, char **argv) {
   // Progress on one rewritten line at a terminal; a log or a pipe gets one final line only.
   const bool progress = !o.quiet && isatty(2);
   try {
-    loaded = loadModel({o.model, o.dtype, o.device, [&](int64_t done, int64_t total) {
+    loaded = loadModel({o.model, o.dtype, o.device,
+                        [&](int64_t done, int64_t total) {
                           if (progress)
                             std::cerr << "\rloading " << o.model << ": " << done << "/" << total
                                       << std::flush;
-                        }});
+                        },
+                        tp});
   } catch (const BackendError &e) {
     if (progress)
       std::cerr << "\n";
@@ -80,6 +92,8 @@ int main(int argc, char **argv) {
          ": this backend runs no bundles (--trace, --bundle, --edit); use --device cpu");
 
   if (o.printSchemaHash) {
+    if (!primary)
+      return 0;
     std::cout << backend->config().schemaHash() << "\n";
     return 0;
   }
@@ -207,24 +221,34 @@ int main(int argc, char **argv) {
   }
 
   // One request streams its text; several print in order when all are done.
-  const bool stream = o.prompts.size() == 1 && tok && !o.json;
+  const bool stream = primary && o.prompts.size() == 1 && tok && !o.json;
   std::optional<tokenizer::StreamingDecoder> decoder;
   if (stream)
     decoder.emplace(*tok, /*skipSpecial=*/true);
   auto runStart = Clock::now();
   std::vector<RequestResult> results;
   std::optional<double> firstToken;
-  while (!engine->isFinished()) {
-    std::vector<StepOutput> outputs = engine->step();
-    if (!firstToken && !outputs.empty())
-      firstToken = seconds(runStart, Clock::now());
-    for (const StepOutput &out : outputs)
-      if (stream) {
-        std::cout << decoder->step(out.token) << std::flush;
-      }
-    for (RequestResult &r : engine->takeFinished())
-      results.push_back(std::move(r));
+  int64_t steps = 0;
+  try {
+    while (!engine->isFinished()) {
+      std::vector<StepOutput> outputs = engine->step();
+      ++steps;
+      if (!firstToken && !outputs.empty())
+        firstToken = seconds(runStart, Clock::now());
+      for (const StepOutput &out : outputs)
+        if (stream) {
+          std::cout << decoder->step(out.token) << std::flush;
+        }
+      for (RequestResult &r : engine->takeFinished())
+        results.push_back(std::move(r));
+    }
+  } catch (const std::exception &e) {
+    if (stream)
+      std::cout << "\n" << std::flush;
+    fail(e.what());
   }
+  if (!primary)
+    return 0;
   double elapsed = seconds(runStart, Clock::now());
   std::sort(results.begin(), results.end(),
             [](const RequestResult &a, const RequestResult &b) { return a.request < b.request; });
@@ -266,6 +290,10 @@ int main(int argc, char **argv) {
   }
   int failed = bound ? writeResults(o.saveDir, o.prompts, results, bound.get(), tok.get()) : 0;
   failed += reportEditErrors(edit.get());
+  if (tp && !waitForSpawnedRanks()) {
+    std::cerr << "nns-run: error: a tensor parallel rank failed\n";
+    ++failed;
+  }
   if (!o.quiet) {
     std::cerr << "requests " << results.size() << ", prompt tokens " << promptTokens
               << ", generated " << generated << " in " << elapsed << " s";
@@ -287,6 +315,13 @@ int main(int argc, char **argv) {
       if (afterFirst > 0 && elapsed > *firstToken)
         std::cerr << ", then " << double(afterFirst) / (elapsed - *firstToken) << " tok/s";
       std::cerr << "\n";
+    }
+    if (tp) {
+      const CommStats &comm = tp->stats();
+      std::cerr << "tensor parallel: " << tp->size() << " ranks, rank 0 spent " << comm.seconds
+                << " s in " << comm.collectives << " collectives (" << double(comm.bytes) / 1e6
+                << " MB) over " << steps << " steps: "
+                << (steps ? 1e3 * comm.seconds / double(steps) : 0.0) << " ms per step\n";
     }
   }
   return failed ? 1 : 0;

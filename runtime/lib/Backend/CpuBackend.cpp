@@ -23,7 +23,7 @@ BackendCapabilities CpuBackend::capabilities() const {
 }
 
 void CpuBackend::allocateCache(int64_t numBlocks, int64_t blockSize) {
-  cache = KVCache(lm->config(), numBlocks, blockSize, lm->dtype());
+  cache = KVCache(lm->shardConfig(), numBlocks, blockSize, lm->dtype());
 }
 
 torch::Tensor CpuBackend::forward(const torch::Tensor &tokens, const AttentionMetadata &meta,

@@ -90,6 +90,18 @@ QuantizedMatrix QuantizedMatrix::narrowRows(int64_t begin, int64_t count) const 
   return m;
 }
 
+QuantizedMatrix QuantizedMatrix::narrowCols(int64_t begin, int64_t count) const {
+  constexpr int64_t blockCols = 32;
+  if (!defined() || begin % blockCols || count % blockCols)
+    return {};
+  const int64_t blockBytes = kernels::quantBlockBytes(format);
+  QuantizedMatrix m = *this;
+  m.blocks =
+      blocks.narrow(1, begin / blockCols * blockBytes, count / blockCols * blockBytes).contiguous();
+  m.cols = count;
+  return m;
+}
+
 QuantizedMatrix QuantizedMatrix::cat(const std::vector<QuantizedMatrix> &parts) {
   if (parts.empty())
     return {};
@@ -115,8 +127,7 @@ bool quantizedLinearApplies(const torch::Tensor &in, const QuantizedMatrix &w) {
 torch::Tensor quantizedLinear(const torch::Tensor &in, const QuantizedMatrix &w,
                               const torch::Tensor &bias) {
   TORCH_CHECK(quantizedLinearApplies(in, w), "quantizedLinear: input ", in.sizes(), " ",
-              in.scalar_type(), " cannot use the quantized weight [", w.rows(), ", ", w.cols,
-              "]");
+              in.scalar_type(), " cannot use the quantized weight [", w.rows(), ", ", w.cols, "]");
   TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == w.rows() &&
                                   bias.scalar_type() == in.scalar_type() && bias.is_contiguous()),
               "quantizedLinear: bias ", bias.sizes(), " does not match [", w.rows(), "]");
@@ -127,8 +138,7 @@ torch::Tensor quantizedLinear(const torch::Tensor &in, const QuantizedMatrix &w,
 
 void quantizedLinearAdd(torch::Tensor &acc, const torch::Tensor &in, const QuantizedMatrix &w) {
   TORCH_CHECK(quantizedLinearApplies(in, w), "quantizedLinearAdd: input ", in.sizes(), " ",
-              in.scalar_type(), " cannot use the quantized weight [", w.rows(), ", ", w.cols,
-              "]");
+              in.scalar_type(), " cannot use the quantized weight [", w.rows(), ", ", w.cols, "]");
   TORCH_CHECK(acc.dim() == 2 && acc.size(0) == in.size(0) && acc.size(1) == w.rows() &&
                   acc.scalar_type() == in.scalar_type() && acc.stride(1) == 1,
               "quantizedLinearAdd: accumulator ", acc.sizes(), " is not [", in.size(0), ", ",

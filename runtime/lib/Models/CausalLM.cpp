@@ -10,6 +10,7 @@
 #include "nnsc/Runtime/Models/PhaseProfile.h"
 
 #include <cmath>
+#include <tuple>
 
 namespace nnsc {
 
@@ -23,10 +24,23 @@ template <typename F> decltype(auto) timed(Phase phase, F &&f) {
 
 } // namespace
 
-CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels)
-    : w(std::move(weights)), kernels(&kernels), arch(w.config),
-      rope(w.config, w.embed.device()),
-      scale(1.0 / std::sqrt(double(w.config.headDim))) {
+CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels,
+                   std::shared_ptr<TensorParallelGroup> group)
+    : w(std::move(weights)), local(w.config), kernels(&kernels), arch(w.config),
+      rope(w.config, w.embed.device()), scale(1.0 / std::sqrt(double(w.config.headDim))) {
+  if (w.shard.heads == 0) // weights assembled by hand: the whole model
+    w.shard = TensorShard::whole(w.config);
+  const int ranks = group ? group->size() : 1;
+  if (ranks != w.shard.size || (group && group->rank() != w.shard.rank))
+    throw std::invalid_argument("the weights are rank " + std::to_string(w.shard.rank) + " of " +
+                                std::to_string(w.shard.size) + ", the process group rank " +
+                                std::to_string(group ? group->rank() : 0) + " of " +
+                                std::to_string(ranks));
+  if (ranks > 1)
+    tp = std::move(group);
+  local.heads = w.shard.heads;
+  local.kvHeads = w.shard.kvHeads;
+  local.intermediate = w.shard.intermediate;
   auto in = [&](const std::string &module) {
     int m = arch.findModule(module);
     return m < 0 ? -1 : arch.modules()[size_t(m)].inputSite;
@@ -41,6 +55,7 @@ CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels)
   normOut = out("model.norm");
   lmHeadIn = in("lm_head");
   lmHeadOut = out("lm_head");
+  logitsSite = arch.findSite("logits");
   for (int64_t i = 0; i < w.config.layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i);
     LayerSites s;
@@ -93,8 +108,88 @@ torch::Tensor CausalLM::headNorm(const torch::Tensor &x, const torch::Tensor &we
   return rmsNorm(x.reshape({-1, x.size(-1)}), weight, w.config.rmsNormEps).view(x.sizes());
 }
 
-torch::Tensor CausalLM::attention(int64_t index, torch::Tensor q, torch::Tensor k,
-                                  torch::Tensor v, StepState &step) const {
+void CausalLM::reducePartial(torch::Tensor &partial) const {
+  if (tp)
+    timed(Phase::Communication, [&] { tp->allReduce(partial); });
+}
+
+void CausalLM::rowParallelAdd(torch::Tensor &x, const torch::Tensor &in,
+                              const torch::Tensor &weight, const QuantizedMatrix &quant,
+                              Phase phase) const {
+  if (!tp) {
+    timed(phase, [&] { nnsc::linearAdd(x, in, weight, quant); });
+    return;
+  }
+  torch::Tensor partial = timed(phase, [&] { return nnsc::linear(in, weight, {}, quant); });
+  reducePartial(partial);
+  x.add_(partial);
+}
+
+torch::Tensor CausalLM::gatherShards(const torch::Tensor &shard, int64_t dim,
+                                     ShardAxis axis) const {
+  if (!tp)
+    return shard;
+  std::vector<torch::Tensor> parts =
+      timed(Phase::Communication, [&] { return tp->allGather(shard); });
+  // Ranks that hold the same replicated KV heads contribute them once.
+  if (axis == ShardAxis::KVHeads && w.shard.kvReplicas > 1) {
+    std::vector<torch::Tensor> distinct;
+    for (size_t r = 0; r < parts.size(); r += size_t(w.shard.kvReplicas))
+      distinct.push_back(parts[r]);
+    parts.swap(distinct);
+  }
+  return torch::cat(parts, dim);
+}
+
+torch::Tensor CausalLM::shardOf(const torch::Tensor &value, int64_t dim, ShardAxis axis) const {
+  if (!tp)
+    return value;
+  const TensorShard &s = w.shard;
+  const auto [begin, count, whole] =
+      axis == ShardAxis::Heads ? std::tuple{s.headBegin, s.heads, w.config.heads}
+      : axis == ShardAxis::KVHeads
+          ? std::tuple{s.kvHeadBegin, s.kvHeads, w.config.kvHeads}
+          : std::tuple{s.interBegin, s.intermediate, w.config.intermediate};
+  const int64_t unit = value.size(dim) / whole;
+  return value.narrow(dim, begin * unit, count * unit).contiguous();
+}
+
+void CausalLM::fireSharded(const HookDispatch &hooks, int site, torch::Tensor &value, int64_t dim,
+                           ShardAxis axis) const {
+  if (site < 0 || !hooks.bound(site))
+    return;
+  torch::Tensor whole = tp ? gatherShards(value, dim, axis) : value.contiguous();
+  hooks.fire(site, whole);
+  value = tp ? shardOf(whole, dim, axis) : whole;
+}
+
+torch::Tensor CausalLM::embed(const torch::Tensor &tokens) const {
+  if (!tp)
+    return at::embedding(w.embed, tokens);
+  const TensorShard &s = w.shard;
+  torch::Tensor ids = tokens - s.vocabBegin;
+  torch::Tensor other = (ids < 0) | (ids >= s.vocabCount);
+  torch::Tensor x = at::embedding(w.embed, ids.clamp(0, s.vocabCount - 1));
+  x.masked_fill_(other.unsqueeze(1), 0);
+  reducePartial(x);
+  return x;
+}
+
+torch::Tensor CausalLM::gatherLogits(const torch::Tensor &logits, bool everyRank) const {
+  if (!tp)
+    return logits;
+  torch::Tensor padded = logits;
+  if (logits.size(1) < w.shard.vocabPerRank) // the last rank's rows, fewer
+    padded = at::constant_pad_nd(logits, {0, w.shard.vocabPerRank - logits.size(1)});
+  std::vector<torch::Tensor> parts = timed(
+      Phase::Communication, [&] { return everyRank ? tp->allGather(padded) : tp->gather(padded); });
+  if (parts.empty())
+    return logits.narrow(1, 0, 0);
+  return torch::cat(parts, 1).narrow(1, 0, w.config.vocab);
+}
+
+torch::Tensor CausalLM::attention(int64_t index, torch::Tensor q, torch::Tensor k, torch::Tensor v,
+                                  StepState &step) const {
   torch::Tensor &kCache = step.cache.k[size_t(index)];
   torch::Tensor &vCache = step.cache.v[size_t(index)];
   q = timed(Phase::RopeStore, [&] {
@@ -117,7 +212,7 @@ torch::Tensor CausalLM::patternAttention(int64_t index, int pattern, torch::Tens
   torch::Tensor probs = timed(Phase::Attention, [&] {
     return attentionPattern(q, kCache, step.meta, scale, step.cache.absentOf(index));
   });
-  hooks.fire(pattern, probs);
+  fireSharded(hooks, pattern, probs, 1, ShardAxis::Heads); // [tokens, heads, S]
   torch::Tensor out = timed(Phase::Attention, [&] {
     return applyAttentionPattern(probs, vCache, step.meta, q.scalar_type());
   });
@@ -126,7 +221,7 @@ torch::Tensor CausalLM::patternAttention(int64_t index, int pattern, torch::Tens
 
 void CausalLM::fusedLayer(int64_t index, torch::Tensor &x, StepState &step) const {
   const LayerWeights &l = w.layers[size_t(index)];
-  const schema::ModelConfig &c = w.config;
+  const schema::ModelConfig &c = local;
   const int64_t t = x.size(0), q = c.heads * c.headDim, kv = c.kvHeads * c.headDim;
 
   torch::Tensor h = timed(Phase::Norm, [&] { return rmsNorm(x, l.inputNorm, c.rmsNormEps); });
@@ -140,7 +235,7 @@ void CausalLM::fusedLayer(int64_t index, torch::Tensor &x, StepState &step) cons
     ks = headNorm(ks, l.kNorm);
   }
   torch::Tensor attn = attention(index, qs, ks, vs, step);
-  timed(Phase::OProj, [&] { nnsc::linearAdd(x, attn, l.o, l.oQuant); });
+  rowParallelAdd(x, attn, l.o, l.oQuant, Phase::OProj);
 
   torch::Tensor h2 = timed(Phase::Norm, [&] { return rmsNorm(x, l.postNorm, c.rmsNormEps); });
   torch::Tensor gu =
@@ -148,14 +243,14 @@ void CausalLM::fusedLayer(int64_t index, torch::Tensor &x, StepState &step) cons
   torch::Tensor act = timed(Phase::Activation, [&] {
     return siluMul(gu.narrow(1, 0, c.intermediate), gu.narrow(1, c.intermediate, c.intermediate));
   });
-  timed(Phase::DownProj, [&] { nnsc::linearAdd(x, act, l.down, l.downQuant); });
+  rowParallelAdd(x, act, l.down, l.downQuant, Phase::DownProj);
 }
 
 void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
                            const HookDispatch &hooks) const {
   const LayerWeights &l = w.layers[size_t(index)];
   const LayerSites &s = layerSites[size_t(index)];
-  const schema::ModelConfig &c = w.config;
+  const schema::ModelConfig &c = local;
   const int64_t t = x.size(0), q = c.heads * c.headDim, kv = c.kvHeads * c.headDim;
   const int64_t inter = c.intermediate;
 
@@ -192,17 +287,22 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
     for (const auto &[g, value] : kept)
       output.narrow(0, g.tokenStart, g.tokenCount).copy_(value);
   };
+  // A sharded site's value ([T, heads * D], [T, heads, D] or [T, I]: split along dim 1).
+  auto fireShard = [&](int site, torch::Tensor &value, ShardAxis axis) {
+    fireSharded(hooks, site, value, 1, axis);
+  };
   // o_proj / down_proj: the projection's output is added to the residual. When nobody sees it
   // on its own (its site and the module's output site unbound, no skipped rows) the add
   // happens inside the GEMM.
   auto addToResidual = [&](const torch::Tensor &input, const torch::Tensor &weight,
-                           const QuantizedMatrix &quant, Phase phase, int projOut,
-                           int moduleOut, const auto &skipped) {
+                           const QuantizedMatrix &quant, Phase phase, int projOut, int moduleOut,
+                           const auto &skipped) {
     if (!bound(projOut) && !bound(moduleOut) && skipped.empty()) {
-      timed(phase, [&] { nnsc::linearAdd(x, input, weight, quant); });
+      rowParallelAdd(x, input, weight, quant, phase);
       return;
     }
     torch::Tensor out = timed(phase, [&] { return nnsc::linear(input, weight, {}, quant); });
+    reducePartial(out);
     fire(projOut, out);
     restoreSkipped(out, skipped);
     fire(moduleOut, out);
@@ -220,9 +320,8 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
 
   fire(s.layerIn, x);
   const auto layerSkipped = keepSkipped(s.layerIn, x);
-  torch::Tensor h = timed(Phase::Norm, [&] {
-    return rmsNorm(ownInput(s.inNormIn, x), l.inputNorm, c.rmsNormEps);
-  });
+  torch::Tensor h = timed(
+      Phase::Norm, [&] { return rmsNorm(ownInput(s.inNormIn, x), l.inputNorm, c.rmsNormEps); });
   fire(s.inNormOut, h);
   fire(s.attnIn, h);
   const auto attnSkipped = keepSkipped(s.attnIn, h);
@@ -244,23 +343,23 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
     });
   };
   torch::Tensor qs = project(s.qIn, 0, q, false);
-  fire(s.qOut, qs);
+  fireShard(s.qOut, qs, ShardAxis::Heads);
   torch::Tensor q3 = qs.view({t, c.heads, c.headDim});
   if (c.qkNorm) {
-    fire(s.qNormIn, q3);
+    fireShard(s.qNormIn, q3, ShardAxis::Heads);
     q3 = headNorm(q3, l.qNorm);
-    fire(s.qNormOut, q3);
+    fireShard(s.qNormOut, q3, ShardAxis::Heads);
   }
   torch::Tensor ks = project(s.kIn, q, kv, false);
-  fire(s.kOut, ks);
+  fireShard(s.kOut, ks, ShardAxis::KVHeads);
   torch::Tensor k3 = ks.view({t, c.kvHeads, c.headDim});
   if (c.qkNorm) {
-    fire(s.kNormIn, k3);
+    fireShard(s.kNormIn, k3, ShardAxis::KVHeads);
     k3 = headNorm(k3, l.kNorm);
-    fire(s.kNormOut, k3);
+    fireShard(s.kNormOut, k3, ShardAxis::KVHeads);
   }
   torch::Tensor vs = project(s.vIn, q + kv, kv, true);
-  fire(s.vOut, vs);
+  fireShard(s.vOut, vs, ShardAxis::KVHeads);
 
   torch::Tensor v3 = vs.view({t, c.kvHeads, c.headDim});
   torch::Tensor attn = bound(s.pattern)
@@ -279,12 +378,11 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
             slots.push_back(mapping[r]);
     step.cache.markAbsent(index, slots);
   }
-  fire(s.oIn, attn);
+  fireShard(s.oIn, attn, ShardAxis::Heads);
   addToResidual(attn, l.o, l.oQuant, Phase::OProj, s.oOut, s.attnOut, attnSkipped);
 
-  torch::Tensor h2 = timed(Phase::Norm, [&] {
-    return rmsNorm(ownInput(s.postNormIn, x), l.postNorm, c.rmsNormEps);
-  });
+  torch::Tensor h2 = timed(
+      Phase::Norm, [&] { return rmsNorm(ownInput(s.postNormIn, x), l.postNorm, c.rmsNormEps); });
   fire(s.postNormOut, h2);
   fire(s.mlpIn, h2);
   const auto mlpSkipped = keepSkipped(s.mlpIn, h2);
@@ -299,17 +397,16 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
   else
     gu = timed(Phase::GateUpProj, [&] { return nnsc::linear(h2, l.gateUp, {}, l.gateUpQuant); }),
     g = gu.narrow(1, 0, inter);
-  fire(s.gateOut, g);
-  fire(s.actIn, g);
+  fireShard(s.gateOut, g, ShardAxis::Intermediate);
+  fireShard(s.actIn, g, ShardAxis::Intermediate);
   auto upProj = [&] {
     if (!splitGateUp)
       return gu.narrow(1, inter, inter);
     fire(s.upIn, h2);
-    return timed(Phase::GateUpProj,
-                 [&] {
-                   return nnsc::linear(h2, rows(l.gateUp, inter, inter), {},
-                                       quantRows(l.gateUpQuant, inter, inter));
-                 });
+    return timed(Phase::GateUpProj, [&] {
+      return nnsc::linear(h2, rows(l.gateUp, inter, inter), {},
+                          quantRows(l.gateUpQuant, inter, inter));
+    });
   };
   torch::Tensor p;
   if (!bound(s.actOut) && !bound(s.upOut)) {
@@ -319,12 +416,12 @@ void CausalLM::hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
     p = timed(Phase::Activation, [&] { return siluMul(g, u); });
   } else {
     torch::Tensor a = timed(Phase::Activation, [&] { return at::silu(g); });
-    fire(s.actOut, a);
+    fireShard(s.actOut, a, ShardAxis::Intermediate);
     u = upProj();
-    fire(s.upOut, u);
+    fireShard(s.upOut, u, ShardAxis::Intermediate);
     p = timed(Phase::Activation, [&] { return a * u; });
   }
-  fire(s.downIn, p);
+  fireShard(s.downIn, p, ShardAxis::Intermediate);
   addToResidual(p, l.down, l.downQuant, Phase::DownProj, s.downOut, s.mlpOut, mlpSkipped);
   restoreSkipped(x, layerSkipped);
   fire(s.layerOut, x);
@@ -338,9 +435,8 @@ torch::Tensor CausalLM::forward(const torch::Tensor &tokens, const AttentionMeta
   TORCH_CHECK(meta.positions.defined() && meta.positions.size(0) == tokens.size(0),
               "CausalLM::forward: ", tokens.size(0), " tokens but ",
               meta.positions.defined() ? meta.positions.size(0) : 0, " positions");
-  TORCH_CHECK(int64_t(cache.k.size()) == w.config.layers,
-              "CausalLM::forward: the KV cache has ", cache.k.size(), " layers, the model ",
-              w.config.layers);
+  TORCH_CHECK(int64_t(cache.k.size()) == w.config.layers, "CausalLM::forward: the KV cache has ",
+              cache.k.size(), " layers, the model ", w.config.layers);
   if (hooks && hooks->empty())
     hooks = nullptr;
 
@@ -348,7 +444,7 @@ torch::Tensor CausalLM::forward(const torch::Tensor &tokens, const AttentionMeta
     torch::Tensor ids = tokens.clone();
     hooks->fire(embedIn, ids);
   }
-  torch::Tensor x = timed(Phase::Embed, [&] { return at::embedding(w.embed, tokens); });
+  torch::Tensor x = timed(Phase::Embed, [&] { return embed(tokens); });
   if (hooks && hooks->bound(embedOut))
     hooks->fire(embedOut, x);
 
@@ -381,6 +477,8 @@ torch::Tensor CausalLM::forward(const torch::Tensor &tokens, const AttentionMeta
     hooks->fireSampled(lmHeadIn, hidden);
   torch::Tensor logits =
       timed(Phase::LMHead, [&] { return nnsc::linear(hidden, w.lmHead, {}, w.lmHeadQuant); });
+  // Rank 0 samples; the other ranks need the logits only for hooks that read them.
+  logits = gatherLogits(logits, hooks && (hooks->bound(lmHeadOut) || hooks->bound(logitsSite)));
   if (hooks && hooks->bound(lmHeadOut))
     hooks->fireSampled(lmHeadOut, logits);
   return logits.to(torch::kFloat32);

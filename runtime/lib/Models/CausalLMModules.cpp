@@ -19,30 +19,53 @@ torch::Tensor CausalLM::applyModule(int module, const torch::Tensor &input) cons
     throw std::invalid_argument("module index " + std::to_string(module) + " out of range");
   const schema::Module &m = modules[size_t(module)];
   const schema::ModelConfig &c = w.config;
-  const int64_t q = c.heads * c.headDim, kv = c.kvHeads * c.headDim, inter = c.intermediate;
+  // This rank's sizes (the whole model's on one rank).
+  const int64_t q = local.heads * c.headDim, kv = local.kvHeads * c.headDim;
+  const int64_t inter = local.intermediate;
   auto rows = [](const torch::Tensor &t, int64_t begin, int64_t count) {
     return t.narrow(0, begin, count);
   };
   auto biasRows = [](const torch::Tensor &bias, int64_t begin, int64_t count) {
     return bias.defined() ? bias.narrow(0, begin, count) : torch::Tensor();
   };
-  auto linear = [&](const torch::Tensor &weight, const torch::Tensor &bias) {
-    if (input.size(-1) != weight.size(1))
-      throw std::invalid_argument("module '" + m.path + "' takes width " +
-                                  std::to_string(weight.size(1)) + ", got " +
-                                  std::to_string(input.size(-1)));
-    return bias.defined() ? at::linear(input, weight, bias) : at::linear(input, weight);
+  auto checkWidth = [&](int64_t width) {
+    if (input.size(-1) != width)
+      throw std::invalid_argument("module '" + m.path + "' takes width " + std::to_string(width) +
+                                  ", got " + std::to_string(input.size(-1)));
+  };
+  auto linear = [](const torch::Tensor &in, const torch::Tensor &weight,
+                   const torch::Tensor &bias) {
+    return bias.defined() ? at::linear(in, weight, bias) : at::linear(in, weight);
+  };
+  // A column-parallel projection: this rank's output channels, gathered whole.
+  auto columnParallel = [&](const torch::Tensor &weight, const torch::Tensor &bias,
+                            ShardAxis axis) {
+    checkWidth(weight.size(1));
+    torch::Tensor out = linear(input, weight, bias);
+    return tp ? gatherShards(out, out.dim() - 1, axis) : out;
+  };
+  // A row-parallel projection: this rank's input channels, partial sums all-reduced.
+  auto rowParallel = [&](const torch::Tensor &in, const torch::Tensor &weight, ShardAxis axis) {
+    torch::Tensor out = linear(tp ? shardOf(in, in.dim() - 1, axis) : in, weight, {});
+    reducePartial(out);
+    return out;
   };
   auto norm = [&](const torch::Tensor &weight) {
-    if (input.size(-1) != weight.size(0))
-      throw std::invalid_argument("module '" + m.path + "' takes width " +
-                                  std::to_string(weight.size(0)) + ", got " +
-                                  std::to_string(input.size(-1)));
+    checkWidth(weight.size(0));
     return rmsNorm(input.reshape({-1, input.size(-1)}).contiguous(), weight, c.rmsNormEps)
         .view(input.sizes());
   };
-  if (m.path == "lm_head")
-    return linear(w.lmHead, {});
+  if (m.path == "lm_head") {
+    checkWidth(c.hidden);
+    torch::Tensor logits = at::linear(input, w.lmHead);
+    if (!tp)
+      return logits;
+    const int64_t rowsIn = logits.numel() / logits.size(-1);
+    torch::Tensor whole = gatherLogits(logits.reshape({rowsIn, -1}), /*everyRank=*/true);
+    std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end());
+    shape.back() = c.vocab;
+    return whole.view(shape);
+  }
   if (m.path == "model.norm")
     return norm(w.norm);
   if (m.layer < 0)
@@ -54,24 +77,33 @@ torch::Tensor CausalLM::applyModule(int module, const torch::Tensor &input) cons
   if (name == "post_attention_layernorm")
     return norm(l.postNorm);
   if (name == "q_proj")
-    return linear(rows(l.qkv, 0, q), biasRows(l.qkvBias, 0, q));
+    return columnParallel(rows(l.qkv, 0, q), biasRows(l.qkvBias, 0, q), ShardAxis::Heads);
   if (name == "k_proj")
-    return linear(rows(l.qkv, q, kv), biasRows(l.qkvBias, q, kv));
+    return columnParallel(rows(l.qkv, q, kv), biasRows(l.qkvBias, q, kv), ShardAxis::KVHeads);
   if (name == "v_proj")
-    return linear(rows(l.qkv, q + kv, kv), biasRows(l.qkvBias, q + kv, kv));
-  if (name == "o_proj")
-    return linear(l.o, {});
+    return columnParallel(rows(l.qkv, q + kv, kv), biasRows(l.qkvBias, q + kv, kv),
+                          ShardAxis::KVHeads);
+  if (name == "o_proj") {
+    checkWidth(c.heads * c.headDim);
+    return rowParallel(input, l.o, ShardAxis::Heads);
+  }
   if (name == "gate_proj")
-    return linear(rows(l.gateUp, 0, inter), {});
+    return columnParallel(rows(l.gateUp, 0, inter), {}, ShardAxis::Intermediate);
   if (name == "up_proj")
-    return linear(rows(l.gateUp, inter, inter), {});
-  if (name == "down_proj")
-    return linear(l.down, {});
+    return columnParallel(rows(l.gateUp, inter, inter), {}, ShardAxis::Intermediate);
+  if (name == "down_proj") {
+    checkWidth(c.intermediate);
+    return rowParallel(input, l.down, ShardAxis::Intermediate);
+  }
   if (name == "act_fn")
     return at::silu(input);
   if (name == "mlp") {
-    torch::Tensor gu = linear(l.gateUp, {});
-    return at::linear(at::silu(gu.narrow(-1, 0, inter)) * gu.narrow(-1, inter, inter), l.down);
+    checkWidth(c.hidden);
+    torch::Tensor gu = at::linear(input, l.gateUp);
+    torch::Tensor act = at::silu(gu.narrow(-1, 0, inter)) * gu.narrow(-1, inter, inter);
+    torch::Tensor out = at::linear(act, l.down);
+    reducePartial(out);
+    return out;
   }
   throw std::invalid_argument("module '" + m.path + "' (" + m.type +
                               ") cannot be called from a bundle");

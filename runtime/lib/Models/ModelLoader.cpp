@@ -66,14 +66,20 @@ LoadedModel loadModel(const ModelLoadOptions &options) {
     throw std::invalid_argument("dtype must be fp32 or bf16, got '" + options.dtype + "'");
   if (options.device != "cpu" && options.device != "cuda")
     throw std::invalid_argument("device must be cpu or cuda, got '" + options.device + "'");
+  const TensorParallelGroup *tp = options.tensorParallel.get();
+  if (tp && tp->size() > 1 && options.device != "cpu")
+    throw std::invalid_argument("tensor parallelism runs on the CPU backend (Gloo); the "
+                                "CUDA backend takes one device");
   LoadedModel loaded;
   ModelWeights weights = ModelWeights::load(
       options.path, options.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32,
-      options.progress ? options.progress : [](int64_t, int64_t) {});
+      options.progress ? options.progress : [](int64_t, int64_t) {}, quantDecodeMaxRows() > 0,
+      tp ? ShardRank{tp->rank(), tp->size()} : ShardRank{});
   if (options.device == "cuda") {
     loaded.backend = loadCudaBackend(std::move(weights));
   } else {
-    loaded.model = std::make_shared<CausalLM>(std::move(weights));
+    loaded.model =
+        std::make_shared<CausalLM>(std::move(weights), CpuKernels::get(), options.tensorParallel);
     loaded.backend = std::make_shared<CpuBackend>(loaded.model);
   }
   loaded.tokenizer = loadTokenizer(options.path);

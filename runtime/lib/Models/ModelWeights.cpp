@@ -18,58 +18,93 @@ std::string formatShape(const std::vector<int64_t> &shape) {
 
 ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
                              torch::ScalarType dtype, const LoadProgress &progress,
-                             bool keepQuantized) {
+                             bool keepQuantized, ShardRank rank) {
   ModelWeights w;
   w.config = c;
+  w.shard = TensorShard::of(c, rank.rank, rank.size);
   w.dtype = dtype;
-  const int64_t q = c.heads * c.headDim, kv = c.kvHeads * c.headDim;
+  const TensorShard &sh = w.shard;
+  const int64_t q = c.heads * c.headDim, kv = c.kvHeads * c.headDim, d = c.headDim;
   const int64_t total = 3 + c.layers;
   int64_t done = 0;
   auto step = [&] {
     if (progress)
       progress(++done, total);
   };
-  auto get = [&](const std::string &name, std::vector<int64_t> shape, bool optional = false) {
-    return source.get(name, shape, dtype, optional);
+  // This rank's [begin, begin + count) along `dim` of a tensor: a copy that owns only the
+  // slice, so the whole tensor is freed once it is read.
+  struct Slice {
+    int64_t dim = 0, begin = 0, count = -1;
   };
-  auto quant = [&](std::initializer_list<std::pair<std::string, std::vector<int64_t>>> parts) {
+  auto take = [&](const torch::Tensor &t, Slice s) {
+    if (!t.defined() || s.count < 0 || (s.begin == 0 && s.count == t.size(s.dim)))
+      return t;
+    return t.narrow(s.dim, s.begin, s.count).clone();
+  };
+  auto get = [&](const std::string &name, std::vector<int64_t> shape, Slice s = {},
+                 bool optional = false) {
+    return take(source.get(name, shape, dtype, optional), s);
+  };
+  auto quantPart = [&](const std::string &name, const std::vector<int64_t> &shape, Slice s) {
+    QuantizedMatrix m = source.getQuantized(name, shape);
+    if (!m.defined() || s.count < 0 || (s.begin == 0 && s.count == shape[size_t(s.dim)]))
+      return m;
+    if (s.dim == 1)
+      return m.narrowCols(s.begin, s.count);
+    m = m.narrowRows(s.begin, s.count);
+    m.blocks = m.blocks.clone();
+    return m;
+  };
+  struct Part {
+    std::string name;
+    std::vector<int64_t> shape;
+    Slice slice;
+  };
+  auto quant = [&](std::initializer_list<Part> parts) {
     if (!keepQuantized)
       return QuantizedMatrix();
     std::vector<QuantizedMatrix> blocks;
-    for (const auto &[name, shape] : parts)
-      blocks.push_back(source.getQuantized(name, shape));
+    for (const Part &p : parts)
+      blocks.push_back(quantPart(p.name, p.shape, p.slice));
     return blocks.size() == 1 ? blocks[0] : QuantizedMatrix::cat(blocks);
   };
+  // Column-parallel rows (q, k/v, gate/up), row-parallel columns (o, down), vocabulary rows.
+  const Slice qRows{0, sh.headBegin * d, sh.heads * d},
+      kvRows{0, sh.kvHeadBegin * d, sh.kvHeads * d};
+  const Slice qCols{1, qRows.begin, qRows.count};
+  const Slice interRows{0, sh.interBegin, sh.intermediate},
+      interCols{1, sh.interBegin, sh.intermediate};
+  const Slice vocabRows{0, sh.vocabBegin, sh.vocabCount};
 
-  w.embed = get("model.embed_tokens.weight", {c.vocab, c.hidden});
+  w.embed = get("model.embed_tokens.weight", {c.vocab, c.hidden}, vocabRows);
   step();
   for (int64_t i = 0; i < c.layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     LayerWeights l;
     l.inputNorm = get(p + "input_layernorm.weight", {c.hidden});
-    l.qkv = torch::cat({get(p + "self_attn.q_proj.weight", {q, c.hidden}),
-                        get(p + "self_attn.k_proj.weight", {kv, c.hidden}),
-                        get(p + "self_attn.v_proj.weight", {kv, c.hidden})});
+    l.qkv = torch::cat({get(p + "self_attn.q_proj.weight", {q, c.hidden}, qRows),
+                        get(p + "self_attn.k_proj.weight", {kv, c.hidden}, kvRows),
+                        get(p + "self_attn.v_proj.weight", {kv, c.hidden}, kvRows)});
     if (c.qkvBias)
-      l.qkvBias = torch::cat({get(p + "self_attn.q_proj.bias", {q}),
-                              get(p + "self_attn.k_proj.bias", {kv}),
-                              get(p + "self_attn.v_proj.bias", {kv})});
+      l.qkvBias = torch::cat({get(p + "self_attn.q_proj.bias", {q}, qRows),
+                              get(p + "self_attn.k_proj.bias", {kv}, kvRows),
+                              get(p + "self_attn.v_proj.bias", {kv}, kvRows)});
     if (c.qkNorm) {
       l.qNorm = get(p + "self_attn.q_norm.weight", {c.headDim});
       l.kNorm = get(p + "self_attn.k_norm.weight", {c.headDim});
     }
-    l.o = get(p + "self_attn.o_proj.weight", {c.hidden, q});
+    l.o = get(p + "self_attn.o_proj.weight", {c.hidden, q}, qCols);
     l.postNorm = get(p + "post_attention_layernorm.weight", {c.hidden});
-    l.gateUp = torch::cat({get(p + "mlp.gate_proj.weight", {c.intermediate, c.hidden}),
-                           get(p + "mlp.up_proj.weight", {c.intermediate, c.hidden})});
-    l.down = get(p + "mlp.down_proj.weight", {c.hidden, c.intermediate});
-    l.qkvQuant = quant({{p + "self_attn.q_proj.weight", {q, c.hidden}},
-                        {p + "self_attn.k_proj.weight", {kv, c.hidden}},
-                        {p + "self_attn.v_proj.weight", {kv, c.hidden}}});
-    l.oQuant = quant({{p + "self_attn.o_proj.weight", {c.hidden, q}}});
-    l.gateUpQuant = quant({{p + "mlp.gate_proj.weight", {c.intermediate, c.hidden}},
-                           {p + "mlp.up_proj.weight", {c.intermediate, c.hidden}}});
-    l.downQuant = quant({{p + "mlp.down_proj.weight", {c.hidden, c.intermediate}}});
+    l.gateUp = torch::cat({get(p + "mlp.gate_proj.weight", {c.intermediate, c.hidden}, interRows),
+                           get(p + "mlp.up_proj.weight", {c.intermediate, c.hidden}, interRows)});
+    l.down = get(p + "mlp.down_proj.weight", {c.hidden, c.intermediate}, interCols);
+    l.qkvQuant = quant({{p + "self_attn.q_proj.weight", {q, c.hidden}, qRows},
+                        {p + "self_attn.k_proj.weight", {kv, c.hidden}, kvRows},
+                        {p + "self_attn.v_proj.weight", {kv, c.hidden}, kvRows}});
+    l.oQuant = quant({{p + "self_attn.o_proj.weight", {c.hidden, q}, qCols}});
+    l.gateUpQuant = quant({{p + "mlp.gate_proj.weight", {c.intermediate, c.hidden}, interRows},
+                           {p + "mlp.up_proj.weight", {c.intermediate, c.hidden}, interRows}});
+    l.downQuant = quant({{p + "mlp.down_proj.weight", {c.hidden, c.intermediate}, interCols}});
     w.layers.push_back(std::move(l));
     step();
   }
@@ -77,9 +112,10 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
   step();
   // transformers ties lm_head to the embedding whenever the config says so, even if a file
   // also carries an lm_head tensor.
-  w.lmHead = c.tiedEmbeddings ? w.embed : get("lm_head.weight", {c.vocab, c.hidden});
+  w.lmHead = c.tiedEmbeddings ? w.embed : get("lm_head.weight", {c.vocab, c.hidden}, vocabRows);
   w.lmHeadQuant = quant({{c.tiedEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight",
-                          {c.vocab, c.hidden}}});
+                          {c.vocab, c.hidden},
+                          vocabRows}});
   step();
   return w;
 }
@@ -92,7 +128,7 @@ int64_t ModelWeights::quantizedBytes() const {
 }
 
 ModelWeights ModelWeights::load(const std::string &path, torch::ScalarType dtype,
-                                const LoadProgress &progress, bool keepQuantized) {
+                                const LoadProgress &progress, bool keepQuantized, ShardRank rank) {
   if (dtype != torch::kFloat32 && dtype != torch::kBFloat16)
     throw ModelLoadError(std::string("unsupported compute dtype '") + c10::toString(dtype) +
                          "' (supported: float32, bfloat16)");
@@ -103,7 +139,7 @@ ModelWeights ModelWeights::load(const std::string &path, torch::ScalarType dtype
     if (!config)
       throw ModelLoadError(error);
     SafetensorsWeightSource source(path);
-    return assembleWeights(*config, source, dtype, progress);
+    return assembleWeights(*config, source, dtype, progress, false, rank);
   }
   std::unique_ptr<gguf::GGUFFile> file = gguf::GGUFFile::open(path, error);
   if (!file)
@@ -112,7 +148,7 @@ ModelWeights ModelWeights::load(const std::string &path, torch::ScalarType dtype
   if (!config)
     throw ModelLoadError(error);
   GGUFWeightSource source(*file, *config);
-  return assembleWeights(*config, source, dtype, progress, keepQuantized);
+  return assembleWeights(*config, source, dtype, progress, keepQuantized, rank);
 }
 
 } // namespace nnsc

@@ -3,6 +3,7 @@
 #include "nnsc/Runtime/Engine/ModelRunner.h"
 
 #include "nnsc/Runtime/Attention/AttentionMetadata.h"
+#include "nnsc/Runtime/Distributed/TensorParallelGroup.h"
 #include "nnsc/Runtime/Models/PhaseProfile.h"
 
 #include <algorithm>
@@ -18,6 +19,41 @@ SchedulerConfig fitToBackend(SchedulerConfig config, const BackendCapabilities &
   return config;
 }
 
+namespace {
+
+/// Under tensor parallelism every rank schedules the same requests with the same
+/// deterministic scheduler; rank 0's batch is the step. A rank whose own batch differs (which
+/// would be a bug, or ranks given different inputs) stops with an error instead of computing
+/// a wrong answer: rank 0 broadcasts a fingerprint of its batch and every rank compares.
+void checkSameBatch(TensorParallelGroup &tp, const ScheduledBatch &batch) {
+  uint64_t hash = 1469598103934665603ull; // FNV-1a over what the step computes
+  auto mix = [&](int64_t v) {
+    for (int b = 0; b < 8; ++b)
+      hash = (hash ^ uint64_t((v >> (8 * b)) & 0xff)) * 1099511628211ull;
+  };
+  for (const Sequence *seq : batch.seqs) {
+    mix(seq->id());
+    mix(seq->numCachedTokens);
+    mix(seq->numScheduledTokens);
+    for (int64_t block : seq->blockTable)
+      mix(block);
+  }
+  torch::Tensor mine = torch::tensor(
+      {int64_t(batch.isPrefill), int64_t(batch.seqs.size()), batch.numTokens(), int64_t(hash)},
+      torch::kInt64);
+  torch::Tensor rank0 = mine.clone();
+  tp.broadcast(rank0);
+  if (!torch::equal(mine, rank0))
+    throw DistributedError(
+        "tensor parallel rank " + std::to_string(tp.rank()) +
+        " scheduled another step than rank 0 (" + std::to_string(batch.seqs.size()) +
+        " sequences, " + std::to_string(batch.numTokens()) + " tokens against " +
+        std::to_string(rank0[1].item<int64_t>()) + " and " +
+        std::to_string(rank0[2].item<int64_t>()) + "): every rank must be given the same requests");
+}
+
+} // namespace
+
 ModelRunner::ModelRunner(std::shared_ptr<ModelBackend> backend, int64_t numBlocks,
                          int64_t blockSize, uint64_t samplerSeed)
     : model(std::move(backend)), blockSize(blockSize), sampler(samplerSeed) {
@@ -26,6 +62,8 @@ ModelRunner::ModelRunner(std::shared_ptr<ModelBackend> backend, int64_t numBlock
 }
 
 torch::Tensor ModelRunner::forward(const ScheduledBatch &batch, const HookLookup &hooks) {
+  if (TensorParallelGroup *tp = model->tensorParallel())
+    checkSameBatch(*tp, batch);
   PhaseProfile &profile = PhaseProfile::get();
   profile.setPrefill(batch.isPrefill);
   profile.countStep(batch.numTokens());
@@ -72,9 +110,18 @@ std::vector<int32_t> ModelRunner::run(const ScheduledBatch &batch, const HookLoo
   torch::Tensor logits = forward(batch, hooks);
   std::vector<Sequence *> sampling = batch.samplingSeqs();
   std::vector<int32_t> tokens;
-  {
+  // Rank 0 samples (its logits are whole) and every rank continues with its tokens.
+  TensorParallelGroup *tp = model->tensorParallel();
+  if (!tp || tp->rank() == 0) {
     ScopedPhase phase(Phase::Sampler);
     tokens = sampler.sample(logits, sampling);
+  }
+  if (tp) {
+    torch::Tensor shared = torch::zeros({int64_t(sampling.size())}, torch::kInt32);
+    if (tp->rank() == 0)
+      std::copy(tokens.begin(), tokens.end(), shared.data_ptr<int32_t>());
+    tp->broadcast(shared);
+    tokens.assign(shared.data_ptr<int32_t>(), shared.data_ptr<int32_t>() + shared.numel());
   }
   int samplesSite = model->architecture().findSite("samples");
   if (dispatch && dispatch->bound(samplesSite)) {
@@ -86,7 +133,7 @@ std::vector<int32_t> ModelRunner::run(const ScheduledBatch &batch, const HookLoo
       tokens[i] = int32_t(value[int64_t(i)].item<int64_t>());
   }
   logprobs.assign(sampling.size(), std::nullopt);
-  for (size_t i = 0; i < sampling.size(); ++i)
+  for (size_t i = 0; i < sampling.size() && logits.size(1) > 0; ++i)
     if (int32_t k = sampling[i]->samplingParams().logprobs; k >= 0) {
       torch::Tensor row = logits[int64_t(i)].to(torch::kCPU, torch::kFloat32).contiguous();
       logprobs[i] = tokenLogprobs(row.data_ptr<float>(), row.size(0), tokens[i], k);

@@ -1,8 +1,11 @@
 """The NNsight parity suite: each program of programs/ (and examples/canonical/) run by nns-run
 and, as nnsight 0.8.1 code on transformers, on the same SmolLM2 weights and token ids.
 
-Usage: parity.py NNS_RUN GGUF SRC_ROOT WORKDIR [canonical | extended | NAME_SUBSTRING ...]
-(canonical: the programs of examples/canonical; extended: the others.)
+Usage: parity.py NNS_RUN GGUF SRC_ROOT WORKDIR [--tensor-parallel-size=N]
+                 [canonical | extended | NAME_SUBSTRING ...]
+(canonical: the programs of examples/canonical; extended: the others. With
+--tensor-parallel-size=N nns-run splits the model over N ranks of one thread each, and the
+same checks hold against the same single-device references.)
 
 Every experiment is a module programs/NN-name.py: PROGRAM (the .nns, relative to SRC_ROOT),
 PROMPTS (keys of PROMPTS below; one request per prompt, in order), STEPS (tokens to generate),
@@ -132,11 +135,16 @@ def param_args(name, params, work, edit_params=()):
     return args
 
 
+TENSOR_PARALLEL = 1
+
+
 def run_nns(nns_run, gguf, src, work, exp, args):
     """(saves per request, generated ids per request) from one nns-run process, or an error."""
     out = os.path.join(work, exp.NAME)
     cmd = [nns_run, "--model", gguf, "--trace", os.path.join(src, exp.PROGRAM), "--threads", "1",
            "--max-tokens", str(exp.STEPS), "--save-dir", out, "--quiet"] + args
+    if TENSOR_PARALLEL > 1:
+        cmd += ["--tensor-parallel-size", str(TENSOR_PARALLEL)]
     if hasattr(exp, "EDIT"):
         cmd += ["--edit", os.path.join(src, exp.EDIT)]
     for key in exp.PROMPTS:
@@ -218,8 +226,14 @@ def check(exp, lm, tokenizer, model, ref, got):
 
 
 def main():
+    global TENSOR_PARALLEL
     nns_run, gguf, src, work = sys.argv[1:5]
-    experiments = load_experiments(sys.argv[5:])
+    selection = sys.argv[5:]
+    for arg in list(selection):
+        if arg.startswith("--tensor-parallel-size="):
+            TENSOR_PARALLEL = int(arg.split("=", 1)[1])
+            selection.remove(arg)
+    experiments = load_experiments(selection)
     os.makedirs(work, exist_ok=True)
     started = time.time()
     model, tokenizer = load_gguf_reference(gguf)
@@ -269,6 +283,8 @@ def main():
         note = f" (XPASS: marked '{reason}'; remove the mark)" if reason else ""
         print(f"PASS {exp.NAME}: {count} saves equal (max abs diff {worst:.2e}), "
               f"{tokens} greedy tokens identical{note}")
+    if TENSOR_PARALLEL > 1:
+        print(f"parity: nns-run with --tensor-parallel-size {TENSOR_PARALLEL}")
     print(f"parity: {len(experiments)} experiments, {passed} passed, {expected} expected "
           f"failures, {failed} failed ({time.time() - started:.0f} s)")
     sys.exit(1 if failed else 0)

@@ -28,6 +28,7 @@ public:
   torch::ScalarType dtype() const override { return lm->dtype(); }
 
   std::shared_ptr<const CausalLM> causalLM() const override { return lm; }
+  TensorParallelGroup *tensorParallel() const override { return lm->tensorParallel(); }
   const CausalLM &model() const { return *lm; }
   KVCache &kvCache() { return cache; }
 

@@ -31,6 +31,7 @@ namespace nnsc {
 class Bundle;
 class CausalLM;
 class DeviceKernelLauncher;
+class TensorParallelGroup;
 
 /// A model ready to run on one device.
 class ModelBackend {
@@ -50,6 +51,9 @@ public:
   /// bundle cannot run here (a CPU-only bundle on a GPU backend).
   virtual std::shared_ptr<DeviceKernelLauncher>
   bundleLauncher(std::shared_ptr<const Bundle> bundle) const;
+  /// The ranks the model is split over (tensor parallelism), or null. Every rank runs the
+  /// same engine steps; rank 0's batch is checked on the others and its samples are used.
+  virtual TensorParallelGroup *tensorParallel() const { return nullptr; }
 
   /// Allocates (or reallocates, dropping its contents) the paged KV cache of every layer:
   /// [numBlocks, blockSize, kv_heads, head_dim] for K and for V.

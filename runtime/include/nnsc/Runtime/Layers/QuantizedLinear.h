@@ -41,6 +41,8 @@ struct QuantizedMatrix {
   int64_t bytes() const { return defined() ? blocks.numel() : 0; }
   /// Rows [begin, begin + count) (a view of the same blocks).
   QuantizedMatrix narrowRows(int64_t begin, int64_t count) const;
+  /// Columns [begin, begin + count) as a copy, or undefined unless both are whole blocks.
+  QuantizedMatrix narrowCols(int64_t begin, int64_t count) const;
   /// The rows of `parts` one after another, as torch::cat does for the widened weights;
   /// undefined unless every part is defined with the same format and cols.
   static QuantizedMatrix cat(const std::vector<QuantizedMatrix> &parts);

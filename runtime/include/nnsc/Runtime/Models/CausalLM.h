@@ -8,6 +8,12 @@
 // value is what the module's hook would see, and a replaced value flows only where the
 // module's hook return value would flow.
 //
+// Under tensor parallelism (a TensorParallelGroup and ModelWeights::shard) each rank runs its
+// shard of every layer (TensorShard.h); o_proj's and down_proj's partial sums are all-reduced,
+// the embedding all-reduced and the logits gathered. A bound site whose value is sharded
+// fires on the whole value, gathered from the ranks, and each rank keeps its shard of what the
+// hooks left (docs/Distributed.md); replicated sites fire as they are, with no communication.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef NNSC_RUNTIME_MODELS_CAUSALLM_H
@@ -15,10 +21,12 @@
 
 #include "nnsc/Runtime/Attention/AttentionMetadata.h"
 #include "nnsc/Runtime/Backend/CpuKernels.h"
+#include "nnsc/Runtime/Distributed/TensorParallelGroup.h"
 #include "nnsc/Runtime/Hooks/HookDispatch.h"
 #include "nnsc/Runtime/Layers/RotaryEmbedding.h"
 #include "nnsc/Runtime/Models/KVCache.h"
 #include "nnsc/Runtime/Models/ModelWeights.h"
+#include "nnsc/Runtime/Models/PhaseProfile.h"
 #include "nnsc/Schema/Architecture.h"
 
 namespace nnsc {
@@ -26,10 +34,19 @@ namespace nnsc {
 /// A decoder-only language model ready to run.
 class CausalLM {
 public:
-  /// Runs on the device of `weights` with `kernels` of that device.
-  explicit CausalLM(ModelWeights weights, const DeviceKernels &kernels = CpuKernels::get());
+  /// Runs on the device of `weights` with `kernels` of that device; `group` holds the other
+  /// ranks when the weights are one rank's shard (its size is the shard's). Throws
+  /// std::invalid_argument when the two disagree.
+  explicit CausalLM(ModelWeights weights, const DeviceKernels &kernels = CpuKernels::get(),
+                    std::shared_ptr<TensorParallelGroup> group = nullptr);
 
+  /// The whole model's config.
   const schema::ModelConfig &config() const { return w.config; }
+  /// The config of what this rank computes: its heads, KV heads and intermediate channels
+  /// (the whole model's on one rank). The KV cache is allocated for it.
+  const schema::ModelConfig &shardConfig() const { return local; }
+  /// The ranks this model is split over, or null.
+  TensorParallelGroup *tensorParallel() const { return tp.get(); }
   const schema::Architecture &architecture() const { return arch; }
   torch::ScalarType dtype() const { return w.dtype; }
   /// Where the weights are.
@@ -37,14 +54,18 @@ public:
 
   /// Runs the step whose tokens are `tokens` ([total_tokens] int64) described by `meta`,
   /// writing their K/V into `cache`, and returns the logits [meta.sampleRows, vocab] in fp32.
-  /// `hooks` may be null (nothing bound).
-  torch::Tensor forward(const torch::Tensor &tokens, const AttentionMetadata &meta,
-                        KVCache &cache, const HookDispatch *hooks) const;
+  /// `hooks` may be null (nothing bound). Under tensor parallelism every rank calls it with
+  /// the same step; ranks other than 0 get [meta.sampleRows, 0] unless a hook reads the
+  /// logits (the `logits` or lm_head output site).
+  torch::Tensor forward(const torch::Tensor &tokens, const AttentionMetadata &meta, KVCache &cache,
+                        const HookDispatch *hooks) const;
 
   /// Applies module `module` (index in architecture().modules()) to `input` [rows, in] with
   /// the real weights and no hooks, as a trace's `norm(h)` or `layers[3].mlp(x)` does.
   /// Supports the RMSNorms, the linears, act_fn, mlp and lm_head; throws std::invalid_argument
-  /// for another module or an input of the wrong width.
+  /// for another module or an input of the wrong width. Under tensor parallelism every rank
+  /// calls it alike: it computes with the shards and communicates as the forward pass does, so
+  /// input and output are whole.
   torch::Tensor applyModule(int module, const torch::Tensor &input) const;
 
   /// Packs the weights of the fused projections and the lm_head for oneDNN now (where oneDNN
@@ -68,6 +89,9 @@ private:
     torch::Tensor cos, sin; // [tokens, head_dim]
   };
 
+  /// Which dimension of the model a sharded site's value is split along.
+  enum class ShardAxis { Heads, KVHeads, Intermediate };
+
   void fusedLayer(int64_t index, torch::Tensor &x, StepState &step) const;
   void hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
                    const HookDispatch &hooks) const;
@@ -78,20 +102,41 @@ private:
   /// The same with the softmax probabilities materialized and fired as site `pattern`
   /// (self_attn.pattern): the output is what the hooks left in them times V.
   torch::Tensor patternAttention(int64_t index, int pattern, torch::Tensor q, torch::Tensor k,
-                                 torch::Tensor v, StepState &step,
-                                 const HookDispatch &hooks) const;
+                                 torch::Tensor v, StepState &step, const HookDispatch &hooks) const;
   torch::Tensor headNorm(const torch::Tensor &x, const torch::Tensor &weight) const;
+  /// x += in @ weight^T for a row-parallel projection (o_proj, down_proj): the GEMM adds into
+  /// x on one rank; the ranks' partial sums are all-reduced first under tensor parallelism.
+  void rowParallelAdd(torch::Tensor &x, const torch::Tensor &in, const torch::Tensor &weight,
+                      const QuantizedMatrix &quant, Phase phase) const;
+  /// All-reduces a row-parallel projection's partial sum (nothing on one rank).
+  void reducePartial(torch::Tensor &partial) const;
+  /// The whole of a value this rank holds the `axis` shard of, along `dim`.
+  torch::Tensor gatherShards(const torch::Tensor &shard, int64_t dim, ShardAxis axis) const;
+  /// This rank's `axis` shard along `dim` of the whole `value`.
+  torch::Tensor shardOf(const torch::Tensor &value, int64_t dim, ShardAxis axis) const;
+  /// Fires bound site `site` on the whole of `value` (this rank's `axis` shard along `dim`)
+  /// and keeps this rank's shard of what the hooks left.
+  void fireSharded(const HookDispatch &hooks, int site, torch::Tensor &value, int64_t dim,
+                   ShardAxis axis) const;
+  /// The embedding of `tokens`, from this rank's vocabulary rows and all-reduced.
+  torch::Tensor embed(const torch::Tensor &tokens) const;
+  /// The whole logits from this rank's vocabulary columns: on every rank if `everyRank`, else
+  /// on rank 0 ([rows, 0] elsewhere).
+  torch::Tensor gatherLogits(const torch::Tensor &logits, bool everyRank) const;
   /// The device's RMSNorm; inside the class it takes the place of nnsc::rmsNorm.
   torch::Tensor rmsNorm(const torch::Tensor &x, const torch::Tensor &weight, double eps) const {
     return kernels->rmsNorm(x, weight, eps);
   }
 
   ModelWeights w;
+  /// w.config with this rank's heads, KV heads and intermediate size.
+  schema::ModelConfig local;
   const DeviceKernels *kernels;
+  std::shared_ptr<TensorParallelGroup> tp;
   schema::Architecture arch;
   RotaryEmbedding rope;
   std::vector<LayerSites> layerSites;
-  int embedIn, embedOut, normIn, normOut, lmHeadIn, lmHeadOut;
+  int embedIn, embedOut, normIn, normOut, lmHeadIn, lmHeadOut, logitsSite;
   double scale;
 };
 

@@ -30,6 +30,9 @@ struct ModelLoadOptions {
   std::string device = "cpu";
   /// Called with (tensors loaded, tensors in total) while the weights load.
   std::function<void(int64_t, int64_t)> progress;
+  /// The ranks to split the model over (tensor parallelism; CPU only), or null: this rank
+  /// loads only its shard of the weights.
+  std::shared_ptr<TensorParallelGroup> tensorParallel;
 };
 
 /// A loaded model, ready to run.
@@ -45,8 +48,9 @@ struct LoadedModel {
 };
 
 /// Loads the model `options` describes. Throws ModelLoadError for a bad model file,
-/// BackendError for a backend that cannot run here and std::runtime_error for a bad
-/// tokenizer, each with a message naming the file and what is wrong.
+/// BackendError for a backend that cannot run here, std::invalid_argument for a split the
+/// model does not allow and std::runtime_error for a bad tokenizer, each with a message
+/// naming the file and what is wrong.
 LoadedModel loadModel(const ModelLoadOptions &options);
 
 } // namespace nnsc

@@ -14,6 +14,7 @@
 #define NNSC_RUNTIME_MODELS_MODELWEIGHTS_H
 
 #include "nnsc/Runtime/Layers/QuantizedLinear.h"
+#include "nnsc/Runtime/Models/TensorShard.h"
 #include "nnsc/Schema/ModelConfig.h"
 
 #include <torch/torch.h>
@@ -32,7 +33,8 @@ public:
 };
 
 /// Weights of one decoder layer. Shapes use H = hidden, I = intermediate, D = head_dim,
-/// Q = heads * D, KV = kv_heads * D.
+/// Q = heads * D, KV = kv_heads * D, each this rank's share under tensor parallelism
+/// (ModelWeights::shard).
 struct LayerWeights {
   torch::Tensor inputNorm; // [H]
   torch::Tensor qkv;       // [Q + 2 KV, H]: q_proj, k_proj, v_proj rows
@@ -51,22 +53,32 @@ struct LayerWeights {
 /// Reports loading progress: tensors done out of total.
 using LoadProgress = std::function<void(int64_t done, int64_t total)>;
 
-/// All parameters of a causal LM.
+/// One rank of `size` (tensor parallelism); the default is the whole model.
+struct ShardRank {
+  int rank = 0;
+  int size = 1;
+};
+
+/// All parameters of a causal LM, or one tensor-parallel rank's shard of them.
 struct ModelWeights {
+  /// The whole model's config (what the schema and the sites describe).
   schema::ModelConfig config;
+  /// What this rank holds (TensorShard::whole on one rank).
+  TensorShard shard;
   torch::ScalarType dtype = torch::kFloat32;
-  torch::Tensor embed; // [vocab, H]
+  torch::Tensor embed; // [vocab, H]: this rank's vocabulary rows
   std::vector<LayerWeights> layers;
-  torch::Tensor norm;   // [H]
-  torch::Tensor lmHead; // [vocab, H]; the same tensor as `embed` when tied
+  torch::Tensor norm;          // [H]
+  torch::Tensor lmHead;        // [vocab, H]; the same tensor as `embed` when tied
   QuantizedMatrix lmHeadQuant; // lm_head's GGUF blocks (the embedding's when tied), or none
 
   /// Loads MODEL (a .gguf file or a directory with config.json and safetensors) in `dtype`
   /// (kFloat32 or kBFloat16), keeping the quantized blocks of the projections if
-  /// `keepQuantized`. Throws ModelLoadError.
+  /// `keepQuantized`, only `rank`'s shard of each tensor. Throws ModelLoadError, and
+  /// std::invalid_argument for a split the model does not allow (TensorShard::of).
   static ModelWeights load(const std::string &path, torch::ScalarType dtype,
                            const LoadProgress &progress = {},
-                           bool keepQuantized = quantDecodeMaxRows() > 0);
+                           bool keepQuantized = quantDecodeMaxRows() > 0, ShardRank rank = {});
 
   /// Bytes of the quantized blocks kept.
   int64_t quantizedBytes() const;
@@ -94,10 +106,11 @@ public:
 };
 
 /// Fills ModelWeights from `source` per `config` (shared by the GGUF and safetensors loaders),
-/// with the projections' quantized blocks if `keepQuantized`.
+/// with the projections' quantized blocks if `keepQuantized`, keeping `rank`'s shard of each
+/// tensor as it is read (one whole tensor at a time is in memory, never the whole model).
 ModelWeights assembleWeights(const schema::ModelConfig &config, WeightSource &source,
                              torch::ScalarType dtype, const LoadProgress &progress,
-                             bool keepQuantized = false);
+                             bool keepQuantized = false, ShardRank rank = {});
 
 /// "[a, b]" for error messages.
 std::string formatShape(const std::vector<int64_t> &shape);

@@ -36,6 +36,7 @@ enum class Phase {
   Metadata,
   Sampler,
   Hooks,
+  Communication,
   NumPhases
 };
 
@@ -68,7 +69,7 @@ public:
       return;
     static const char *names[] = {
         "embed",   "rmsnorm",   "qkv_proj", "rope+kv_store", "attention", "o_proj", "gate_up_proj",
-        "silu*up", "down_proj", "lm_head",  "metadata",      "sampler",   "hooks"};
+        "silu*up", "down_proj", "lm_head",  "metadata",      "sampler",   "hooks",  "tp_comm"};
     for (int kind = 0; kind < 2; ++kind) {
       int64_t sum = 0;
       for (int64_t t : totals[kind])

@@ -1,0 +1,149 @@
+//===- TensorParallelLaunch.cpp - nns-run's ranks ---------------*- C++ -*-===//
+
+#include "TensorParallelLaunch.h"
+
+#include "Options.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+extern char **environ;
+
+namespace nnsrun {
+
+using nnsc::DistributedError;
+using nnsc::DistributedOptions;
+using nnsc::TensorParallelGroup;
+
+namespace {
+
+std::vector<pid_t> spawned;
+
+/// At exit (a failed run included) the spawned ranks go too: none is left waiting.
+void stopSpawnedRanks() {
+  for (pid_t pid : spawned)
+    kill(pid, SIGTERM);
+  for (pid_t pid : spawned)
+    waitpid(pid, nullptr, 0);
+  spawned.clear();
+}
+
+/// A TCP port nothing listens on now (the kernel's choice).
+int freePort(const std::string &addr) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = 0;
+  inet_pton(AF_INET, addr == "localhost" ? "127.0.0.1" : addr.c_str(), &sa.sin_addr);
+  socklen_t len = sizeof(sa);
+  int port = -1;
+  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr *>(&sa), &len) == 0)
+    port = ntohs(sa.sin_port);
+  if (fd >= 0)
+    close(fd);
+  if (port < 0)
+    fail("--tensor-parallel-size: cannot find a free TCP port on " + addr + " (set MASTER_PORT)");
+  return port;
+}
+
+std::shared_ptr<TensorParallelGroup> join(const DistributedOptions &o) {
+  setErrorRank(o.rank);
+  try {
+    return TensorParallelGroup::connect(o);
+  } catch (const DistributedError &e) {
+    fail(e.what());
+  }
+}
+
+/// This process's environment with `set` replacing the variables it names.
+std::vector<std::string> environmentWith(const std::vector<std::string> &set) {
+  std::vector<std::string> env;
+  for (char **e = environ; *e; ++e) {
+    std::string entry(*e);
+    bool replaced = false;
+    for (const std::string &s : set)
+      replaced |= entry.compare(0, s.find('=') + 1, s, 0, s.find('=') + 1) == 0;
+    if (!replaced)
+      env.push_back(entry);
+  }
+  env.insert(env.end(), set.begin(), set.end());
+  return env;
+}
+
+} // namespace
+
+std::shared_ptr<TensorParallelGroup> startTensorParallel(int size, char **argv) {
+  std::optional<DistributedOptions> launched;
+  try {
+    launched = DistributedOptions::fromEnvironment();
+  } catch (const DistributedError &e) {
+    fail(e.what());
+  }
+  if (launched) {
+    if (size != 1 && launched->worldSize != size)
+      fail("--tensor-parallel-size " + std::to_string(size) +
+           " but WORLD_SIZE=" + std::to_string(launched->worldSize));
+    return launched->worldSize == 1 ? nullptr : join(*launched);
+  }
+  if (size == 1)
+    return nullptr;
+
+  DistributedOptions o;
+  o.worldSize = size;
+  if (const char *addr = std::getenv("MASTER_ADDR"); addr && *addr)
+    o.masterAddr = addr;
+  const char *port = std::getenv("MASTER_PORT");
+  o.masterPort = port && *port ? std::atoi(port) : freePort(o.masterAddr);
+  if (o.masterPort < 1 || o.masterPort > 65535)
+    fail(std::string("MASTER_PORT='") + port + "' is not a TCP port");
+  if (const char *t = std::getenv("NNSC_DIST_TIMEOUT"); t && *t)
+    o.timeout = std::chrono::seconds(std::max(1, std::atoi(t)));
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  std::atexit(stopSpawnedRanks);
+  for (int r = 1; r < size; ++r) {
+    std::vector<std::string> env = environmentWith(
+        {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(size),
+         "MASTER_ADDR=" + o.masterAddr, "MASTER_PORT=" + std::to_string(o.masterPort),
+         "NNSC_DIST_TIMEOUT=" + std::to_string(o.timeout.count() / 1000)});
+    std::vector<char *> envp;
+    for (std::string &e : env)
+      envp.push_back(e.data());
+    envp.push_back(nullptr);
+    pid_t pid;
+    if (int err = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv, envp.data()))
+      fail("--tensor-parallel-size: cannot start rank " + std::to_string(r) + ": " +
+           std::strerror(err));
+    spawned.push_back(pid);
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  return join(o);
+}
+
+bool waitForSpawnedRanks() {
+  bool ok = true;
+  for (pid_t pid : spawned) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  spawned.clear();
+  return ok;
+}
+
+} // namespace nnsrun
