@@ -47,8 +47,10 @@ int main(int argc, char **argv) {
     else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc)
       repeat = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "nnsc-bench-gemm: unknown argument '%s'\n"
-                           "usage: nnsc-bench-gemm [--threads N] [--repeat R]\n", argv[i]);
+      std::fprintf(stderr,
+                   "nnsc-bench-gemm: unknown argument '%s'\n"
+                   "usage: nnsc-bench-gemm [--threads N] [--repeat R]\n",
+                   argv[i]);
       return 2;
     }
   }

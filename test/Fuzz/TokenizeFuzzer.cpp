@@ -30,8 +30,7 @@ const nnsc::tokenizer::Tokenizer &modelTokenizer() {
     if (file)
       t = nnsc::tokenizer::Tokenizer::fromGGUF(*file, error);
     if (!t) {
-      std::fprintf(stderr, "fuzz-tokenize: cannot load the model's tokenizer: %s\n",
-                   error.c_str());
+      std::fprintf(stderr, "fuzz-tokenize: cannot load the model's tokenizer: %s\n", error.c_str());
       std::abort();
     }
     return t;
@@ -44,8 +43,7 @@ bool bytesRepresentable(const nnsc::tokenizer::Tokenizer &tokenizer, std::string
   static const std::vector<bool> representable = [&] {
     std::vector<bool> table(256);
     for (int b = 0; b < 256; ++b)
-      table[b] = tokenizer
-                     .tokenToId(nnsc::tokenizer::byteLevelEncode(std::string(1, char(b))))
+      table[b] = tokenizer.tokenToId(nnsc::tokenizer::byteLevelEncode(std::string(1, char(b))))
                      .has_value();
     return table;
   }();
@@ -90,8 +88,8 @@ bool isValidUtf8(std::string_view s) {
   return true;
 }
 
-std::string streamed(const nnsc::tokenizer::Tokenizer &tokenizer,
-                     const std::vector<int32_t> &ids, bool skipSpecial) {
+std::string streamed(const nnsc::tokenizer::Tokenizer &tokenizer, const std::vector<int32_t> &ids,
+                     bool skipSpecial) {
   nnsc::tokenizer::StreamingDecoder decoder(tokenizer, skipSpecial);
   std::string out;
   for (int32_t id : ids)

@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       nnsc::tokenizer::Tokenizer::fromJsonText(json, "{}", error);
   if (!tokenizer)
     return 0;
-  std::vector<int32_t> ids = tokenizer->encode(" Hello, world!\n\t<|im_start|> 12345 \xC3\xA9", true);
+  std::vector<int32_t> ids =
+      tokenizer->encode(" Hello, world!\n\t<|im_start|> 12345 \xC3\xA9", true);
   (void)tokenizer->decode(ids, false);
   std::vector<int32_t> all;
   for (size_t id = 0; id < tokenizer->vocabSize() && id < 4096; ++id)

@@ -2,8 +2,8 @@
 
 #include "EmitBundle.h"
 
-#include "nnsc/Target/Bundle/BundleEmitter.h"
 #include "nnsc/Pipelines/Pipelines.h"
+#include "nnsc/Target/Bundle/BundleEmitter.h"
 #include "nnsc/Target/Bundle/KernelIR.h"
 #include "nnsc/Target/Bundle/Manifest.h"
 
@@ -25,12 +25,12 @@ static cl::opt<std::string> outputFilename("o", cl::desc("Output file ('-' for s
                                            cl::value_desc("filename"), cl::init("-"),
                                            cl::cat(backendCategory));
 
-static cl::opt<nnsc::bundle::TargetKind> target(
-    "target", cl::desc("Where the kernels run"), cl::init(nnsc::bundle::TargetKind::CPU),
-    cl::values(clEnumValN(nnsc::bundle::TargetKind::CPU, "cpu", "host CPU (default)"),
-               clEnumValN(nnsc::bundle::TargetKind::CUDA, "cuda",
-                          "host CPU plus the kernels as PTX for NVIDIA GPUs")),
-    cl::cat(backendCategory));
+static cl::opt<nnsc::bundle::TargetKind>
+    target("target", cl::desc("Where the kernels run"), cl::init(nnsc::bundle::TargetKind::CPU),
+           cl::values(clEnumValN(nnsc::bundle::TargetKind::CPU, "cpu", "host CPU (default)"),
+                      clEnumValN(nnsc::bundle::TargetKind::CUDA, "cuda",
+                                 "host CPU plus the kernels as PTX for NVIDIA GPUs")),
+           cl::cat(backendCategory));
 
 static cl::opt<std::string> cpuName("cpu",
                                     cl::desc("Host CPU to generate code for (default: this "
@@ -45,8 +45,7 @@ static cl::opt<std::string> cudaChip("cuda-chip", cl::desc("GPU architecture for
                                      cl::init("sm_90"), cl::cat(backendCategory));
 
 static cl::opt<std::string>
-    cudaToolkit("cuda-toolkit",
-                cl::desc("CUDA toolkit whose ptxas checks the PTX when present"),
+    cudaToolkit("cuda-toolkit", cl::desc("CUDA toolkit whose ptxas checks the PTX when present"),
                 cl::init("/usr/local/cuda"), cl::cat(backendCategory));
 
 namespace nnsc {
@@ -127,8 +126,7 @@ int emitFromKernelIR(llvm::StringRef inputFilename, KernelIREmit emit, bool veri
   };
   if (!splitInputFile)
     return mlir::failed(process(std::move(input), llvm::outs())) ? 1 : 0;
-  return mlir::failed(mlir::splitAndProcessBuffer(std::move(input), process, llvm::outs())) ? 1
-                                                                                            : 0;
+  return mlir::failed(mlir::splitAndProcessBuffer(std::move(input), process, llvm::outs())) ? 1 : 0;
 }
 
 } // namespace nnsc

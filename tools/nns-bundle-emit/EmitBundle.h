@@ -1,7 +1,7 @@
 //===- EmitBundle.h - nnsc on kernel-level IR -------------------*- C++ -*-===//
 //
-// `nnsc KERNELS.mlir -emit=llvm-dialect|llvm|bundle [-o OUT] [--target=cpu|cuda] [--cpu=NAME]`: the back
-// end alone, on kernel-level IR (docs/Compiler.md). Its options live in EmitBundle.cpp.
+// `nnsc KERNELS.mlir -emit=llvm-dialect|llvm|bundle [-o OUT] [--target=cpu|cuda] [--cpu=NAME]`: the
+// back end alone, on kernel-level IR (docs/Compiler.md). Its options live in EmitBundle.cpp.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,6 +1,7 @@
 //===- nns-bundle-emit.cpp - kernel-level IR to a bundle --------*- C++ -*-===//
 //
-//   nns-bundle-emit KERNELS.mlir -emit=llvm-dialect|llvm|bundle [-o OUT] [--target=cpu|cuda] [--cpu=NAME]
+//   nns-bundle-emit KERNELS.mlir -emit=llvm-dialect|llvm|bundle [-o OUT] [--target=cpu|cuda]
+//   [--cpu=NAME]
 //
 // The back end of nnsc on kernel-level IR (docs/Compiler.md); see EmitBundle.h.
 //
@@ -28,9 +29,10 @@ static cl::opt<bool> verifyDiagnostics(
     cl::desc("Check that emitted diagnostics match expected-* lines in the input"),
     cl::init(false));
 
-static cl::opt<bool> splitInputFile(
-    "split-input-file", cl::desc("Compile each '// -----' chunk of the input separately"),
-    cl::init(false));
+static cl::opt<bool>
+    splitInputFile("split-input-file",
+                   cl::desc("Compile each '// -----' chunk of the input separately"),
+                   cl::init(false));
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);

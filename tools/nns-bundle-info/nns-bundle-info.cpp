@@ -136,8 +136,7 @@ void printTrace(int index, const nnsc_trace_desc &trace) {
   for (int32_t i = 0; i < trace.num_sites; ++i) {
     const nnsc_site_entry &site = trace.sites[i];
     std::printf("  site %d '%s' phase=%s access=%s kernel=%s\n", site.site, site.site_path,
-                phaseName(site.phase),
-                flagString(site.access, accessNames, accessBits, 3).c_str(),
+                phaseName(site.phase), flagString(site.access, accessNames, accessBits, 3).c_str(),
                 site.kernel ? "yes" : "null");
   }
 }
@@ -197,8 +196,7 @@ int main(int argc, char **argv) {
   }
   if (printPtx) {
     if (!bundle->cuda) {
-      std::fprintf(stderr, "nns-bundle-info: '%s' carries no PTX (built for --target=cpu)\n",
-                   path);
+      std::fprintf(stderr, "nns-bundle-info: '%s' carries no PTX (built for --target=cpu)\n", path);
       return 1;
     }
     std::fputs(bundle->cuda->ptx, stdout);
@@ -208,10 +206,10 @@ int main(int argc, char **argv) {
   std::printf("source_hash: %s\n", bundle->source_hash);
   std::printf("arch: %s\n", bundle->arch);
   std::printf("schema_hash: %" PRIu64 "\n", bundle->schema_hash);
-  std::printf("dims: hidden=%" PRId64 " intermediate=%" PRId64 " layers=%" PRId64
-              " heads=%" PRId64 " kv_heads=%" PRId64 " head_dim=%" PRId64 " vocab=%" PRId64 "\n",
-              bundle->hidden, bundle->intermediate, bundle->layers, bundle->heads,
-              bundle->kv_heads, bundle->head_dim, bundle->vocab);
+  std::printf("dims: hidden=%" PRId64 " intermediate=%" PRId64 " layers=%" PRId64 " heads=%" PRId64
+              " kv_heads=%" PRId64 " head_dim=%" PRId64 " vocab=%" PRId64 "\n",
+              bundle->hidden, bundle->intermediate, bundle->layers, bundle->heads, bundle->kv_heads,
+              bundle->head_dim, bundle->vocab);
   if (bundle->cuda)
     printCuda(*bundle->cuda);
   else

@@ -40,7 +40,8 @@ struct BoundTrace {
 };
 
 /// Compiles (--trace; with --target=cuda for a device backend) or loads (--bundle) the
-/// bundle, checks it against `backend`'s model, picks the trace and binds the params; exits with a message when anything is wrong. Null without
+/// bundle, checks it against `backend`'s model, picks the trace and binds the params; exits with a
+/// message when anything is wrong. Null without
 /// --trace or --bundle.
 std::unique_ptr<BoundTrace> loadTrace(const Options &o, const nnsc::ModelBackend &backend);
 

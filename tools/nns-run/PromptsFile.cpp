@@ -75,8 +75,8 @@ bool parsePromptLine(std::string_view line, std::optional<Prompt> &prompt, std::
   return true;
 }
 
-bool parsePromptsText(std::string_view text, const std::string &name,
-                      std::vector<Prompt> &prompts, std::string &error) {
+bool parsePromptsText(std::string_view text, const std::string &name, std::vector<Prompt> &prompts,
+                      std::string &error) {
   size_t pos = 0;
   for (int lineNo = 1; pos < text.size(); ++lineNo) {
     size_t end = text.find('\n', pos);

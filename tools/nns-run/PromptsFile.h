@@ -33,8 +33,8 @@ bool parsePromptLine(std::string_view line, std::optional<Prompt> &prompt, std::
 
 /// Parses the whole text of a prompts file named `name`, appending to `prompts`. Returns false
 /// and sets `error` to "NAME:LINE: what is wrong" at the first bad line.
-bool parsePromptsText(std::string_view text, const std::string &name,
-                      std::vector<Prompt> &prompts, std::string &error);
+bool parsePromptsText(std::string_view text, const std::string &name, std::vector<Prompt> &prompts,
+                      std::string &error);
 
 } // namespace nnsrun
 

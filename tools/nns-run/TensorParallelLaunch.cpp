@@ -25,7 +25,6 @@ namespace nnsrun {
 
 using nnsc::DistributedError;
 using nnsc::DistributedOptions;
-using nnsc::TensorParallelGroup;
 
 namespace {
 
@@ -59,13 +58,9 @@ int freePort(const std::string &addr) {
   return port;
 }
 
-std::shared_ptr<TensorParallelGroup> join(const DistributedOptions &o) {
+std::optional<DistributedOptions> join(const DistributedOptions &o) {
   setErrorRank(o.rank);
-  try {
-    return TensorParallelGroup::connect(o);
-  } catch (const DistributedError &e) {
-    fail(e.what());
-  }
+  return o;
 }
 
 /// This process's environment with `set` replacing the variables it names.
@@ -85,7 +80,7 @@ std::vector<std::string> environmentWith(const std::vector<std::string> &set) {
 
 } // namespace
 
-std::shared_ptr<TensorParallelGroup> startTensorParallel(int size, char **argv) {
+std::optional<DistributedOptions> startTensorParallel(int size, char **argv) {
   std::optional<DistributedOptions> launched;
   try {
     launched = DistributedOptions::fromEnvironment();
@@ -96,10 +91,10 @@ std::shared_ptr<TensorParallelGroup> startTensorParallel(int size, char **argv) 
     if (size != 1 && launched->worldSize != size)
       fail("--tensor-parallel-size " + std::to_string(size) +
            " but WORLD_SIZE=" + std::to_string(launched->worldSize));
-    return launched->worldSize == 1 ? nullptr : join(*launched);
+    return launched->worldSize == 1 ? std::nullopt : join(*launched);
   }
   if (size == 1)
-    return nullptr;
+    return std::nullopt;
 
   DistributedOptions o;
   o.worldSize = size;
@@ -117,10 +112,11 @@ std::shared_ptr<TensorParallelGroup> startTensorParallel(int size, char **argv) 
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   std::atexit(stopSpawnedRanks);
   for (int r = 1; r < size; ++r) {
-    std::vector<std::string> env = environmentWith(
-        {"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(size),
-         "MASTER_ADDR=" + o.masterAddr, "MASTER_PORT=" + std::to_string(o.masterPort),
-         "NNSC_DIST_TIMEOUT=" + std::to_string(o.timeout.count() / 1000)});
+    std::vector<std::string> env =
+        environmentWith({"RANK=" + std::to_string(r), "LOCAL_RANK=" + std::to_string(r),
+                         "WORLD_SIZE=" + std::to_string(size), "MASTER_ADDR=" + o.masterAddr,
+                         "MASTER_PORT=" + std::to_string(o.masterPort),
+                         "NNSC_DIST_TIMEOUT=" + std::to_string(o.timeout.count() / 1000)});
     std::vector<char *> envp;
     for (std::string &e : env)
       envp.push_back(e.data());

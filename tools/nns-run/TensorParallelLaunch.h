@@ -13,13 +13,13 @@
 
 #include "nnsc/Runtime/Distributed/TensorParallelGroup.h"
 
-#include <memory>
+#include <optional>
 
 namespace nnsrun {
 
-/// This process's group for `size` ranks (null for one rank and no RANK), spawning the other
-/// ranks when none were launched. Exits through fail() when the group cannot form.
-std::shared_ptr<nnsc::TensorParallelGroup> startTensorParallel(int size, char **argv);
+/// This process's rank of `size` (nothing for one rank and no RANK), spawning the other ranks
+/// when none were launched. Exits through fail() for malformed variables.
+std::optional<nnsc::DistributedOptions> startTensorParallel(int size, char **argv);
 
 /// Waits for the ranks this process spawned; false if one of them failed.
 bool waitForSpawnedRanks();

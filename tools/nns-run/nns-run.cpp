@@ -48,12 +48,13 @@ int main(int argc, char **argv) {
   Options o = parseOptions(argc, argv);
   // Under tensor parallelism every rank runs this same program on the same options; rank 0
   // prints and writes the results, the others only compute.
-  std::shared_ptr<TensorParallelGroup> tp = startTensorParallel(o.tensorParallelSize, argv);
-  const bool primary = !tp || tp->rank() == 0;
+  std::optional<DistributedOptions> ranks = startTensorParallel(o.tensorParallelSize, argv);
+  const bool primary = !ranks || ranks->rank == 0;
   if (!primary)
     o.quiet = true;
   if (o.threads == 0)
-    o.threads = tp ? std::max(1, int(std::thread::hardware_concurrency()) / tp->size()) : 2;
+    o.threads =
+        ranks ? std::max(1, int(std::thread::hardware_concurrency()) / ranks->worldSize) : 2;
   at::set_num_threads(o.threads);
   using Clock = std::chrono::steady_clock;
   auto seconds = [](Clock::time_point a, Clock::time_point b) {
@@ -71,7 +72,7 @@ int main(int argc, char **argv) {
                             std::cerr << "\rloading " << o.model << ": " << done << "/" << total
                                       << std::flush;
                         },
-                        tp});
+                        ranks});
   } catch (const BackendError &e) {
     if (progress)
       std::cerr << "\n";
@@ -82,6 +83,7 @@ int main(int argc, char **argv) {
     fail(e.what());
   }
   std::shared_ptr<ModelBackend> backend = loaded.backend;
+  TensorParallelGroup *tp = backend->tensorParallel();
   if (progress)
     std::cerr << " (" << seconds(loadStart, Clock::now()) << " s)\n";
   else if (!o.quiet)
@@ -320,8 +322,9 @@ int main(int argc, char **argv) {
       const CommStats &comm = tp->stats();
       std::cerr << "tensor parallel: " << tp->size() << " ranks, rank 0 spent " << comm.seconds
                 << " s in " << comm.collectives << " collectives (" << double(comm.bytes) / 1e6
-                << " MB) over " << steps << " steps: "
-                << (steps ? 1e3 * comm.seconds / double(steps) : 0.0) << " ms per step\n";
+                << " MB) over " << steps
+                << " steps: " << (steps ? 1e3 * comm.seconds / double(steps) : 0.0)
+                << " ms per step\n";
     }
   }
   return failed ? 1 : 0;

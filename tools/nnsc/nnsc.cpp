@@ -12,9 +12,9 @@
 #include "EmitBundle.h"
 #include "nnsc/Dialect/NNS/NNSDialect.h"
 #include "nnsc/Driver/Pipeline.h"
-#include "nnsc/Target/Bundle/KernelIR.h"
 #include "nnsc/Frontend/Parser.h"
 #include "nnsc/Schema/Architecture.h"
+#include "nnsc/Target/Bundle/KernelIR.h"
 
 #include <cstdlib>
 
@@ -89,8 +89,8 @@ static void printSiteTable(const nnsc::schema::Architecture &arch) {
 /// kernel-level IR to the back end (tools/nns-bundle-emit/EmitBundle.h, which owns -o and
 /// --target).
 static mlir::LogicalResult compileToBundle(mlir::ModuleOp module,
-                                          const nnsc::schema::Architecture &arch,
-                                          llvm::StringRef source, llvm::raw_ostream &os) {
+                                           const nnsc::schema::Architecture &arch,
+                                           llvm::StringRef source, llvm::raw_ostream &os) {
   const bool scheduledOnly = emitAction == Action::Scheduled;
   if (mlir::failed(nnsc::driver::scheduleModule(module, arch, source, !scheduledOnly)))
     return mlir::failure();

@@ -63,8 +63,7 @@ void finish(const GemvArgs<T> &a, int64_t r, int64_t b, __m512 (&acc)[RB][BB]) {
 }
 
 /// Rows [r, r + RB) of W against activation rows [b, b + BB), widened to fp32.
-template <int RB, int BB, typename T>
-void widenBlock(const GemvArgs<T> &a, int64_t r, int64_t b) {
+template <int RB, int BB, typename T> void widenBlock(const GemvArgs<T> &a, int64_t r, int64_t b) {
   __m512 acc[RB][BB];
   for (int i = 0; i < RB; ++i)
     for (int j = 0; j < BB; ++j)
@@ -101,7 +100,7 @@ void widenBlock(const GemvArgs<T> &a, int64_t r, int64_t b) {
 /// gemvBF16DotSupported().
 template <int RB, int BB>
 __attribute__((target("avx512bf16"))) void dotBlock(const GemvArgs<uint16_t> &a, int64_t r,
-                                                     int64_t b) {
+                                                    int64_t b) {
   __m512 acc[RB][BB];
   for (int i = 0; i < RB; ++i)
     for (int j = 0; j < BB; ++j)
@@ -161,8 +160,7 @@ template <int RB, bool Dot, typename T> void rowBlock(const GemvArgs<T> &a, int6
   }
 }
 
-template <bool Dot, typename T>
-void gemv(const GemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
+template <bool Dot, typename T> void gemv(const GemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
   int64_t r = rowBegin;
   for (; r + RowBlock <= rowEnd; r += RowBlock)
     rowBlock<RowBlock, Dot>(a, r);
@@ -176,9 +174,7 @@ bool gemvSupported() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
 }
 
-bool gemvBF16DotSupported() {
-  return gemvSupported() && __builtin_cpu_supports("avx512bf16");
-}
+bool gemvBF16DotSupported() { return gemvSupported() && __builtin_cpu_supports("avx512bf16"); }
 
 void gemvF32(const GemvArgs<float> &a, int64_t rowBegin, int64_t rowEnd) {
   gemv<false>(a, rowBegin, rowEnd);

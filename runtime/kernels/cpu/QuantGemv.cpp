@@ -89,8 +89,7 @@ void quantGemv(const QuantGemvArgs<float> &a, int64_t rowBegin, int64_t rowEnd, 
   dispatch(a, rowBegin, rowEnd, isa);
 }
 
-void quantGemv(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd,
-               QuantIsa isa) {
+void quantGemv(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd, QuantIsa isa) {
   dispatch(a, rowBegin, rowEnd, isa);
 }
 

@@ -40,8 +40,7 @@ struct Avx2 {
   }
   /// The 8 bytes at `qs` widened to 32-bit lanes: their low nibbles as `lo`, high as `hi`.
   static void q4(const uint8_t *qs, V &lo, V &hi) {
-    const __m256i v =
-        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(qs)));
+    const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(qs)));
     lo = _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0x0f)));
     hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
   }

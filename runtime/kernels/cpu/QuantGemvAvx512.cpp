@@ -35,8 +35,7 @@ struct Avx512 {
   static float reduce(V v) { return _mm512_reduce_add_ps(v); }
   /// The 16 bytes at `qs` widened to 32-bit lanes: their low nibbles as `lo`, high as `hi`.
   static void q4(const uint8_t *qs, V &lo, V &hi) {
-    const __m512i v =
-        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(qs)));
+    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(qs)));
     lo = _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(0x0f)));
     hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
   }

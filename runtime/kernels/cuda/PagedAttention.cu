@@ -37,8 +37,8 @@ __global__ void __launch_bounds__(kAttentionThreads)
                           DecodeAttentionShape shape, float scale) {
   const int64_t head = blockIdx.x, seq = blockIdx.y;
   const int64_t row = (seq * shape.numHeads + head) * shape.headDim;
-  attendQuery(q + row, kCache, vCache, blockTables + seq * shape.maxBlocksPerSeq,
-              contextLens[seq], head / (shape.numHeads / shape.numKvHeads), out + row,
+  attendQuery(q + row, kCache, vCache, blockTables + seq * shape.maxBlocksPerSeq, contextLens[seq],
+              head / (shape.numHeads / shape.numKvHeads), out + row,
               detail::CacheShape{shape.numKvHeads, shape.headDim, shape.blockSize}, scale);
 }
 
@@ -64,7 +64,7 @@ cudaError_t launchDecode(const T *q, const T *kCache, const T *vCache, const int
     return cudaSuccess;
   dim3 grid(static_cast<unsigned>(shape.numHeads), static_cast<unsigned>(shape.numSeqs));
   decodeAttentionKernel<T><<<grid, kAttentionThreads, 0, stream>>>(q, kCache, vCache, contextLens,
-                                                          blockTables, out, shape, scale);
+                                                                   blockTables, out, shape, scale);
   return cudaGetLastError();
 }
 

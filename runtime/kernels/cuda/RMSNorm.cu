@@ -70,9 +70,8 @@ cudaError_t rmsNormF32Cuda(const float *x, const float *weight, float *out, int6
   return launch(x, weight, out, rows, cols, eps, stream);
 }
 
-cudaError_t rmsNormBF16Cuda(const __nv_bfloat16 *x, const __nv_bfloat16 *weight,
-                            __nv_bfloat16 *out, int64_t rows, int64_t cols, float eps,
-                            cudaStream_t stream) {
+cudaError_t rmsNormBF16Cuda(const __nv_bfloat16 *x, const __nv_bfloat16 *weight, __nv_bfloat16 *out,
+                            int64_t rows, int64_t cols, float eps, cudaStream_t stream) {
   return launch(x, weight, out, rows, cols, eps, stream);
 }
 

@@ -116,14 +116,14 @@ torch::Tensor ropeAndStoreKV(const torch::Tensor &query, const torch::Tensor &ke
   const auto dtype = query.scalar_type();
   TORCH_CHECK(dtype == torch::kFloat32 || dtype == torch::kBFloat16, fn,
               ": only float32 and bfloat16 are supported, got ", dtype);
-  const std::initializer_list<const torch::Tensor *> sameDtype = {&key,  &value,  &cosIn,
+  const std::initializer_list<const torch::Tensor *> sameDtype = {&key,   &value,  &cosIn,
                                                                   &sinIn, &kCache, &vCache};
   for (const torch::Tensor *t : sameDtype)
     TORCH_CHECK(t->scalar_type() == dtype, fn,
                 ": q, key, value, cos, sin and the caches must have one dtype, got ", dtype,
                 " and ", t->scalar_type());
-  const std::initializer_list<const torch::Tensor *> all = {
-      &query, &key, &value, &cosIn, &sinIn, &kCache, &vCache, &slotMapping};
+  const std::initializer_list<const torch::Tensor *> all = {&query, &key,    &value,  &cosIn,
+                                                            &sinIn, &kCache, &vCache, &slotMapping};
   for (const torch::Tensor *t : all)
     TORCH_CHECK(t->device().is_cpu(), fn, ": tensors must be on the CPU");
   TORCH_CHECK(kCache.is_contiguous() && vCache.is_contiguous(), fn,

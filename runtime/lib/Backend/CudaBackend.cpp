@@ -77,9 +77,12 @@ int CudaBackend::deviceCount(std::string &reason) {
   return count;
 }
 
-CudaBackend::CudaBackend(ModelWeights weights, int deviceIndex) : device(cudaDevice(deviceIndex)) {
+CudaBackend::CudaBackend(ModelWeights weights, int deviceIndex,
+                         std::shared_ptr<TensorParallelGroup> group)
+    : device(cudaDevice(deviceIndex)) {
   c10::cuda::CUDAGuard guard(device);
-  lm = std::make_shared<const CausalLM>(toDevice(std::move(weights), device), CudaKernels::get());
+  lm = std::make_shared<const CausalLM>(toDevice(std::move(weights), device), CudaKernels::get(),
+                                        std::move(group));
 }
 
 BackendCapabilities CudaBackend::capabilities() const {
@@ -97,7 +100,7 @@ CudaBackend::bundleLauncher(std::shared_ptr<const Bundle> bundle) const {
 }
 
 void CudaBackend::allocateCache(int64_t numBlocks, int64_t blockSize) {
-  cache = KVCache(lm->config(), numBlocks, blockSize, lm->dtype(), device);
+  cache = KVCache(lm->shardConfig(), numBlocks, blockSize, lm->dtype(), device);
 }
 
 torch::Tensor CudaBackend::forward(const torch::Tensor &tokens, const AttentionMetadata &meta,
@@ -112,6 +115,15 @@ torch::Tensor CudaBackend::forward(const torch::Tensor &tokens, const AttentionM
 
 /// The CUDA backend library's entry point (CudaBackendLoader.h).
 extern "C" __attribute__((visibility("default"))) nnsc::ModelBackend *
-nnscCreateCudaBackend(nnsc::ModelWeights *weights, int deviceIndex) {
-  return new nnsc::CudaBackend(std::move(*weights), deviceIndex);
+nnscCreateCudaBackend(nnsc::ModelWeights *weights, int deviceIndex,
+                      const nnsc::DistributedOptions *distributed) {
+  std::shared_ptr<nnsc::TensorParallelGroup> group;
+  // The device first: without one, the group is not worth forming.
+  std::string reason;
+  if (nnsc::CudaBackend::deviceCount(reason) == 0)
+    throw nnsc::BackendError("no CUDA device is present (" + reason + ")");
+  if (distributed && distributed->worldSize > 1)
+    group = nnsc::connectNcclGroup(
+        *distributed, torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(deviceIndex)));
+  return new nnsc::CudaBackend(std::move(*weights), deviceIndex, std::move(group));
 }

@@ -18,8 +18,9 @@ bool cudaBackendCompiled() {
 #endif
 }
 
-std::shared_ptr<ModelBackend> loadCudaBackend([[maybe_unused]] ModelWeights weights,
-                                              [[maybe_unused]] int deviceIndex) {
+std::shared_ptr<ModelBackend>
+loadCudaBackend([[maybe_unused]] ModelWeights weights, [[maybe_unused]] int deviceIndex,
+                [[maybe_unused]] const DistributedOptions *distributed) {
 #ifndef NNSC_CUDA_BACKEND_LIBRARY
   throw BackendError("this build has no CUDA backend (nvcc was not found when it was "
                      "configured; reconfigure with the CUDA toolkit and -DNNSC_ENABLE_CUDA=ON)");
@@ -33,7 +34,7 @@ std::shared_ptr<ModelBackend> loadCudaBackend([[maybe_unused]] ModelWeights weig
   if (!create)
     throw BackendError(std::string("the CUDA backend library '") + NNSC_CUDA_BACKEND_LIBRARY +
                        "' does not export '" + kCreateCudaBackendSymbol + "'");
-  return std::shared_ptr<ModelBackend>(create(&weights, deviceIndex));
+  return std::shared_ptr<ModelBackend>(create(&weights, deviceIndex, distributed));
 #endif
 }
 

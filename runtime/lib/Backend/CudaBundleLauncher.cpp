@@ -101,7 +101,8 @@ public:
   void toHost(void *dest, const void *source, int64_t bytes) override {
     if (bytes == 0)
       return;
-    check(driver().memcpyDtoHAsync(dest, reinterpret_cast<CUdeviceptr>(source), size_t(bytes), stream),
+    check(driver().memcpyDtoHAsync(dest, reinterpret_cast<CUdeviceptr>(source), size_t(bytes),
+                                   stream),
           "copying a bundle kernel's results to the host");
     check(driver().streamSynchronize(stream), "waiting for a bundle kernel's results");
   }
@@ -109,7 +110,8 @@ public:
     if (bytes == 0)
       return;
     // From pageable memory: the driver has taken the bytes when the call returns.
-    check(driver().memcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dest), source, size_t(bytes), stream),
+    check(driver().memcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dest), source, size_t(bytes),
+                                   stream),
           "copying a bundle kernel's arguments to the device");
   }
   void *moduleOutput(int64_t bytes) override { return outputBuffer(bytes); }
@@ -179,8 +181,8 @@ CudaBundleLauncher::CudaBundleLauncher(std::shared_ptr<const Bundle> loaded, tor
   if (result != CUDA_SUCCESS) {
     const char *name = nullptr;
     driver().getErrorName(result, &name);
-    throw BackendError(std::string("the driver refused the bundle's PTX (built for ") +
-                       code->chip + "): " + (name ? name : "CUDA error") + "\n" + log);
+    throw BackendError(std::string("the driver refused the bundle's PTX (built for ") + code->chip +
+                       "): " + (name ? name : "CUDA error") + "\n" + log);
   }
   module = loadedModule;
   for (int32_t k = 0; k < code->num_kernels; ++k) {
@@ -272,7 +274,8 @@ std::string CudaBundleLauncher::run(const BundleTrace &trace, const BundleSite &
     CudaSiteBuffers buffers;
     buffers.eventCapacity = int64_t(n) * int64_t(trace.saves.size() + 6) + 16;
     buffers.sinkBytes = sinkBound(trace, value, n);
-    buffers.status = reinterpret_cast<nnsc_cuda_status *>(deviceBuffer(status, sizeof(nnsc_cuda_status)));
+    buffers.status =
+        reinterpret_cast<nnsc_cuda_status *>(deviceBuffer(status, sizeof(nnsc_cuda_status)));
     buffers.events = reinterpret_cast<nnsc_cuda_event *>(
         deviceBuffer(events, buffers.eventCapacity * int64_t(sizeof(nnsc_cuda_event))));
     buffers.sink = deviceBuffer(sink, buffers.sinkBytes);
@@ -298,8 +301,7 @@ std::string CudaBundleLauncher::run(const BundleTrace &trace, const BundleSite &
       port.toHost(staging.data() + framesAt, at(framesAt), int64_t(n) * aligned(frameBytes));
       for (size_t i = 0; i < n; ++i)
         if (groups[i].frame)
-          std::memcpy(groups[i].frame,
-                      staging.data() + framesAt + int64_t(i) * aligned(frameBytes),
+          std::memcpy(groups[i].frame, staging.data() + framesAt + int64_t(i) * aligned(frameBytes),
                       size_t(frameBytes));
     }
     return failure;

@@ -45,8 +45,8 @@ void BundleHook::bindSites(HookTable &table, const BundleRequest &request) {
   // its prompt blocks are known to be plain (or salted).
   bool writesForward = false;
   for (const BundleSite &site : traceDesc.sites)
-    writesForward |= site.phase == NNSC_PHASE_FORWARD &&
-                     (site.access & (NNSC_ACCESS_WRITE | NNSC_ACCESS_SKIP));
+    writesForward |=
+        site.phase == NNSC_PHASE_FORWARD && (site.access & (NNSC_ACCESS_WRITE | NNSC_ACCESS_SKIP));
   table.setCachePolicy(/*allowPrefixHits=*/!traceDesc.readsPrompt(), salt,
                        /*cacheCompletion=*/!writesForward || salt != 0);
 }

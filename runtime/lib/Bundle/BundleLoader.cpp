@@ -37,8 +37,8 @@ bool TableReader::checkDim(const char *name, int64_t built, int64_t model) {
   if (built == model)
     return true;
   std::ostringstream message;
-  message << "bundle was built for " << name << "=" << built << " but the model has " << name
-          << "=" << model;
+  message << "bundle was built for " << name << "=" << built << " but the model has " << name << "="
+          << model;
   return fail(message.str());
 }
 
@@ -100,8 +100,8 @@ std::optional<BundleTrace> TableReader::readTrace(const nnsc_trace_desc &desc, i
     trace.invokeNames.emplace_back(desc.invoke_names[i] ? desc.invoke_names[i] : "");
   for (int32_t i = 0; i < desc.num_params; ++i) {
     const nnsc_param_desc &param = desc.params[i];
-    if (!param.name || !checkShape(where + " param " + std::to_string(i), param.rank,
-                                   param.shape, false))
+    if (!param.name ||
+        !checkShape(where + " param " + std::to_string(i), param.rank, param.shape, false))
       return std::nullopt;
     trace.params.push_back({param.name, param.dtype,
                             std::vector<int64_t>(param.shape, param.shape + param.rank),
@@ -127,9 +127,8 @@ std::optional<BundleTrace> TableReader::readTrace(const nnsc_trace_desc &desc, i
       return std::nullopt;
     }
     if (sites[entry.site].path != path) {
-      fail(at + " is site " + std::to_string(entry.site) + " '" + path +
-           "' but the model's site " + std::to_string(entry.site) + " is '" +
-           sites[entry.site].path + "'");
+      fail(at + " is site " + std::to_string(entry.site) + " '" + path + "' but the model's site " +
+           std::to_string(entry.site) + " is '" + sites[entry.site].path + "'");
       return std::nullopt;
     }
     if (!entry.kernel) {

@@ -115,8 +115,8 @@ private:
 } // namespace
 
 std::string runCudaSiteCall(DevicePort &port, const CudaSiteBuffers &buffers,
-                            const nnsc_cuda_code &code, const nnsc_runtime &rt,
-                            int64_t maxLaunches, int64_t *launches) {
+                            const nnsc_cuda_code &code, const nnsc_runtime &rt, int64_t maxLaunches,
+                            int64_t *launches) {
   nnsc_cuda_status status{};
   status.events = buffers.events;
   status.event_capacity = buffers.eventCapacity;
@@ -144,7 +144,8 @@ std::string runCudaSiteCall(DevicePort &port, const CudaSiteBuffers &buffers,
       return "the kernel reports " + std::to_string(status.sink_used) + " sink bytes used of " +
              std::to_string(buffers.sinkBytes);
     events.resize(size_t(status.num_events));
-    port.toHost(events.data(), buffers.events, status.num_events * int64_t(sizeof(nnsc_cuda_event)));
+    port.toHost(events.data(), buffers.events,
+                status.num_events * int64_t(sizeof(nnsc_cuda_event)));
     sink.resize(size_t(status.sink_used));
     port.toHost(sink.data(), buffers.sink, status.sink_used);
 

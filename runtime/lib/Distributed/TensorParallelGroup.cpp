@@ -1,6 +1,6 @@
 //===- TensorParallelGroup.cpp - the ranks one model is split over -*- C++ -*-===//
 
-#include "nnsc/Runtime/Distributed/TensorParallelGroup.h"
+#include "TensorParallelGroupImpl.h"
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -8,11 +8,6 @@
 #include <cstdlib>
 
 namespace nnsc {
-
-struct TensorParallelGroup::Impl {
-  c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::Backend> backend;
-};
 
 namespace {
 
@@ -52,6 +47,7 @@ std::optional<DistributedOptions> DistributedOptions::fromEnvironment() {
   DistributedOptions o;
   o.rank = envInt("RANK", 0);
   o.worldSize = envInt("WORLD_SIZE", 1);
+  o.localRank = envInt("LOCAL_RANK", o.rank);
   if (const char *addr = std::getenv("MASTER_ADDR"); addr && *addr)
     o.masterAddr = addr;
   o.masterPort = envInt("MASTER_PORT", o.masterPort);
@@ -64,12 +60,10 @@ std::optional<DistributedOptions> DistributedOptions::fromEnvironment() {
   return o;
 }
 
-std::shared_ptr<TensorParallelGroup>
-TensorParallelGroup::connect(const DistributedOptions &options) {
+c10::intrusive_ptr<c10d::Store> connectStore(const DistributedOptions &options) {
   if (options.worldSize < 1 || options.rank < 0 || options.rank >= options.worldSize)
     throw DistributedError("rank " + std::to_string(options.rank) + " of a group of " +
                            std::to_string(options.worldSize));
-  auto impl = std::make_unique<Impl>();
   const std::string where = options.masterAddr + ":" + std::to_string(options.masterPort);
   try {
     c10d::TCPStoreOptions store;
@@ -78,7 +72,7 @@ TensorParallelGroup::connect(const DistributedOptions &options) {
     store.numWorkers = options.worldSize;
     store.waitWorkers = true;
     store.timeout = options.timeout;
-    impl->store = c10::make_intrusive<c10d::TCPStore>(options.masterAddr, store);
+    return c10::make_intrusive<c10d::TCPStore>(options.masterAddr, store);
   } catch (const std::exception &e) {
     throw DistributedError(std::string("tensor parallel rank ") + std::to_string(options.rank) +
                            (options.rank == 0
@@ -87,28 +81,47 @@ TensorParallelGroup::connect(const DistributedOptions &options) {
                                 : ": cannot reach the rendezvous store on " + where + ": ") +
                            e.what());
   }
+}
+
+std::shared_ptr<TensorParallelGroup>
+TensorParallelGroup::connect(const DistributedOptions &options) {
+  auto impl = std::make_unique<Impl>();
+  impl->store = connectStore(options);
   try {
     auto gloo = c10d::ProcessGroupGloo::Options::create_default(options.timeout);
     impl->backend = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, options.rank,
                                                                 options.worldSize, gloo);
   } catch (const std::exception &e) {
     throw DistributedError("tensor parallel rank " + std::to_string(options.rank) +
-                           ": cannot connect the Gloo process group through " + where + ": " +
-                           e.what());
+                           ": cannot connect the Gloo process group through " + options.masterAddr +
+                           ":" + std::to_string(options.masterPort) + ": " + e.what());
   }
-  return std::shared_ptr<TensorParallelGroup>(
-      new TensorParallelGroup(std::move(impl), options.rank, options.worldSize));
+  return adopt(std::move(impl), options.rank, options.worldSize);
 }
+
+std::shared_ptr<TensorParallelGroup> TensorParallelGroup::adopt(std::unique_ptr<Impl> impl,
+                                                                int rank, int size) {
+  return std::shared_ptr<TensorParallelGroup>(new TensorParallelGroup(std::move(impl), rank, size));
+}
+
+torch::Device TensorParallelGroup::device() const { return impl->device; }
 
 TensorParallelGroup::TensorParallelGroup(std::unique_ptr<Impl> impl, int rank, int size)
     : impl(std::move(impl)), rankIndex(rank), worldSize(size) {}
 
 TensorParallelGroup::~TensorParallelGroup() = default;
 
+namespace {
+/// `value` contiguous on `device`: itself when it already is.
+torch::Tensor on(const torch::Tensor &value, torch::Device device) {
+  return value.to(device).contiguous();
+}
+} // namespace
+
 void TensorParallelGroup::allReduce(torch::Tensor &value) {
   if (worldSize == 1)
     return;
-  std::vector<at::Tensor> tensors{value.is_contiguous() ? value : value.contiguous()};
+  std::vector<at::Tensor> tensors{on(value, impl->device)};
   collective(commStats, rankIndex, "all_reduce", bytesOf(value),
              [&] { return impl->backend->allreduce(tensors); });
   if (!tensors[0].is_same(value))
@@ -118,19 +131,21 @@ void TensorParallelGroup::allReduce(torch::Tensor &value) {
 std::vector<torch::Tensor> TensorParallelGroup::allGather(const torch::Tensor &value) {
   if (worldSize == 1)
     return {value};
-  std::vector<at::Tensor> input{value.contiguous()};
+  std::vector<at::Tensor> input{on(value, impl->device)};
   std::vector<std::vector<at::Tensor>> output(1);
   for (int r = 0; r < worldSize; ++r)
     output[0].push_back(torch::empty_like(input[0]));
   collective(commStats, rankIndex, "all_gather", bytesOf(value) * worldSize,
              [&] { return impl->backend->allgather(output, input); });
+  for (torch::Tensor &part : output[0])
+    part = part.to(value.device());
   return output[0];
 }
 
 std::vector<torch::Tensor> TensorParallelGroup::gather(const torch::Tensor &value, int root) {
   if (worldSize == 1)
     return {value};
-  std::vector<at::Tensor> input{value.contiguous()};
+  std::vector<at::Tensor> input{on(value, impl->device)};
   std::vector<std::vector<at::Tensor>> output;
   if (rankIndex == root) {
     output.emplace_back();
@@ -141,13 +156,17 @@ std::vector<torch::Tensor> TensorParallelGroup::gather(const torch::Tensor &valu
   options.rootRank = root;
   collective(commStats, rankIndex, "gather", bytesOf(value),
              [&] { return impl->backend->gather(output, input, options); });
-  return rankIndex == root ? output[0] : std::vector<torch::Tensor>{};
+  if (rankIndex != root)
+    return {};
+  for (torch::Tensor &part : output[0])
+    part = part.to(value.device());
+  return output[0];
 }
 
 void TensorParallelGroup::broadcast(torch::Tensor &value, int root) {
   if (worldSize == 1)
     return;
-  std::vector<at::Tensor> tensors{value.is_contiguous() ? value : value.contiguous()};
+  std::vector<at::Tensor> tensors{on(value, impl->device)};
   c10d::BroadcastOptions options;
   options.rootRank = root;
   collective(commStats, rankIndex, "broadcast", bytesOf(value),

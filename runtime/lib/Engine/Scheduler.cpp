@@ -80,9 +80,8 @@ void Scheduler::addGang(std::vector<Sequence *> seqs) {
     tokens += seq->numTokens();
   const std::string what = "a request of " + std::to_string(seqs.size()) + " invokes";
   if (static_cast<int64_t>(seqs.size()) > cfg.maxNumSeqs)
-    throw std::invalid_argument(what + " needs 'max_num_seqs' >= " +
-                                std::to_string(seqs.size()) + " (it is " +
-                                std::to_string(cfg.maxNumSeqs) + ")");
+    throw std::invalid_argument(what + " needs 'max_num_seqs' >= " + std::to_string(seqs.size()) +
+                                " (it is " + std::to_string(cfg.maxNumSeqs) + ")");
   // Its prompts run in one forward pass, so they must fit one step's token budget.
   if (tokens > cfg.maxNumBatchedTokens)
     throw std::invalid_argument(what + " has " + std::to_string(tokens) +
@@ -176,8 +175,7 @@ ScheduledBatch Scheduler::scheduleDecode() {
   // A unit is a sequence of its own or a whole gang; gangs sit together in `running`.
   auto takeUnit = [this](bool fromBack) {
     Sequence *edge = fromBack ? running.back() : running.front();
-    std::vector<Sequence *> unit =
-        edge->gang.empty() ? std::vector<Sequence *>{edge} : edge->gang;
+    std::vector<Sequence *> unit = edge->gang.empty() ? std::vector<Sequence *>{edge} : edge->gang;
     for (size_t i = 0; i < unit.size(); ++i)
       fromBack ? running.pop_back() : running.pop_front();
     return unit;

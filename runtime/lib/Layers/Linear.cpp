@@ -17,9 +17,9 @@ bool useGemv(const torch::Tensor &in, const torch::Tensor &weight) {
   static const bool supported = kernels::gemvSupported();
   const auto type = in.scalar_type();
   return supported && in.dim() == 2 && in.size(0) <= GemvMaxRows &&
-         (type == torch::kFloat32 || type == torch::kBFloat16) &&
-         weight.scalar_type() == type && weight.is_contiguous() && in.stride(1) == 1 &&
-         in.device().is_cpu() && weight.device().is_cpu();
+         (type == torch::kFloat32 || type == torch::kBFloat16) && weight.scalar_type() == type &&
+         weight.is_contiguous() && in.stride(1) == 1 && in.device().is_cpu() &&
+         weight.device().is_cpu();
 }
 
 template <typename T>
@@ -71,11 +71,11 @@ void gemv(const torch::Tensor &in, const torch::Tensor &weight, const torch::Ten
 
 void checkShapes(const char *what, const torch::Tensor &in, const torch::Tensor &weight,
                  const torch::Tensor &bias) {
-  TORCH_CHECK(in.dim() == 2 && weight.dim() == 2 && in.size(1) == weight.size(1), what,
-              ": input ", in.sizes(), " does not match weight ", weight.sizes());
-  TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0) &&
-                                  bias.scalar_type() == weight.scalar_type() &&
-                                  bias.is_contiguous()),
+  TORCH_CHECK(in.dim() == 2 && weight.dim() == 2 && in.size(1) == weight.size(1), what, ": input ",
+              in.sizes(), " does not match weight ", weight.sizes());
+  TORCH_CHECK(!bias.defined() ||
+                  (bias.dim() == 1 && bias.size(0) == weight.size(0) &&
+                   bias.scalar_type() == weight.scalar_type() && bias.is_contiguous()),
               what, ": bias ", bias.sizes(), " does not match weight ", weight.sizes());
 }
 
@@ -97,8 +97,8 @@ torch::Tensor linear(const torch::Tensor &in, const torch::Tensor &weight,
 void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor &weight) {
   checkShapes("linearAdd", in, weight, {});
   TORCH_CHECK(acc.dim() == 2 && acc.size(0) == in.size(0) && acc.size(1) == weight.size(0),
-              "linearAdd: accumulator ", acc.sizes(), " is not [", in.size(0), ", ",
-              weight.size(0), "]");
+              "linearAdd: accumulator ", acc.sizes(), " is not [", in.size(0), ", ", weight.size(0),
+              "]");
   if (useGemv(in, weight) && acc.scalar_type() == in.scalar_type() && acc.stride(1) == 1) {
     gemv(in, weight, {}, acc, /*accumulate=*/true);
     return;
@@ -128,8 +128,7 @@ torch::Tensor linear(const torch::Tensor &in, const torch::Tensor &weight,
 void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor &weight,
                const QuantizedMatrix &quant) {
   if (quantizedLinearApplies(in, quant) && acc.dim() == 2 && acc.size(0) == in.size(0) &&
-      acc.size(1) == quant.rows() && acc.scalar_type() == in.scalar_type() &&
-      acc.stride(1) == 1) {
+      acc.size(1) == quant.rows() && acc.scalar_type() == in.scalar_type() && acc.stride(1) == 1) {
     checkShapes("linearAdd", in, weight, {});
     quantizedLinearAdd(acc, in, quant);
     return;

@@ -63,8 +63,7 @@ public:
     {
       std::lock_guard<std::mutex> lock(mutex);
       auto it = entries.find(key);
-      if (it != entries.end() && !it->second.storage.expired() &&
-          it->second.version == version)
+      if (it != entries.end() && !it->second.storage.expired() && it->second.version == version)
         return it->second.packed;
     }
     // Packing reads the whole weight; do it outside the lock. Two threads packing the same
@@ -142,8 +141,7 @@ bool oneDnnLinearApplies(const torch::Tensor &in, const torch::Tensor &weight) {
 
 torch::Tensor oneDnnLinear(const torch::Tensor &in, const torch::Tensor &weight,
                            const torch::Tensor &bias, const torch::Tensor &acc) {
-  static const std::optional<c10::OperatorHandle> plain =
-      findOp("mkldnn::_linear_pointwise", "");
+  static const std::optional<c10::OperatorHandle> plain = findOp("mkldnn::_linear_pointwise", "");
   static const std::optional<c10::OperatorHandle> add =
       findOp("mkldnn::_linear_pointwise", "binary");
   torch::Tensor packed = PackCache::shared().get(weight);
@@ -154,8 +152,12 @@ torch::Tensor oneDnnLinear(const torch::Tensor &in, const torch::Tensor &weight,
     stack = {in.contiguous(), acc.contiguous(), packed, biasValue, std::string("add")};
     add->callBoxed(&stack);
   } else {
-    stack = {in.contiguous(), packed,  biasValue, std::string("none"),
-             c10::List<std::optional<at::Scalar>>(), c10::IValue()};
+    stack = {in.contiguous(),
+             packed,
+             biasValue,
+             std::string("none"),
+             c10::List<std::optional<at::Scalar>>(),
+             c10::IValue()};
     plain->callBoxed(&stack);
   }
   return stack[0].toTensor();

@@ -23,8 +23,7 @@ torch::Tensor ropeInverseFrequencies(const schema::ModelConfig &c) {
     const double highWavelen = old / s.highFreqFactor;
     torch::Tensor wavelen = 2 * M_PI / invFreq;
     torch::Tensor scaled = torch::where(wavelen > lowWavelen, invFreq / s.factor, invFreq);
-    torch::Tensor smooth =
-        (old / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+    torch::Tensor smooth = (old / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
     torch::Tensor smoothed = (1 - smooth) * scaled / s.factor + smooth * scaled;
     torch::Tensor medium = (wavelen >= highWavelen).logical_and(wavelen <= lowWavelen);
     invFreq = torch::where(medium, smoothed, scaled);
@@ -35,8 +34,8 @@ torch::Tensor ropeInverseFrequencies(const schema::ModelConfig &c) {
 RotaryEmbedding::RotaryEmbedding(const schema::ModelConfig &config, torch::Device device)
     : invFreq(ropeInverseFrequencies(config).to(device)) {}
 
-std::pair<torch::Tensor, torch::Tensor>
-RotaryEmbedding::cosSin(const torch::Tensor &positions, torch::ScalarType dtype) const {
+std::pair<torch::Tensor, torch::Tensor> RotaryEmbedding::cosSin(const torch::Tensor &positions,
+                                                                torch::ScalarType dtype) const {
   torch::Tensor freqs = positions.to(torch::kFloat32).unsqueeze(1) * invFreq.unsqueeze(0);
   torch::Tensor emb = torch::cat({freqs, freqs}, 1); // [tokens, head_dim]
   return {emb.cos().to(dtype), emb.sin().to(dtype)};

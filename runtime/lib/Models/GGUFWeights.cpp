@@ -19,11 +19,11 @@ std::optional<std::string> ggufTensorName(const std::string &hfName) {
     if (hfName == hf)
       return std::string(gg);
   static const std::pair<const char *, const char *> kLayer[] = {
-      {"input_layernorm", "attn_norm"},   {"self_attn.q_proj", "attn_q"},
-      {"self_attn.k_proj", "attn_k"},     {"self_attn.v_proj", "attn_v"},
+      {"input_layernorm", "attn_norm"},    {"self_attn.q_proj", "attn_q"},
+      {"self_attn.k_proj", "attn_k"},      {"self_attn.v_proj", "attn_v"},
       {"self_attn.o_proj", "attn_output"}, {"self_attn.q_norm", "attn_q_norm"},
       {"self_attn.k_norm", "attn_k_norm"}, {"post_attention_layernorm", "ffn_norm"},
-      {"mlp.gate_proj", "ffn_gate"},      {"mlp.up_proj", "ffn_up"},
+      {"mlp.gate_proj", "ffn_gate"},       {"mlp.up_proj", "ffn_up"},
       {"mlp.down_proj", "ffn_down"},
   };
   static const std::regex kPattern(R"(model\.layers\.(\d+)\.(.+)\.(weight|bias))");
@@ -46,11 +46,21 @@ torch::Tensor dequantizeGGUFTensor(const gguf::GGUFFile &file, const gguf::Tenso
   case gguf::TensorType::F32:
     std::memcpy(dst, src, size_t(n) * sizeof(float));
     break;
-  case gguf::TensorType::F16: kernels::dequantizeF16(src, dst, n); break;
-  case gguf::TensorType::BF16: kernels::dequantizeBF16(src, dst, n); break;
-  case gguf::TensorType::Q8_0: kernels::dequantizeQ8_0(src, dst, n); break;
-  case gguf::TensorType::Q4_0: kernels::dequantizeQ4_0(src, dst, n); break;
-  case gguf::TensorType::Q4_1: kernels::dequantizeQ4_1(src, dst, n); break;
+  case gguf::TensorType::F16:
+    kernels::dequantizeF16(src, dst, n);
+    break;
+  case gguf::TensorType::BF16:
+    kernels::dequantizeBF16(src, dst, n);
+    break;
+  case gguf::TensorType::Q8_0:
+    kernels::dequantizeQ8_0(src, dst, n);
+    break;
+  case gguf::TensorType::Q4_0:
+    kernels::dequantizeQ4_0(src, dst, n);
+    break;
+  case gguf::TensorType::Q4_1:
+    kernels::dequantizeQ4_1(src, dst, n);
+    break;
   default:
     throw ModelLoadError("'" + file.path() + "': tensor '" + info.name + "' has type " +
                          gguf::tensorTypeName(info.type) +
@@ -60,8 +70,7 @@ torch::Tensor dequantizeGGUFTensor(const gguf::GGUFFile &file, const gguf::Tenso
   return out;
 }
 
-GGUFWeightSource::GGUFWeightSource(const gguf::GGUFFile &file,
-                                   const schema::ModelConfig &config)
+GGUFWeightSource::GGUFWeightSource(const gguf::GGUFFile &file, const schema::ModelConfig &config)
     : file(file), config(config),
       permutedQK(file.getString("general.architecture").value_or("") == "llama") {}
 
@@ -76,15 +85,15 @@ static torch::Tensor unpermuteRows(const torch::Tensor &w, int64_t heads) {
 }
 
 const gguf::TensorInfo *GGUFWeightSource::find(const std::string &hfName,
-                                                const std::vector<int64_t> &shape,
-                                                bool optional) const {
+                                               const std::vector<int64_t> &shape,
+                                               bool optional) const {
   std::optional<std::string> name = ggufTensorName(hfName);
   const gguf::TensorInfo *info = name ? file.findTensor(*name) : nullptr;
   if (!info) {
     if (optional)
       return nullptr;
-    throw ModelLoadError("'" + file.path() + "': missing tensor '" + name.value_or(hfName) +
-                         "' (" + hfName + ")");
+    throw ModelLoadError("'" + file.path() + "': missing tensor '" + name.value_or(hfName) + "' (" +
+                         hfName + ")");
   }
   std::vector<int64_t> actual(info->dims.rbegin(), info->dims.rend());
   if (actual != shape)
@@ -118,10 +127,17 @@ QuantizedMatrix GGUFWeightSource::getQuantized(const std::string &hfName,
     return {};
   QuantizedMatrix m;
   switch (static_cast<gguf::TensorType>(info->type)) {
-  case gguf::TensorType::Q4_0: m.format = kernels::QuantFormat::Q4_0; break;
-  case gguf::TensorType::Q4_1: m.format = kernels::QuantFormat::Q4_1; break;
-  case gguf::TensorType::Q8_0: m.format = kernels::QuantFormat::Q8_0; break;
-  default: return {};
+  case gguf::TensorType::Q4_0:
+    m.format = kernels::QuantFormat::Q4_0;
+    break;
+  case gguf::TensorType::Q4_1:
+    m.format = kernels::QuantFormat::Q4_1;
+    break;
+  case gguf::TensorType::Q8_0:
+    m.format = kernels::QuantFormat::Q8_0;
+    break;
+  default:
+    return {};
   }
   const int64_t rowBytes = shape[1] / kernels::kQuantBlock * kernels::quantBlockBytes(m.format);
   if (shape[1] % kernels::kQuantBlock != 0 || int64_t(info->size) != shape[0] * rowBytes)

@@ -21,13 +21,11 @@ torch::Tensor lazyZeros(at::IntArrayRef sizes, torch::ScalarType dtype) {
     bytes *= size_t(s);
   if (bytes == 0)
     return torch::zeros(sizes, torch::TensorOptions().dtype(dtype));
-  void *data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                      -1, 0);
-  TORCH_CHECK(data != MAP_FAILED, "cannot reserve ", bytes, " bytes for the KV cache: ",
-              std::strerror(errno));
+  void *data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  TORCH_CHECK(data != MAP_FAILED, "cannot reserve ", bytes,
+              " bytes for the KV cache: ", std::strerror(errno));
   return torch::from_blob(
-      data, sizes, [bytes](void *p) { ::munmap(p, bytes); },
-      torch::TensorOptions().dtype(dtype));
+      data, sizes, [bytes](void *p) { ::munmap(p, bytes); }, torch::TensorOptions().dtype(dtype));
 }
 
 } // namespace

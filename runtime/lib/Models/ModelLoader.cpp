@@ -66,20 +66,22 @@ LoadedModel loadModel(const ModelLoadOptions &options) {
     throw std::invalid_argument("dtype must be fp32 or bf16, got '" + options.dtype + "'");
   if (options.device != "cpu" && options.device != "cuda")
     throw std::invalid_argument("device must be cpu or cuda, got '" + options.device + "'");
-  const TensorParallelGroup *tp = options.tensorParallel.get();
-  if (tp && tp->size() > 1 && options.device != "cpu")
-    throw std::invalid_argument("tensor parallelism runs on the CPU backend (Gloo); the "
-                                "CUDA backend takes one device");
+  const DistributedOptions *ranks =
+      options.distributed && options.distributed->worldSize > 1 ? &*options.distributed : nullptr;
+  // On the CPU the ranks meet before loading, so that one rank's failure ends the others'
+  // wait at once; the CUDA backend library creates its NCCL group with the backend.
+  std::shared_ptr<TensorParallelGroup> gloo;
+  if (ranks && options.device == "cpu")
+    gloo = TensorParallelGroup::connect(*ranks);
   LoadedModel loaded;
   ModelWeights weights = ModelWeights::load(
       options.path, options.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32,
       options.progress ? options.progress : [](int64_t, int64_t) {}, quantDecodeMaxRows() > 0,
-      tp ? ShardRank{tp->rank(), tp->size()} : ShardRank{});
+      ranks ? ShardRank{ranks->rank, ranks->worldSize} : ShardRank{});
   if (options.device == "cuda") {
-    loaded.backend = loadCudaBackend(std::move(weights));
+    loaded.backend = loadCudaBackend(std::move(weights), ranks ? ranks->localRank : 0, ranks);
   } else {
-    loaded.model =
-        std::make_shared<CausalLM>(std::move(weights), CpuKernels::get(), options.tensorParallel);
+    loaded.model = std::make_shared<CausalLM>(std::move(weights), CpuKernels::get(), gloo);
     loaded.backend = std::make_shared<CpuBackend>(loaded.model);
   }
   loaded.tokenizer = loadTokenizer(options.path);

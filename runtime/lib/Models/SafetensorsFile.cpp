@@ -23,8 +23,7 @@ int64_t safetensorsDtypeSize(std::string_view dtype) {
     return 4;
   if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16")
     return 2;
-  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL" || dtype == "F8_E4M3" ||
-      dtype == "F8_E5M2")
+  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL" || dtype == "F8_E4M3" || dtype == "F8_E5M2")
     return 1;
   return 0;
 }
@@ -58,8 +57,7 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string &path,
     return fail("truncated safetensors file: header of " + std::to_string(headerLen) +
                 " bytes does not fit in the remaining " + std::to_string(fileSize - 8));
   const char *headerText = reinterpret_cast<const char *>(bytes + 8);
-  nlohmann::json header =
-      nlohmann::json::parse(headerText, headerText + headerLen, nullptr, false);
+  nlohmann::json header = nlohmann::json::parse(headerText, headerText + headerLen, nullptr, false);
   if (header.is_discarded() || !header.is_object())
     return fail("corrupt safetensors header: not a JSON object");
 
@@ -72,9 +70,8 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string &path,
       return fail("corrupt safetensors header: tensor '" + name + "' " + what);
     };
     if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() ||
-        !entry.contains("shape") || !entry["shape"].is_array() ||
-        !entry.contains("data_offsets") || !entry["data_offsets"].is_array() ||
-        entry["data_offsets"].size() != 2)
+        !entry.contains("shape") || !entry["shape"].is_array() || !entry.contains("data_offsets") ||
+        !entry["data_offsets"].is_array() || entry["data_offsets"].size() != 2)
       return bad("needs 'dtype', 'shape' and two 'data_offsets'");
     SafetensorInfo info;
     info.name = name;

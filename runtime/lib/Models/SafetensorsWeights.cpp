@@ -77,9 +77,9 @@ torch::Tensor SafetensorsWeightSource::get(const std::string &hfName,
     throw ModelLoadError("'" + owner->path() + "': tensor '" + hfName + "' has dtype " +
                          info->dtype + ", which is not supported (supported: F32, F16, BF16)");
   // from_blob over the mapping (which may be unaligned for the dtype), copied out at once.
-  torch::Tensor raw = torch::from_blob(const_cast<uint8_t *>(info->data),
-                                       {int64_t(info->size)}, torch::kUInt8)
-                          .clone();
+  torch::Tensor raw =
+      torch::from_blob(const_cast<uint8_t *>(info->data), {int64_t(info->size)}, torch::kUInt8)
+          .clone();
   return raw.view(stored).reshape(shape).to(dtype).contiguous();
 }
 

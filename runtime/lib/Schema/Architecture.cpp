@@ -15,16 +15,20 @@ namespace nnsc::schema {
 
 static std::string classPrefix(ArchKind arch) {
   switch (arch) {
-  case ArchKind::Llama: return "Llama";
-  case ArchKind::Qwen2: return "Qwen2";
-  case ArchKind::Qwen3: return "Qwen3";
-  case ArchKind::Mistral: return "Mistral";
+  case ArchKind::Llama:
+    return "Llama";
+  case ArchKind::Qwen2:
+    return "Qwen2";
+  case ArchKind::Qwen3:
+    return "Qwen3";
+  case ArchKind::Mistral:
+    return "Mistral";
   }
   return "";
 }
 
-int Architecture::addModule(const std::string &name, const std::string &type, int parent,
-                            int layer, bool callable) {
+int Architecture::addModule(const std::string &name, const std::string &type, int parent, int layer,
+                            bool callable) {
   Module m;
   m.name = name;
   m.path = parent < 0 ? name : moduleList[parent].path + "." + name;
@@ -42,8 +46,8 @@ int Architecture::addModule(const std::string &name, const std::string &type, in
   return index;
 }
 
-int Architecture::addSite(int module, SiteKind kind, std::vector<int64_t> shape,
-                          ElementType type, bool writable) {
+int Architecture::addSite(int module, SiteKind kind, std::vector<int64_t> shape, ElementType type,
+                          bool writable) {
   Site s;
   s.kind = kind;
   s.module = module;
@@ -194,9 +198,9 @@ std::optional<std::string_view> Architecture::expandAlias(std::string_view name)
 }
 
 std::map<std::string, int64_t> Architecture::dimensionNames() const {
-  return {{"hidden", modelConfig.hidden},     {"vocab", modelConfig.vocab},
-          {"heads", modelConfig.heads},       {"kv_heads", modelConfig.kvHeads},
-          {"head_dim", modelConfig.headDim},  {"intermediate", modelConfig.intermediate},
+  return {{"hidden", modelConfig.hidden},    {"vocab", modelConfig.vocab},
+          {"heads", modelConfig.heads},      {"kv_heads", modelConfig.kvHeads},
+          {"head_dim", modelConfig.headDim}, {"intermediate", modelConfig.intermediate},
           {"layers", modelConfig.layers}};
 }
 

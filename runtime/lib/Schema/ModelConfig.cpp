@@ -15,10 +15,14 @@ namespace nnsc::schema {
 
 const char *archKindName(ArchKind kind) {
   switch (kind) {
-  case ArchKind::Llama: return "llama";
-  case ArchKind::Qwen2: return "qwen2";
-  case ArchKind::Qwen3: return "qwen3";
-  case ArchKind::Mistral: return "mistral";
+  case ArchKind::Llama:
+    return "llama";
+  case ArchKind::Qwen2:
+    return "qwen2";
+  case ArchKind::Qwen3:
+    return "qwen3";
+  case ArchKind::Mistral:
+    return "mistral";
   }
   return "unknown";
 }
@@ -56,12 +60,12 @@ bool ModelConfig::validate(std::string &error) const {
     const char *name;
     int64_t value, max;
   };
-  for (const Limit &l : {Limit{"hidden", hidden, int64_t(1) << 16},
-                         Limit{"intermediate", intermediate, int64_t(1) << 20},
-                         Limit{"layers", layers, 1024}, Limit{"heads", heads, 1024},
-                         Limit{"kv_heads", kvHeads, 1024}, Limit{"head_dim", headDim, 4096},
-                         Limit{"vocab", vocab, int64_t(1) << 24},
-                         Limit{"max_positions", maxPositions, int64_t(1) << 24}})
+  for (const Limit &l :
+       {Limit{"hidden", hidden, int64_t(1) << 16},
+        Limit{"intermediate", intermediate, int64_t(1) << 20}, Limit{"layers", layers, 1024},
+        Limit{"heads", heads, 1024}, Limit{"kv_heads", kvHeads, 1024},
+        Limit{"head_dim", headDim, 4096}, Limit{"vocab", vocab, int64_t(1) << 24},
+        Limit{"max_positions", maxPositions, int64_t(1) << 24}})
     if (l.value > l.max)
       return bad("model config has " + std::string(l.name) + " " + std::to_string(l.value) +
                  ", more than the supported " + std::to_string(l.max));
@@ -145,7 +149,7 @@ std::optional<ModelConfig> ModelConfig::fromGGUF(const gguf::GGUFFile &file, std
 }
 
 std::optional<ModelConfig> ModelConfig::fromHFConfigJson(const std::string &text,
-                                                        std::string &error) {
+                                                         std::string &error) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     error = "config.json is not a JSON object";

@@ -240,8 +240,7 @@ void refuseUnsupported(const json &body, Fields &f) {
     f.fail("suffix", "'suffix' is not supported");
   if (const json *v = f.get("tools"); v && !(v->is_array() && v->empty()))
     f.fail("tools", "'tools' is not supported");
-  if (const json *v = f.get("response_format");
-      v && !hasTextType(*v))
+  if (const json *v = f.get("response_format"); v && !hasTextType(*v))
     f.fail("response_format", "only the \"text\" response format is supported");
   (void)body;
 }

@@ -9,52 +9,92 @@ namespace nnsc::gguf {
 
 std::string tensorTypeName(uint32_t type) {
   switch (static_cast<TensorType>(type)) {
-  case TensorType::F32: return "F32";
-  case TensorType::F16: return "F16";
-  case TensorType::Q4_0: return "Q4_0";
-  case TensorType::Q4_1: return "Q4_1";
-  case TensorType::Q5_0: return "Q5_0";
-  case TensorType::Q5_1: return "Q5_1";
-  case TensorType::Q8_0: return "Q8_0";
-  case TensorType::Q8_1: return "Q8_1";
-  case TensorType::Q2_K: return "Q2_K";
-  case TensorType::Q3_K: return "Q3_K";
-  case TensorType::Q4_K: return "Q4_K";
-  case TensorType::Q5_K: return "Q5_K";
-  case TensorType::Q6_K: return "Q6_K";
-  case TensorType::Q8_K: return "Q8_K";
-  case TensorType::I8: return "I8";
-  case TensorType::I16: return "I16";
-  case TensorType::I32: return "I32";
-  case TensorType::I64: return "I64";
-  case TensorType::F64: return "F64";
-  case TensorType::BF16: return "BF16";
+  case TensorType::F32:
+    return "F32";
+  case TensorType::F16:
+    return "F16";
+  case TensorType::Q4_0:
+    return "Q4_0";
+  case TensorType::Q4_1:
+    return "Q4_1";
+  case TensorType::Q5_0:
+    return "Q5_0";
+  case TensorType::Q5_1:
+    return "Q5_1";
+  case TensorType::Q8_0:
+    return "Q8_0";
+  case TensorType::Q8_1:
+    return "Q8_1";
+  case TensorType::Q2_K:
+    return "Q2_K";
+  case TensorType::Q3_K:
+    return "Q3_K";
+  case TensorType::Q4_K:
+    return "Q4_K";
+  case TensorType::Q5_K:
+    return "Q5_K";
+  case TensorType::Q6_K:
+    return "Q6_K";
+  case TensorType::Q8_K:
+    return "Q8_K";
+  case TensorType::I8:
+    return "I8";
+  case TensorType::I16:
+    return "I16";
+  case TensorType::I32:
+    return "I32";
+  case TensorType::I64:
+    return "I64";
+  case TensorType::F64:
+    return "F64";
+  case TensorType::BF16:
+    return "BF16";
   }
   return "type " + std::to_string(type);
 }
 
 std::optional<BlockLayout> blockLayout(uint32_t type) {
   switch (static_cast<TensorType>(type)) {
-  case TensorType::F32: return BlockLayout{1, 4};
-  case TensorType::F16: return BlockLayout{1, 2};
-  case TensorType::BF16: return BlockLayout{1, 2};
-  case TensorType::F64: return BlockLayout{1, 8};
-  case TensorType::I8: return BlockLayout{1, 1};
-  case TensorType::I16: return BlockLayout{1, 2};
-  case TensorType::I32: return BlockLayout{1, 4};
-  case TensorType::I64: return BlockLayout{1, 8};
-  case TensorType::Q4_0: return BlockLayout{32, 2 + 16};
-  case TensorType::Q4_1: return BlockLayout{32, 2 + 2 + 16};
-  case TensorType::Q5_0: return BlockLayout{32, 2 + 4 + 16};
-  case TensorType::Q5_1: return BlockLayout{32, 2 + 2 + 4 + 16};
-  case TensorType::Q8_0: return BlockLayout{32, 2 + 32};
-  case TensorType::Q8_1: return BlockLayout{32, 4 + 4 + 32};
-  case TensorType::Q2_K: return BlockLayout{256, 256 / 16 + 256 / 4 + 2 + 2};
-  case TensorType::Q3_K: return BlockLayout{256, 256 / 8 + 256 / 4 + 12 + 2};
-  case TensorType::Q4_K: return BlockLayout{256, 2 + 2 + 12 + 256 / 2};
-  case TensorType::Q5_K: return BlockLayout{256, 2 + 2 + 12 + 256 / 8 + 256 / 2};
-  case TensorType::Q6_K: return BlockLayout{256, 256 / 2 + 256 / 4 + 256 / 16 + 2};
-  case TensorType::Q8_K: return BlockLayout{256, 4 + 256 + 256 / 16 * 2};
+  case TensorType::F32:
+    return BlockLayout{1, 4};
+  case TensorType::F16:
+    return BlockLayout{1, 2};
+  case TensorType::BF16:
+    return BlockLayout{1, 2};
+  case TensorType::F64:
+    return BlockLayout{1, 8};
+  case TensorType::I8:
+    return BlockLayout{1, 1};
+  case TensorType::I16:
+    return BlockLayout{1, 2};
+  case TensorType::I32:
+    return BlockLayout{1, 4};
+  case TensorType::I64:
+    return BlockLayout{1, 8};
+  case TensorType::Q4_0:
+    return BlockLayout{32, 2 + 16};
+  case TensorType::Q4_1:
+    return BlockLayout{32, 2 + 2 + 16};
+  case TensorType::Q5_0:
+    return BlockLayout{32, 2 + 4 + 16};
+  case TensorType::Q5_1:
+    return BlockLayout{32, 2 + 2 + 4 + 16};
+  case TensorType::Q8_0:
+    return BlockLayout{32, 2 + 32};
+  case TensorType::Q8_1:
+    return BlockLayout{32, 4 + 4 + 32};
+  case TensorType::Q2_K:
+    return BlockLayout{256, 256 / 16 + 256 / 4 + 2 + 2};
+  case TensorType::Q3_K:
+    return BlockLayout{256, 256 / 8 + 256 / 4 + 12 + 2};
+  case TensorType::Q4_K:
+    return BlockLayout{256, 2 + 2 + 12 + 256 / 2};
+  case TensorType::Q5_K:
+    return BlockLayout{256, 2 + 2 + 12 + 256 / 8 + 256 / 2};
+  case TensorType::Q6_K:
+    return BlockLayout{256, 256 / 2 + 256 / 4 + 256 / 16 + 2};
+  case TensorType::Q8_K:
+    return BlockLayout{256, 4 + 256 + 256 / 16 * 2};
   }
   return std::nullopt;
 }
@@ -139,14 +179,22 @@ private:
 
 std::optional<int64_t> readInteger(Cursor &c, uint32_t type) {
   switch (type) {
-  case kUInt8: return c.read<uint8_t>();
-  case kInt8: return c.read<int8_t>();
-  case kUInt16: return c.read<uint16_t>();
-  case kInt16: return c.read<int16_t>();
-  case kUInt32: return c.read<uint32_t>();
-  case kInt32: return c.read<int32_t>();
-  case kBool: return c.read<uint8_t>() != 0;
-  case kInt64: return c.read<int64_t>();
+  case kUInt8:
+    return c.read<uint8_t>();
+  case kInt8:
+    return c.read<int8_t>();
+  case kUInt16:
+    return c.read<uint16_t>();
+  case kInt16:
+    return c.read<int16_t>();
+  case kUInt32:
+    return c.read<uint32_t>();
+  case kInt32:
+    return c.read<int32_t>();
+  case kBool:
+    return c.read<uint8_t>() != 0;
+  case kInt64:
+    return c.read<int64_t>();
   case kUInt64: {
     uint64_t v = c.read<uint64_t>();
     if (v > uint64_t(std::numeric_limits<int64_t>::max())) {
@@ -155,7 +203,8 @@ std::optional<int64_t> readInteger(Cursor &c, uint32_t type) {
     }
     return int64_t(v);
   }
-  default: return std::nullopt;
+  default:
+    return std::nullopt;
   }
 }
 
@@ -308,8 +357,7 @@ std::unique_ptr<GGUFFile> GGUFFile::open(const std::string &path, std::string &e
   size_t dataSize = fileSize - dataOffset;
   for (const TensorInfo &info : file->tensorInfos) {
     if (info.offset % uint64_t(alignment) != 0)
-      return fail("tensor '" + info.name + "' data is not aligned to " +
-                  std::to_string(alignment));
+      return fail("tensor '" + info.name + "' data is not aligned to " + std::to_string(alignment));
     if (info.offset > dataSize || info.size > dataSize - info.offset)
       return fail("truncated: tensor '" + info.name + "' needs bytes up to " +
                   std::to_string(dataOffset + info.offset + info.size) + " of a " +

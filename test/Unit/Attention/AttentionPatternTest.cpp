@@ -119,7 +119,8 @@ TEST(AttentionPatternTest, AWrittenPatternIsWhatMultipliesV) {
         torch::Tensor want = torch::zeros({64});
         for (int64_t k = 0; k < b.numKeys(i); ++k)
           want += pattern[row][h][k] * b.vCache.view({-1, 3, 64})[b.slot(i, k, s.blockSize)][h / 3];
-        EXPECT_TRUE(torch::allclose(out[row][h], want, 1e-5, 1e-5)) << "row " << row << " head " << h;
+        EXPECT_TRUE(torch::allclose(out[row][h], want, 1e-5, 1e-5))
+            << "row " << row << " head " << h;
       }
 }
 

@@ -48,9 +48,8 @@ TEST_P(RopeKVStoreTest, MatchesUnfusedOpsBitForBit) {
   torch::Tensor v = qkv.narrow(1, qw + kw, kw).view({c.tokens, c.kvHeads, c.dim});
   auto [cos, sin] = cosSin(torch::randint(0, 4096, {c.tokens}, torch::kInt64), c.dim, c.dtype);
   // Distinct random slots; every fifth token skipped (slot -1), as padding rows are.
-  torch::Tensor slots = torch::randperm(c.numBlocks * c.blockSize, torch::kInt64)
-                            .narrow(0, 0, c.tokens)
-                            .clone();
+  torch::Tensor slots =
+      torch::randperm(c.numBlocks * c.blockSize, torch::kInt64).narrow(0, 0, c.tokens).clone();
   for (int64_t r = 0; r < c.tokens; r += 5)
     slots[r] = -1;
   slots = slots.to(c.slotType);

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "nnsc/Bundle/BundleABI.h"
 #include "nnsc/Target/Bundle/ABIBuilder.h"
+#include "nnsc/Bundle/BundleABI.h"
 #include "nnsc/Target/Bundle/BundleEmitter.h"
 #include "nnsc/Target/Bundle/KernelIR.h"
 #include "nnsc/Target/Bundle/Manifest.h"
@@ -84,8 +84,8 @@ nnsc_runtime makeRuntime(Recorder &recorder) {
     for (int64_t i = 0; i < input->shape[0]; ++i)
       for (int64_t j = 0; j < input->shape[1]; ++j)
         static_cast<float *>(output->data)[i * output->strides[0] + j * output->strides[1]] =
-            2 * static_cast<const float *>(input->data)[i * input->strides[0] +
-                                                        j * input->strides[1]];
+            2 *
+            static_cast<const float *>(input->data)[i * input->strides[0] + j * input->strides[1]];
     return 0;
   };
   return rt;
@@ -139,23 +139,23 @@ void buildCapture(OpBuilder &builder, ModuleOp module) {
     Value request = abi.load(group, GroupField::Request);
     Value step = abi.load(group, GroupField::Step);
     Value one = arith::ConstantIntOp::create(builder, loc, builder.getI64Type(), 1);
-    Value last = arith::SubIOp::create(builder, loc, arith::AddIOp::create(builder, loc, row, rows),
-                                       one);
+    Value last =
+        arith::SubIOp::create(builder, loc, arith::AddIOp::create(builder, loc, row, rows), one);
     Value view = abi.rowsView(abi.args().value, last, one, 2, builder.getF32Type());
     abi.save(request, 0, step, abi.describe(view, layout::DType::F32));
     Value invoke = abi.load(group, GroupField::Invoke);
-    Value isSecond = arith::CmpIOp::create(
-        builder, loc, arith::CmpIPredicate::eq, invoke,
-        arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), 1));
+    Value isSecond =
+        arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, invoke,
+                              arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), 1));
     auto stopIf = scf::IfOp::create(builder, loc, isSecond);
     {
       OpBuilder::InsertionGuard guard(builder);
       builder.setInsertionPointToStart(stopIf.thenBlock());
       abi.stop(request);
     }
-    Value late = arith::CmpIOp::create(
-        builder, loc, arith::CmpIPredicate::sge, step,
-        arith::ConstantIntOp::create(builder, loc, builder.getI64Type(), 2));
+    Value late =
+        arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sge, step,
+                              arith::ConstantIntOp::create(builder, loc, builder.getI64Type(), 2));
     auto finishIf = scf::IfOp::create(builder, loc, late);
     {
       OpBuilder::InsertionGuard guard(builder);
@@ -316,8 +316,7 @@ TEST_F(ABIBuilderTest, CaptureSavesLastRowAndCallsStopAndFinish) {
   for (const nnsc_group &g : groups) {
     intptr_t request = reinterpret_cast<intptr_t>(g.request);
     int64_t last = g.row + g.rows - 1;
-    std::vector<float> expected(data.begin() + last * kHidden,
-                                data.begin() + (last + 1) * kHidden);
+    std::vector<float> expected(data.begin() + last * kHidden, data.begin() + (last + 1) * kHidden);
     EXPECT_EQ(recorder.saved[request], expected) << "request " << request;
     EXPECT_EQ(recorder.savedStep[request], g.step);
   }
@@ -335,8 +334,7 @@ TEST_F(ABIBuilderTest, CallModuleSeesEachGroupsRows) {
   nnsc_runtime rt = makeRuntime(recorder);
   nnsc_tensor value = tensorOf(data, totalRows, kHidden);
   ASSERT_EQ(kernel(2)(&value, groups.data(), groups.size(), &rt), 0);
-  EXPECT_EQ(recorder.moduleCalls,
-            (std::vector<std::pair<int32_t, int64_t>>{{7, 2}, {7, 1}}));
+  EXPECT_EQ(recorder.moduleCalls, (std::vector<std::pair<int32_t, int64_t>>{{7, 2}, {7, 1}}));
   for (int64_t i = 0; i < totalRows; ++i) {
     float want = (i == 1 || i == 2 || i == 4) ? 3.0f : 1.5f;
     for (int64_t j = 0; j < kHidden; ++j)

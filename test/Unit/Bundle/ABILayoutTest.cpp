@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "nnsc/Bundle/BundleABI.h"
 #include "nnsc/Target/Bundle/ABILayout.h"
+#include "nnsc/Bundle/BundleABI.h"
 #include "nnsc/Target/Bundle/ManifestEmitter.h"
 #include "nnsc/Target/CPU/CPUTarget.h"
 
@@ -186,23 +186,20 @@ TEST(ABILayout, ManifestEmitterTypesMatchHeader) {
   llvm::LLVMContext context;
   bundle::ManifestTypes types = bundle::ManifestTypes::get(context);
 
-  EXPECT_EQ(offsets(layout, types.paramDesc),
-            (std::vector<uint64_t>{offsetof(nnsc_param_desc, name),
-                                   offsetof(nnsc_param_desc, dtype),
-                                   offsetof(nnsc_param_desc, rank),
-                                   offsetof(nnsc_param_desc, shape),
-                                   offsetof(nnsc_param_desc, default_value),
-                                   sizeof(nnsc_param_desc)}));
+  EXPECT_EQ(
+      offsets(layout, types.paramDesc),
+      (std::vector<uint64_t>{offsetof(nnsc_param_desc, name), offsetof(nnsc_param_desc, dtype),
+                             offsetof(nnsc_param_desc, rank), offsetof(nnsc_param_desc, shape),
+                             offsetof(nnsc_param_desc, default_value), sizeof(nnsc_param_desc)}));
   EXPECT_EQ(offsets(layout, types.saveDesc),
             (std::vector<uint64_t>{offsetof(nnsc_save_desc, name), offsetof(nnsc_save_desc, dtype),
                                    offsetof(nnsc_save_desc, rank), offsetof(nnsc_save_desc, shape),
                                    offsetof(nnsc_save_desc, flags), sizeof(nnsc_save_desc)}));
-  EXPECT_EQ(offsets(layout, types.siteEntry),
-            (std::vector<uint64_t>{offsetof(nnsc_site_entry, site),
-                                   offsetof(nnsc_site_entry, site_path),
-                                   offsetof(nnsc_site_entry, phase),
-                                   offsetof(nnsc_site_entry, access),
-                                   offsetof(nnsc_site_entry, kernel), sizeof(nnsc_site_entry)}));
+  EXPECT_EQ(
+      offsets(layout, types.siteEntry),
+      (std::vector<uint64_t>{offsetof(nnsc_site_entry, site), offsetof(nnsc_site_entry, site_path),
+                             offsetof(nnsc_site_entry, phase), offsetof(nnsc_site_entry, access),
+                             offsetof(nnsc_site_entry, kernel), sizeof(nnsc_site_entry)}));
   EXPECT_EQ(offsets(layout, types.traceDesc),
             (std::vector<uint64_t>{
                 offsetof(nnsc_trace_desc, name), offsetof(nnsc_trace_desc, num_invokes),
@@ -220,18 +217,17 @@ TEST(ABILayout, ManifestEmitterTypesMatchHeader) {
                 offsetof(nnsc_bundle, kv_heads), offsetof(nnsc_bundle, head_dim),
                 offsetof(nnsc_bundle, vocab), offsetof(nnsc_bundle, num_traces),
                 offsetof(nnsc_bundle, traces), offsetof(nnsc_bundle, cuda), sizeof(nnsc_bundle)}));
-  EXPECT_EQ(offsets(layout, types.cudaKernel),
-            (std::vector<uint64_t>{offsetof(nnsc_cuda_kernel, host),
-                                   offsetof(nnsc_cuda_kernel, entry),
-                                   offsetof(nnsc_cuda_kernel, scratch_bytes),
-                                   offsetof(nnsc_cuda_kernel, num_calls),
-                                   sizeof(nnsc_cuda_kernel)}));
+  EXPECT_EQ(
+      offsets(layout, types.cudaKernel),
+      (std::vector<uint64_t>{offsetof(nnsc_cuda_kernel, host), offsetof(nnsc_cuda_kernel, entry),
+                             offsetof(nnsc_cuda_kernel, scratch_bytes),
+                             offsetof(nnsc_cuda_kernel, num_calls), sizeof(nnsc_cuda_kernel)}));
   EXPECT_EQ(offsets(layout, types.cudaCode),
-            (std::vector<uint64_t>{
-                offsetof(nnsc_cuda_code, ptx), offsetof(nnsc_cuda_code, chip),
-                offsetof(nnsc_cuda_code, num_kernels), offsetof(nnsc_cuda_code, kernels),
-                offsetof(nnsc_cuda_code, num_messages), offsetof(nnsc_cuda_code, messages),
-                sizeof(nnsc_cuda_code)}));
+            (std::vector<uint64_t>{offsetof(nnsc_cuda_code, ptx), offsetof(nnsc_cuda_code, chip),
+                                   offsetof(nnsc_cuda_code, num_kernels),
+                                   offsetof(nnsc_cuda_code, kernels),
+                                   offsetof(nnsc_cuda_code, num_messages),
+                                   offsetof(nnsc_cuda_code, messages), sizeof(nnsc_cuda_code)}));
 }
 
 } // namespace

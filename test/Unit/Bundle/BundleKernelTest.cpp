@@ -96,15 +96,14 @@ TEST_F(BundleKernelTest, SteeringMatchesLibTorch) {
   // The default param, as the runtime binds it for a request that does not set `vec`.
   ASSERT_NE(trace.params[0].defaultValue, nullptr);
   torch::Tensor defaultVec =
-      torch::from_blob(const_cast<void *>(trace.params[0].defaultValue), {hidden},
-                       torch::kFloat32);
+      torch::from_blob(const_cast<void *>(trace.params[0].defaultValue), {hidden}, torch::kFloat32);
   torch::Tensor vecA = torch::randn({hidden});
   torch::Tensor vecB = torch::randn({2, hidden}).select(0, 1); // at an offset in its storage
   torch::Tensor wide = torch::randn({hidden * 2});
-  torch::Tensor vecC = wide.slice(0, 0, hidden * 2, 2);       // stride 2
+  torch::Tensor vecC = wide.slice(0, 0, hidden * 2, 2); // stride 2
   torch::Tensor wrong = torch::randn({64});
-  nnsc_tensor params[5] = {abiTensor(vecA), abiTensor(vecB), abiTensor(vecC),
-                           abiTensor(defaultVec), abiTensor(wrong)};
+  nnsc_tensor params[5] = {abiTensor(vecA), abiTensor(vecB), abiTensor(vecC), abiTensor(defaultVec),
+                           abiTensor(wrong)};
 
   for (bool padded : {false, true}) {
     SCOPED_TRACE(padded ? "padded rows" : "contiguous rows");
@@ -114,16 +113,15 @@ TEST_F(BundleKernelTest, SteeringMatchesLibTorch) {
     torch::Tensor value = storage.slice(1, 0, hidden);
     torch::Tensor expected = value.clone();
     std::vector<nnsc_group> groups = {
-        group(0, 7, 0, 1, &params[0]),  // a prefill chunk
-        group(7, 1, 3, 2, &params[1]),  // decode steps
-        group(8, 1, 9, 3, &params[2]),
-        group(9, 6, 0, 4, &params[3]),  // default param
-        group(15, 3, 0, 5, &params[4]), // wrong param size: reported, rows untouched
+        group(0, 7, 0, 1, &params[0]),                                 // a prefill chunk
+        group(7, 1, 3, 2, &params[1]),                                 // decode steps
+        group(8, 1, 9, 3, &params[2]),  group(9, 6, 0, 4, &params[3]), // default param
+        group(15, 3, 0, 5, &params[4]),  // wrong param size: reported, rows untouched
         group(20, 3, 1, 6, &params[0])}; // rows 18..19 belong to no group
     for (const nnsc_group &g : groups)
       if (g.params != &params[4])
-        expected.slice(0, g.row, g.row + g.rows) += torch::from_blob(
-            g.params->data, {hidden}, {g.params->strides[0]}, torch::kFloat32);
+        expected.slice(0, g.row, g.row + g.rows) +=
+            torch::from_blob(g.params->data, {hidden}, {g.params->strides[0]}, torch::kFloat32);
 
     Calls calls;
     nnsc_runtime rt = runtimeFor(calls);

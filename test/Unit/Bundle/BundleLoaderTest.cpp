@@ -84,8 +84,8 @@ TEST_F(BundleLoaderTest, RefusesOtherABIVersion) {
 }
 
 TEST_F(BundleLoaderTest, RefusesOtherArchitecture) {
-  std::string path =
-      test::buildBundle("steer.mlir", architecture.config(), {{"arch = \"llama\"", "arch = \"qwen2\""}});
+  std::string path = test::buildBundle("steer.mlir", architecture.config(),
+                                       {{"arch = \"llama\"", "arch = \"qwen2\""}});
   EXPECT_EQ(refusal(path),
             "bundle '" + path + "': bundle was built for arch=qwen2 but the model has arch=llama");
 }
@@ -95,7 +95,8 @@ TEST_F(BundleLoaderTest, RefusesOtherDimensionsNamingTheField) {
       test::buildBundle("steer.mlir", architecture.config(), {{"hidden = 576", "hidden = 64"}});
   EXPECT_EQ(refusal(path),
             "bundle '" + path + "': bundle was built for hidden=64 but the model has hidden=576");
-  path = test::buildBundle("steer.mlir", architecture.config(), {{"vocab = 49152", "vocab = 32000"}});
+  path =
+      test::buildBundle("steer.mlir", architecture.config(), {{"vocab = 49152", "vocab = 32000"}});
   EXPECT_EQ(refusal(path), "bundle '" + path +
                                "': bundle was built for vocab=32000 but the model has vocab=49152");
 }
@@ -113,9 +114,9 @@ TEST_F(BundleLoaderTest, RefusesOtherSchemaWithSameDimensions) {
 }
 
 TEST_F(BundleLoaderTest, RefusesSitePathMismatch) {
-  std::string path = test::buildBundle(
-      "steer.mlir", architecture.config(),
-      {{"path = \"model.layers.0.output\"", "path = \"model.layers.0.input\""}});
+  std::string path =
+      test::buildBundle("steer.mlir", architecture.config(),
+                        {{"path = \"model.layers.0.output\"", "path = \"model.layers.0.input\""}});
   EXPECT_EQ(refusal(path), "bundle '" + path +
                                "': trace '' site entry 0 is site 28 'model.layers.0.input' but "
                                "the model's site 28 is 'model.layers.0.output'");
@@ -149,9 +150,20 @@ TEST_F(BundleLoaderTest, RefusesMalformedTables) {
       {109, "model.layers.3.output", NNSC_PHASE_FORWARD, NNSC_ACCESS_READ, kernel},
       {28, "model.layers.0.output", NNSC_PHASE_FORWARD, NNSC_ACCESS_READ, kernel}};
   nnsc_trace_desc trace{"t", 0, nullptr, 0, 0, 0, nullptr, 0, nullptr, 2, sites};
-  nnsc_bundle table{NNSC_BUNDLE_ABI_VERSION, "00", "llama", config.schemaHash(), config.hidden,
-                    config.intermediate, config.layers, config.heads, config.kvHeads,
-                    config.headDim, config.vocab, 1, &trace, nullptr};
+  nnsc_bundle table{NNSC_BUNDLE_ABI_VERSION,
+                    "00",
+                    "llama",
+                    config.schemaHash(),
+                    config.hidden,
+                    config.intermediate,
+                    config.layers,
+                    config.heads,
+                    config.kvHeads,
+                    config.headDim,
+                    config.vocab,
+                    1,
+                    &trace,
+                    nullptr};
   std::string error;
   EXPECT_FALSE(checkBundle(table, architecture, error));
   EXPECT_EQ(error, "trace 't' site entry 1 ('model.layers.0.output') is out of firing order");
@@ -173,10 +185,9 @@ TEST_F(BundleLoaderTest, RefusesMalformedTables) {
   const char *message = "m";
   nnsc_cuda_code cuda{"// ptx", "sm_90", 1, &device, 1, &message};
   table.cuda = &cuda;
-  sites[0] = {109, "model.layers.3.output", NNSC_PHASE_FORWARD, NNSC_ACCESS_READ,
-              [](nnsc_tensor *, const nnsc_group *, int32_t, const nnsc_runtime *) {
-                return int32_t{1};
-              }};
+  sites[0] = {
+      109, "model.layers.3.output", NNSC_PHASE_FORWARD, NNSC_ACCESS_READ,
+      [](nnsc_tensor *, const nnsc_group *, int32_t, const nnsc_runtime *) { return int32_t{1}; }};
   EXPECT_FALSE(checkBundle(table, architecture, error));
   EXPECT_EQ(error, "trace 't' site 'model.layers.3.output' has no CUDA kernel in a bundle built "
                    "for CUDA");

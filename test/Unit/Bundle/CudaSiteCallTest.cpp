@@ -88,8 +88,8 @@ struct Calls {
               of(ctx).log.push_back(std::string("error ") + message);
             },
             [](void *ctx, void *, int32_t index, int64_t step, const nnsc_tensor *value) {
-              of(ctx).log.push_back("save " + std::to_string(index) + "@" +
-                                    std::to_string(step) + " " + floats(*value));
+              of(ctx).log.push_back("save " + std::to_string(index) + "@" + std::to_string(step) +
+                                    " " + floats(*value));
             },
             [](void *ctx, void *) { of(ctx).log.push_back("stop"); },
             [](void *ctx, void *) { of(ctx).log.push_back("finish"); },
@@ -136,8 +136,7 @@ TEST(CudaSiteCall, ReplaysEventsRunsTheModuleCallAndResumes) {
   EXPECT_EQ(nnsc::runCudaSiteCall(device, device.buffers, kCode, rt, 10, &launches), "");
   EXPECT_EQ(launches, 2);
   EXPECT_EQ(calls.log, (std::vector<std::string>{"save 2@0 1,2,3", "call_module 5 4,5", "skip",
-                                                 "error index out of range", "stop",
-                                                 "finish"}));
+                                                 "error index out of range", "stop", "finish"}));
 }
 
 /// Each malformed launch fails the call with a reason, and nothing after it is replayed.
@@ -161,42 +160,41 @@ TEST_P(CudaSiteCallMalformed, FailsTheCall) {
 
 INSTANTIATE_TEST_SUITE_P(
     Events, CudaSiteCallMalformed,
-    ::testing::Values(
-        Malformed{"MessageIndex",
-                  [](nnsc_cuda_status &, ScriptedDevice &d) {
-                    d.record(event(NNSC_CUDA_EVENT_ERROR, 3));
-                    d.record(event(NNSC_CUDA_EVENT_FINISH));
-                  },
-                  "an error event names message 3 of 1"},
-        Malformed{"EventOverflow",
-                  [](nnsc_cuda_status &s, ScriptedDevice &) { s.num_events = 9; },
-                  "the kernel recorded 9 events, more than the 8 it had room for"},
-        Malformed{"SinkOverflow",
-                  [](nnsc_cuda_status &, ScriptedDevice &d) {
-                    d.record(event(NNSC_CUDA_EVENT_SAVE)); // value.data stays null
-                  },
-                  "a save did not fit the sink of 256 bytes"},
-        Malformed{"SaveOutsideSink",
-                  [](nnsc_cuda_status &s, ScriptedDevice &d) {
-                    d.record(event(NNSC_CUDA_EVENT_SAVE), {1, 2});
-                    s.sink_used = 4; // says one float, the save has two
-                  },
-                  "a save lies outside the used sink"},
-        Malformed{"ModuleCallNotLast",
-                  [](nnsc_cuda_status &s, ScriptedDevice &d) {
-                    d.record(event(NNSC_CUDA_EVENT_CALL_MODULE), {1});
-                    d.record(event(NNSC_CUDA_EVENT_FINISH));
-                    s.resume = 1;
-                  },
-                  "a module call event that does not end a suspended launch"},
-        Malformed{"SuspendedWithoutCall",
-                  [](nnsc_cuda_status &s, ScriptedDevice &) { s.resume = 2; },
-                  "the kernel suspended without a module call"},
-        Malformed{"UnknownKind",
-                  [](nnsc_cuda_status &, ScriptedDevice &d) {
-                    d.record(event(nnsc_cuda_event_kind(42)));
-                  },
-                  "an event of unknown kind 42"}),
+    ::testing::Values(Malformed{"MessageIndex",
+                                [](nnsc_cuda_status &, ScriptedDevice &d) {
+                                  d.record(event(NNSC_CUDA_EVENT_ERROR, 3));
+                                  d.record(event(NNSC_CUDA_EVENT_FINISH));
+                                },
+                                "an error event names message 3 of 1"},
+                      Malformed{"EventOverflow",
+                                [](nnsc_cuda_status &s, ScriptedDevice &) { s.num_events = 9; },
+                                "the kernel recorded 9 events, more than the 8 it had room for"},
+                      Malformed{"SinkOverflow",
+                                [](nnsc_cuda_status &, ScriptedDevice &d) {
+                                  d.record(event(NNSC_CUDA_EVENT_SAVE)); // value.data stays null
+                                },
+                                "a save did not fit the sink of 256 bytes"},
+                      Malformed{"SaveOutsideSink",
+                                [](nnsc_cuda_status &s, ScriptedDevice &d) {
+                                  d.record(event(NNSC_CUDA_EVENT_SAVE), {1, 2});
+                                  s.sink_used = 4; // says one float, the save has two
+                                },
+                                "a save lies outside the used sink"},
+                      Malformed{"ModuleCallNotLast",
+                                [](nnsc_cuda_status &s, ScriptedDevice &d) {
+                                  d.record(event(NNSC_CUDA_EVENT_CALL_MODULE), {1});
+                                  d.record(event(NNSC_CUDA_EVENT_FINISH));
+                                  s.resume = 1;
+                                },
+                                "a module call event that does not end a suspended launch"},
+                      Malformed{"SuspendedWithoutCall",
+                                [](nnsc_cuda_status &s, ScriptedDevice &) { s.resume = 2; },
+                                "the kernel suspended without a module call"},
+                      Malformed{"UnknownKind",
+                                [](nnsc_cuda_status &, ScriptedDevice &d) {
+                                  d.record(event(nnsc_cuda_event_kind(42)));
+                                },
+                                "an event of unknown kind 42"}),
     [](const ::testing::TestParamInfo<Malformed> &info) { return info.param.name; });
 
 TEST(CudaSiteCall, StopsAKernelThatNeverStopsSuspending) {

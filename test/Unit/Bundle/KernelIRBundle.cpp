@@ -45,9 +45,9 @@ std::string buildBundle(const std::string &name, const schema::ModelConfig &conf
   std::ifstream in(std::string(NNSC_SOURCE_DIR) + "/test/Target/Bundle/" + name);
   std::stringstream text;
   text << in.rdbuf();
-  std::string source = std::regex_replace(
-      text.str(), std::regex("schema_hash = [0-9]+ : ui64"),
-      "schema_hash = " + std::to_string(config.schemaHash()) + " : ui64");
+  std::string source =
+      std::regex_replace(text.str(), std::regex("schema_hash = [0-9]+ : ui64"),
+                         "schema_hash = " + std::to_string(config.schemaHash()) + " : ui64");
   for (const auto &[from, to] : replace) {
     size_t at = source.find(from);
     EXPECT_NE(at, std::string::npos) << "'" << from << "' not in " << name;
@@ -59,8 +59,8 @@ std::string buildBundle(const std::string &name, const schema::ModelConfig &conf
   std::string stem = ::testing::TempDir() + "bundle-test-" + std::to_string(getpid()) + "-" +
                      std::to_string(counter++);
   std::ofstream(stem + ".mlir") << source;
-  std::string command = std::string(NNSC_BUNDLE_EMIT) + " " + stem + ".mlir -emit=bundle -o " +
-                        stem + ".nnsb";
+  std::string command =
+      std::string(NNSC_BUNDLE_EMIT) + " " + stem + ".mlir -emit=bundle -o " + stem + ".nnsb";
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
   std::remove((stem + ".mlir").c_str());
   builtFiles.paths.push_back(stem + ".nnsb");

@@ -34,8 +34,8 @@ public:
         {"F32", torch::kFloat32}, {"I64", torch::kInt64}, {"BOOL", torch::kBool}};
     auto it = dtypes.find(info->dtype);
     if (it == dtypes.end())
-      throw std::runtime_error(file->path() + ": tensor '" + name + "' has dtype " +
-                               info->dtype + " (expected F32, I64 or BOOL)");
+      throw std::runtime_error(file->path() + ": tensor '" + name + "' has dtype " + info->dtype +
+                               " (expected F32, I64 or BOOL)");
     return torch::from_blob(const_cast<uint8_t *>(info->data), info->shape,
                             torch::TensorOptions().dtype(it->second))
         .clone();

@@ -44,8 +44,7 @@ struct LoadedCase {
 
   std::string resolve(const std::string &name) const {
     std::filesystem::path p(name);
-    return p.is_absolute() ? name
-                           : (std::filesystem::path(file.path).parent_path() / p).string();
+    return p.is_absolute() ? name : (std::filesystem::path(file.path).parent_path() / p).string();
   }
 };
 
@@ -81,9 +80,7 @@ private:
   std::string message;
 };
 
-std::string stem(const std::string &path) {
-  return std::filesystem::path(path).stem().string();
-}
+std::string stem(const std::string &path) { return std::filesystem::path(path).stem().string(); }
 
 void registerCase(const std::string &path) {
   auto loaded = std::make_shared<LoadedCase>();

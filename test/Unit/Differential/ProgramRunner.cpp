@@ -99,8 +99,9 @@ std::vector<std::string> ProgramRunner::run(const ProgramCase &program) {
     std::stable_sort(calls.begin(), calls.end(),
                      [&](const CaseCall *a, const CaseCall *b) { return rank(a) < rank(b); });
     for (const BundleSite &site : trace->sites)
-      if (site.kernel && std::none_of(calls.begin(), calls.end(),
-                                      [&](const CaseCall *c) { return c->site == site.path; }) &&
+      if (site.kernel &&
+          std::none_of(calls.begin(), calls.end(),
+                       [&](const CaseCall *c) { return c->site == site.path; }) &&
           !program.ticks[tick].empty())
         problems.push_back("tick " + std::to_string(tick) + ": the trace has a kernel for '" +
                            site.path + "' but the case gives that site no value");
@@ -133,8 +134,8 @@ void ProgramRunner::runCall(const BundleTrace &trace, const CaseCall &call,
           (entry->phase == NNSC_PHASE_FORWARD && r.stoppedStep && *r.stoppedStep == g.step))
         continue;
       r.step = g.step;
-      groups.push_back({g.row, g.rows, g.position, g.step, g.invoke, r.state->frame(),
-                        r.state->params(), &r});
+      groups.push_back(
+          {g.row, g.rows, g.position, g.step, g.invoke, r.state->frame(), r.state->params(), &r});
     }
     if (!groups.empty()) {
       nnsc_runtime runtime{this,
@@ -175,24 +176,23 @@ void ProgramRunner::compareResults(const ProgramCase &program) {
         problems.push_back("request " + std::to_string(r->id) + " saved '" + name +
                            "', which the reference does not");
       else if (!agree(value, want->second))
-        problems.push_back("request " + std::to_string(r->id) + " save '" + name +
-                           "': got " + describe(value) + ", want " + describe(want->second));
+        problems.push_back("request " + std::to_string(r->id) + " save '" + name + "': got " +
+                           describe(value) + ", want " + describe(want->second));
     }
   }
   for (const auto &[key, value] : program.saves) {
     auto it = std::find_if(requests.begin(), requests.end(),
                            [&](const auto &r) { return r->id == key.first; });
     if (it == requests.end() || !(*it)->state->saves().count(key.second))
-      problems.push_back("request " + std::to_string(key.first) + " did not save '" +
-                         key.second + "'");
+      problems.push_back("request " + std::to_string(key.first) + " did not save '" + key.second +
+                         "'");
   }
   auto comparePairs = [&](const char *what, const std::set<std::pair<int64_t, int64_t>> &got,
                           const std::set<std::pair<int64_t, int64_t>> &want) {
     for (const auto &[request, step] : got)
       if (!want.count({request, step}))
-        problems.push_back(std::string(what) + "() called for request " +
-                           std::to_string(request) + " at step " + std::to_string(step) +
-                           ", which the reference does not");
+        problems.push_back(std::string(what) + "() called for request " + std::to_string(request) +
+                           " at step " + std::to_string(step) + ", which the reference does not");
     for (const auto &[request, step] : want)
       if (!got.count({request, step}))
         problems.push_back(std::string(what) + "() not called for request " +

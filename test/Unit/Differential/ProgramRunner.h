@@ -44,8 +44,7 @@ private:
   static int32_t callModule(void *ctx, int32_t module, const nnsc_tensor *input,
                             nnsc_tensor *output);
   static void reportError(void *ctx, void *request, const char *message);
-  static void save(void *ctx, void *request, int32_t index, int64_t step,
-                   const nnsc_tensor *value);
+  static void save(void *ctx, void *request, int32_t index, int64_t step, const nnsc_tensor *value);
   static void stop(void *ctx, void *request);
   static void finish(void *ctx, void *request);
   /// Which requests skipped a module is the engine's business (BundleHook); the cases check

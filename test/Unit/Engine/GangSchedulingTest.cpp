@@ -110,8 +110,8 @@ TEST(GangScheduling, RefusesGangsThatCanNeverRunTogether) {
   cfg.maxNumBatchedTokens = 10;
   cfg.numBlocks = 256;
   Scheduler s(cfg);
-  Sequence a(0, std::vector<int32_t>(6, 1)), b(1, std::vector<int32_t>(6, 2)),
-      c(2, {3}), d(3, {4}), e(4, {5});
+  Sequence a(0, std::vector<int32_t>(6, 1)), b(1, std::vector<int32_t>(6, 2)), c(2, {3}), d(3, {4}),
+      e(4, {5});
   try {
     s.addGang({&a, &b});
     FAIL() << "12 prompt tokens over a budget of 10 were accepted";

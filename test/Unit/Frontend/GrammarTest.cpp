@@ -32,8 +32,8 @@ ParseOutcome parse(llvm::StringRef source) {
   ParseOutcome outcome;
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
     auto loc = mlir::cast<mlir::FileLineColLoc>(diag.getLocation());
-    outcome.errors.push_back(std::to_string(loc.getLine()) + ":" +
-                             std::to_string(loc.getColumn()) + ": " + diag.str());
+    outcome.errors.push_back(std::to_string(loc.getLine()) + ":" + std::to_string(loc.getColumn()) +
+                             ": " + diag.str());
     return mlir::success();
   });
   outcome.ok = nnsc::parseProgram(sourceMgr, context).has_value();

@@ -41,11 +41,10 @@ TEST_P(GemvLinear, MatchesDoubleOverShapes) {
           torch::Tensor got = nnsc::linear(x, w, withBias ? b : torch::Tensor());
           ASSERT_EQ(got.scalar_type(), dtype);
           torch::Tensor want = reference(x, w, withBias ? b : torch::Tensor());
-          double err = ((got.to(torch::kFloat64) - want).abs() / (want.abs() + 1)).max()
-                           .item<double>();
+          double err =
+              ((got.to(torch::kFloat64) - want).abs() / (want.abs() + 1)).max().item<double>();
           EXPECT_LE(err, tolerance(cols))
-              << "rows=" << rows << " cols=" << cols << " batch=" << batch
-              << " bias=" << withBias;
+              << "rows=" << rows << " cols=" << cols << " batch=" << batch << " bias=" << withBias;
         }
       }
 }
@@ -61,8 +60,7 @@ TEST_P(GemvLinear, AddAccumulatesIntoStridedRows) {
     torch::Tensor want = acc.to(torch::kFloat64) + reference(x, w, {});
     torch::Tensor before = buffer.clone();
     nnsc::linearAdd(acc, x, w);
-    double err = ((acc.to(torch::kFloat64) - want).abs() / (want.abs() + 1)).max()
-                     .item<double>();
+    double err = ((acc.to(torch::kFloat64) - want).abs() / (want.abs() + 1)).max().item<double>();
     EXPECT_LE(err, tolerance(1536)) << "batch=" << batch;
     EXPECT_TRUE(torch::equal(buffer.narrow(1, 0, 100), before.narrow(1, 0, 100)));
     EXPECT_TRUE(torch::equal(buffer.narrow(1, 676, 24), before.narrow(1, 676, 24)));
@@ -76,10 +74,10 @@ TEST_P(GemvLinear, StridedInputRows) {
   torch::Tensor x = qkv.narrow(1, 0, 576);
   torch::Tensor w = torch::randn({576, 576}).to(dtype);
   torch::Tensor got = nnsc::linear(x, w);
-  double err = ((got.to(torch::kFloat64) - reference(x, w, {})).abs() /
-                (reference(x, w, {}).abs() + 1))
-                   .max()
-                   .item<double>();
+  double err =
+      ((got.to(torch::kFloat64) - reference(x, w, {})).abs() / (reference(x, w, {}).abs() + 1))
+          .max()
+          .item<double>();
   EXPECT_LE(err, tolerance(576));
 }
 
@@ -96,8 +94,7 @@ TEST(GemvLinearBF16, RoundsToNearestEven) {
 }
 
 /// Runs one bf16 kernel on the whole product x @ w^T (+ bias).
-torch::Tensor runBF16(void (*kernel)(const nnsc::kernels::GemvArgs<uint16_t> &, int64_t,
-                                     int64_t),
+torch::Tensor runBF16(void (*kernel)(const nnsc::kernels::GemvArgs<uint16_t> &, int64_t, int64_t),
                       const torch::Tensor &x, const torch::Tensor &w, const torch::Tensor &b) {
   torch::Tensor y = torch::empty({x.size(0), w.size(0)}, x.options());
   nnsc::kernels::GemvArgs<uint16_t> a;
@@ -131,11 +128,11 @@ TEST(GemvBF16Dot, MatchesLibTorchAndTheWideningKernel) {
         // Both are fp32 sums of exact products rounded once to bf16: they differ from each
         // other and from LibTorch only by the sum order, within one bf16 rounding step.
         torch::Tensor want = reference(x, w, b);
-        for (const auto &[name, got] :
-             {std::pair<const char *, torch::Tensor>{"dot", dot}, {"widen", wide},
-              {"torch", torchY}}) {
-          double err = ((got.to(torch::kFloat64) - want).abs() / (want.abs() + 1)).max()
-                           .item<double>();
+        for (const auto &[name, got] : {std::pair<const char *, torch::Tensor>{"dot", dot},
+                                        {"widen", wide},
+                                        {"torch", torchY}}) {
+          double err =
+              ((got.to(torch::kFloat64) - want).abs() / (want.abs() + 1)).max().item<double>();
           EXPECT_LE(err, 1e-2) << name << " rows=" << rows << " cols=" << cols
                                << " batch=" << batch;
         }
@@ -157,8 +154,7 @@ TEST(GemvBF16Dot, LinearUsesItAndAccumulates) {
   torch::Tensor acc = torch::randn({2, 1536}).to(torch::kBFloat16);
   torch::Tensor want = acc.to(torch::kFloat64) + reference(x, w, {});
   nnsc::linearAdd(acc, x, w);
-  EXPECT_LE(((acc.to(torch::kFloat64) - want).abs() / (want.abs() + 1)).max().item<double>(),
-            1e-2);
+  EXPECT_LE(((acc.to(torch::kFloat64) - want).abs() / (want.abs() + 1)).max().item<double>(), 1e-2);
 }
 
 TEST(GemvLinearErrors, ShapeMismatchIsReported) {
@@ -174,8 +170,7 @@ TEST(GemvLinearErrors, ShapeMismatchIsReported) {
   EXPECT_THROW(nnsc::linearAdd(acc, torch::randn({1, 9}), w), c10::Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, GemvLinear,
-                         ::testing::Values(torch::kFloat32, torch::kBFloat16),
+INSTANTIATE_TEST_SUITE_P(Dtypes, GemvLinear, ::testing::Values(torch::kFloat32, torch::kBFloat16),
                          [](const auto &info) {
                            return info.param == torch::kFloat32 ? "F32" : "BF16";
                          });

@@ -1,7 +1,7 @@
 //===- OneDnnLinearTest.cpp - oneDNN products and their packing cache -*- C++ -*-===//
 
-#include "nnsc/Runtime/Layers/Linear.h"
 #include "nnsc/Runtime/Layers/OneDnnLinear.h"
+#include "nnsc/Runtime/Layers/Linear.h"
 
 #include <gtest/gtest.h>
 
@@ -50,8 +50,7 @@ TEST_P(OneDnnLinear, LongBatchesMatchDouble) {
           ASSERT_EQ(got.scalar_type(), dtype);
           ASSERT_EQ(got.sizes(), (std::vector<int64_t>{batch, rows}));
           EXPECT_LE(relErr(got, reference(x, w, bias)), tolerance(cols))
-              << "batch=" << batch << " rows=" << rows << " cols=" << cols
-              << " bias=" << withBias;
+              << "batch=" << batch << " rows=" << rows << " cols=" << cols << " bias=" << withBias;
         }
       }
 }
@@ -166,8 +165,7 @@ TEST_P(OneDnnLinear, WeightWrittenInPlaceIsRepacked) {
   EXPECT_LE(relErr(nnsc::linear(x, w), reference(x, w, {})), tolerance(64));
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, OneDnnLinear,
-                         ::testing::Values(torch::kFloat32, torch::kBFloat16),
+INSTANTIATE_TEST_SUITE_P(Dtypes, OneDnnLinear, ::testing::Values(torch::kFloat32, torch::kBFloat16),
                          [](const auto &info) {
                            return info.param == torch::kFloat32 ? "F32" : "BF16";
                          });

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "nnsc/Runtime/Kernels/Dequantize.h"
 #include "nnsc/Runtime/Kernels/QuantGemv.h"
+#include "nnsc/Runtime/Kernels/Dequantize.h"
 #include "nnsc/Runtime/Layers/Linear.h"
 #include "nnsc/Runtime/Layers/QuantizedLinear.h"
 #include "nnsc/Runtime/Models/GGUFWeights.h"
@@ -37,9 +37,15 @@ torch::Tensor dequantize(const QuantizedMatrix &m) {
   const uint8_t *src = blocks.data_ptr<uint8_t>();
   float *dst = out.data_ptr<float>();
   switch (m.format) {
-  case QuantFormat::Q4_0: nnsc::kernels::dequantizeQ4_0(src, dst, n); break;
-  case QuantFormat::Q4_1: nnsc::kernels::dequantizeQ4_1(src, dst, n); break;
-  case QuantFormat::Q8_0: nnsc::kernels::dequantizeQ8_0(src, dst, n); break;
+  case QuantFormat::Q4_0:
+    nnsc::kernels::dequantizeQ4_0(src, dst, n);
+    break;
+  case QuantFormat::Q4_1:
+    nnsc::kernels::dequantizeQ4_1(src, dst, n);
+    break;
+  case QuantFormat::Q8_0:
+    nnsc::kernels::dequantizeQ8_0(src, dst, n);
+    break;
   }
   return out;
 }
@@ -57,8 +63,8 @@ torch::Tensor minimumMagnitudes(const QuantizedMatrix &m) {
       const uint8_t *p = blocks.data_ptr<uint8_t>() + r * blocks.stride(0) + k * bytes;
       uint16_t h;
       std::memcpy(&h, m.format == QuantFormat::Q4_1 ? p + 2 : p, 2);
-      const double v = std::abs(double(nnsc::kernels::halfToFloat(h))) *
-                       (m.format == QuantFormat::Q4_0 ? 8 : 1);
+      const double v =
+          std::abs(double(nnsc::kernels::halfToFloat(h))) * (m.format == QuantFormat::Q4_0 ? 8 : 1);
       std::fill(o + r * m.cols + k * 32, o + r * m.cols + k * 32 + 32, v);
     }
   return out;
@@ -171,11 +177,10 @@ TEST_P(QuantGemv, MatchesDequantizedMatmulOverShapes) {
           for (bool withBias : {false, true}) {
             const torch::Tensor b = withBias ? bias : torch::Tensor();
             torch::Tensor y = runKernel(x, w, b, torch::empty({batch, rows}, dtype), false, isa);
-            expectClose(y, x, w, b, {}, std::string(isaName(isa)) + " rows=" +
-                                           std::to_string(rows) + " cols=" +
-                                           std::to_string(cols) + " batch=" +
-                                           std::to_string(batch) + " bias=" +
-                                           std::to_string(withBias));
+            expectClose(y, x, w, b, {},
+                        std::string(isaName(isa)) + " rows=" + std::to_string(rows) +
+                            " cols=" + std::to_string(cols) + " batch=" + std::to_string(batch) +
+                            " bias=" + std::to_string(withBias));
           }
         }
 }

@@ -66,8 +66,8 @@ TEST(Dequantize, Q4_0LowNibblesFirstHalfHighNibblesSecond) {
 TEST(Dequantize, Q4_1AddsTheMinimumPerBlock) {
   std::vector<uint8_t> blocks;
   for (int b = 0; b < 2; ++b) {
-    put16(blocks, half(0, 13, 0));          // d = 0.25
-    put16(blocks, half(1, 15 + b, 0));      // m = -1, then -2
+    put16(blocks, half(0, 13, 0));     // d = 0.25
+    put16(blocks, half(1, 15 + b, 0)); // m = -1, then -2
     for (int j = 0; j < 16; ++j)
       blocks.push_back(uint8_t(j | (j << 4)));
   }

@@ -94,8 +94,7 @@ TEST(Safetensors, RefusesShapesWhoseSizeOverflows) {
 
 TEST(GGUFNames, MapsTransformersNamesToLlamaCpp) {
   EXPECT_EQ(ggufTensorName("model.embed_tokens.weight"), "token_embd.weight");
-  EXPECT_EQ(ggufTensorName("model.layers.12.self_attn.o_proj.weight"),
-            "blk.12.attn_output.weight");
+  EXPECT_EQ(ggufTensorName("model.layers.12.self_attn.o_proj.weight"), "blk.12.attn_output.weight");
   EXPECT_EQ(ggufTensorName("model.layers.0.self_attn.q_proj.bias"), "blk.0.attn_q.bias");
   EXPECT_EQ(ggufTensorName("model.layers.3.post_attention_layernorm.weight"),
             "blk.3.ffn_norm.weight");

@@ -20,8 +20,7 @@ TEST(RMSNorm, MatchesLibTorchFormula) {
     torch::Tensor got = nnsc::rmsNorm(x, w, 1e-5);
     torch::Tensor want = referenceRMSNorm(x, w, 1e-5);
     EXPECT_TRUE(torch::allclose(got, want, /*rtol=*/1e-5, /*atol=*/1e-6))
-        << "hidden=" << hidden << " max abs diff "
-        << (got - want).abs().max().item<float>();
+        << "hidden=" << hidden << " max abs diff " << (got - want).abs().max().item<float>();
   }
 }
 

@@ -40,8 +40,12 @@ std::vector<uint8_t> validFile() {
   w.pod<uint32_t>(0x46554747).pod<uint32_t>(3).pod<uint64_t>(1).pod<uint64_t>(3);
   w.str("general.architecture").pod<uint32_t>(8).str("llama");
   w.str("llama.block_count").pod<uint32_t>(4).pod<uint32_t>(2);
-  w.str("tokenizer.ggml.tokens").pod<uint32_t>(9).pod<uint32_t>(8).pod<uint64_t>(2).str("a").str(
-      "b");
+  w.str("tokenizer.ggml.tokens")
+      .pod<uint32_t>(9)
+      .pod<uint32_t>(8)
+      .pod<uint64_t>(2)
+      .str("a")
+      .str("b");
   w.str("token_embd.weight").pod<uint32_t>(2).pod<uint64_t>(32).pod<uint64_t>(2);
   w.pod<uint32_t>(0).pod<uint64_t>(0);
   w.align(32);

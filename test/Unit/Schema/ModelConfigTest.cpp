@@ -64,7 +64,8 @@ TEST(ModelConfig, ResourceLimitsAreErrors) {
     std::string error;
     EXPECT_FALSE(ModelConfig::fromHFConfigJson(
         R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
-            "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100)" + extra + "}",
+            "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100)" +
+            extra + "}",
         error));
     return error;
   };

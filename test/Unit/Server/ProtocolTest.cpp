@@ -87,11 +87,11 @@ TEST(Protocol, ChatMessages) {
   EXPECT_EQ(refusal({{"model", "m"}, {"messages", json::array()}}, true),
             "messages: 'messages' must be a non-empty list of messages");
   // A part whose "type" is not a string is refused by name (it threw, a 500; fuzz-request).
-  EXPECT_EQ(refusal({{"model", "m"},
-                     {"messages", {{{"role", "user"}, {"content", {{{"type", 7}}}}}}}},
-                    true),
-            "messages: only text content parts ({\"type\": \"text\", \"text\": ...}) are "
-            "supported");
+  EXPECT_EQ(
+      refusal({{"model", "m"}, {"messages", {{{"role", "user"}, {"content", {{{"type", 7}}}}}}}},
+              true),
+      "messages: only text content parts ({\"type\": \"text\", \"text\": ...}) are "
+      "supported");
   EXPECT_EQ(refusal({{"model", "m"},
                      {"messages", {{{"role", "user"}, {"content", "x"}}}},
                      {"response_format", {{"type", json::array()}}}},

@@ -34,7 +34,8 @@ std::unique_ptr<llvm::Module> buildBundleModule(ModuleOp module, const BundleOpt
   if (failed(pm.run(module)))
     return nullptr;
 
-  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, context, "nnsc.bundle");
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, context, "nnsc.bundle");
   if (!llvmModule) {
     module.emitError() << "cannot translate the lowered kernels to LLVM IR";
     return nullptr;

@@ -33,10 +33,9 @@ namespace nnsc::bundle {
 
 void registerKernelIRDialects(mlir::DialectRegistry &registry) {
   registry.insert<mlir::func::FuncDialect, mlir::scf::SCFDialect, mlir::cf::ControlFlowDialect,
-                  mlir::arith::ArithDialect, mlir::math::MathDialect,
-                  mlir::memref::MemRefDialect, mlir::LLVM::LLVMDialect,
-                  mlir::affine::AffineDialect, mlir::index::IndexDialect, mlir::ub::UBDialect,
-                  mlir::gpu::GPUDialect, mlir::NVVM::NVVMDialect>();
+                  mlir::arith::ArithDialect, mlir::math::MathDialect, mlir::memref::MemRefDialect,
+                  mlir::LLVM::LLVMDialect, mlir::affine::AffineDialect, mlir::index::IndexDialect,
+                  mlir::ub::UBDialect, mlir::gpu::GPUDialect, mlir::NVVM::NVVMDialect>();
   mlir::arith::registerConvertArithToLLVMInterface(registry);
   mlir::cf::registerConvertControlFlowToLLVMInterface(registry);
   mlir::registerConvertFuncToLLVMInterface(registry);

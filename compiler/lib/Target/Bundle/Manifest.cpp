@@ -114,20 +114,18 @@ std::optional<SiteEntry> ManifestReader::readSite(Attribute attr, const std::str
     error(field(where, "kernel")) << "expected a symbol reference, got " << kernelAttr;
     return std::nullopt;
   }
-  auto func = dyn_cast_or_null<FunctionOpInterface>(
-      SymbolTable::lookupSymbolIn(module, kernel.getAttr()));
+  auto func =
+      dyn_cast_or_null<FunctionOpInterface>(SymbolTable::lookupSymbolIn(module, kernel.getAttr()));
   if (!func || func.isExternal()) {
     error(field(where, "kernel")) << "no kernel function " << kernel << " in the module";
     return std::nullopt;
   }
   if (!hasKernelSignature(func)) {
-    error(field(where, "kernel"))
-        << "kernel " << kernel << " has type " << func.getFunctionType()
-        << ", expected (!llvm.ptr, !llvm.ptr, i32, !llvm.ptr) -> i32";
+    error(field(where, "kernel")) << "kernel " << kernel << " has type " << func.getFunctionType()
+                                  << ", expected (!llvm.ptr, !llvm.ptr, i32, !llvm.ptr) -> i32";
     return std::nullopt;
   }
-  return SiteEntry{static_cast<int32_t>(*site), *path, *phase, *access,
-                   kernel.getValue().str()};
+  return SiteEntry{static_cast<int32_t>(*site), *path, *phase, *access, kernel.getValue().str()};
 }
 
 std::optional<TraceDesc> ManifestReader::readTrace(Attribute attr, const std::string &where) {
@@ -160,8 +158,7 @@ std::optional<TraceDesc> ManifestReader::readTrace(Attribute attr, const std::st
                                            {{"reads_prompt", abi::kTraceReadsPrompt},
                                             {"writes_prompt", abi::kTraceWritesPrompt},
                                             {"stops", abi::kTraceStops}});
-  std::optional<int64_t> frameBytes =
-      flags ? getInt(*dict, where, "frame_bytes", 0) : std::nullopt;
+  std::optional<int64_t> frameBytes = flags ? getInt(*dict, where, "frame_bytes", 0) : std::nullopt;
   std::optional<ArrayAttr> params = frameBytes ? getArray(*dict, where, "params") : std::nullopt;
   std::optional<ArrayAttr> saves = params ? getArray(*dict, where, "saves") : std::nullopt;
   std::optional<ArrayAttr> sites = saves ? getArray(*dict, where, "sites") : std::nullopt;
@@ -236,8 +233,8 @@ std::optional<Manifest> ManifestReader::read(DictionaryAttr root) {
   if (!dims)
     return std::nullopt;
   std::pair<StringRef, int64_t *> dimFields[] = {
-      {"hidden", &manifest.hidden},   {"intermediate", &manifest.intermediate},
-      {"layers", &manifest.layers},   {"heads", &manifest.heads},
+      {"hidden", &manifest.hidden},    {"intermediate", &manifest.intermediate},
+      {"layers", &manifest.layers},    {"heads", &manifest.heads},
       {"kv_heads", &manifest.kvHeads}, {"head_dim", &manifest.headDim},
       {"vocab", &manifest.vocab}};
   for (auto [name, slot] : dimFields) {

@@ -25,8 +25,8 @@ ManifestTypes ManifestTypes::get(llvm::LLVMContext &context) {
   types.siteEntry = named("nnsc_site_entry", {i32, ptr, i32, i32, ptr});
   types.traceDesc =
       named("nnsc_trace_desc", {ptr, i32, ptr, i32, i64, i32, ptr, i32, ptr, i32, ptr});
-  types.bundle = named("nnsc_bundle", {i32, ptr, ptr, i64, i64, i64, i64, i64, i64, i64, i64,
-                                       i32, ptr, ptr});
+  types.bundle =
+      named("nnsc_bundle", {i32, ptr, ptr, i64, i64, i64, i64, i64, i64, i64, i64, i32, ptr, ptr});
   types.cudaKernel = named("nnsc_cuda_kernel", {ptr, ptr, i64, i32});
   types.cudaCode = named("nnsc_cuda_code", {ptr, ptr, i32, ptr, i32, ptr});
   return types;
@@ -141,11 +141,10 @@ llvm::Constant *Emitter::trace(const TraceDesc &trace, unsigned index) {
   return llvm::ConstantStruct::get(
       types.traceDesc,
       {string(trace.name, prefix + ".name"), c32(trace.numInvokes),
-       table(ptr, invokeNames, prefix + ".invoke_names"), c32(trace.flags),
-       c64(trace.frameBytes), c32(trace.params.size()),
-       table(types.paramDesc, params, prefix + ".params"), c32(trace.saves.size()),
-       table(types.saveDesc, saves, prefix + ".saves"), c32(trace.sites.size()),
-       table(types.siteEntry, sites, prefix + ".sites")});
+       table(ptr, invokeNames, prefix + ".invoke_names"), c32(trace.flags), c64(trace.frameBytes),
+       c32(trace.params.size()), table(types.paramDesc, params, prefix + ".params"),
+       c32(trace.saves.size()), table(types.saveDesc, saves, prefix + ".saves"),
+       c32(trace.sites.size()), table(types.siteEntry, sites, prefix + ".sites")});
 }
 
 llvm::Constant *Emitter::cudaCode(const DeviceCode &device) {
@@ -159,13 +158,12 @@ llvm::Constant *Emitter::cudaCode(const DeviceCode &device) {
   }
   for (auto [i, message] : llvm::enumerate(device.messages))
     messages.push_back(string(message, "nnsc_cuda_message" + llvm::Twine(i)));
-  return global(
-      llvm::ConstantStruct::get(
-          types.cudaCode,
-          {string(device.ptx, "nnsc_ptx"), string(device.chip, "nnsc_cuda_chip"),
-           c32(kernels.size()), table(types.cudaKernel, kernels, "nnsc_cuda_kernels"),
-           c32(messages.size()), table(ptr, messages, "nnsc_cuda_messages")}),
-      "nnsc_cuda_code");
+  return global(llvm::ConstantStruct::get(
+                    types.cudaCode,
+                    {string(device.ptx, "nnsc_ptx"), string(device.chip, "nnsc_cuda_chip"),
+                     c32(kernels.size()), table(types.cudaKernel, kernels, "nnsc_cuda_kernels"),
+                     c32(messages.size()), table(ptr, messages, "nnsc_cuda_messages")}),
+                "nnsc_cuda_code");
 }
 
 llvm::Constant *Emitter::bundle(const Manifest &manifest, const DeviceCode *device) {
@@ -177,10 +175,9 @@ llvm::Constant *Emitter::bundle(const Manifest &manifest, const DeviceCode *devi
       types.bundle,
       {c32(abi::kVersion), string(manifest.sourceHash, "nnsc_source_hash"),
        string(manifest.arch, "nnsc_arch"), c64(static_cast<int64_t>(manifest.schemaHash)),
-       c64(manifest.hidden), c64(manifest.intermediate), c64(manifest.layers),
-       c64(manifest.heads), c64(manifest.kvHeads), c64(manifest.headDim), c64(manifest.vocab),
-       c32(manifest.traces.size()), table(types.traceDesc, traces, "nnsc_trace_descs"),
-       cuda});
+       c64(manifest.hidden), c64(manifest.intermediate), c64(manifest.layers), c64(manifest.heads),
+       c64(manifest.kvHeads), c64(manifest.headDim), c64(manifest.vocab),
+       c32(manifest.traces.size()), table(types.traceDesc, traces, "nnsc_trace_descs"), cuda});
   return global(init, "nnsc_bundle");
 }
 
@@ -190,8 +187,8 @@ void emitManifest(llvm::Module &module, const Manifest &manifest, const DeviceCo
   llvm::Constant *bundle = Emitter(module).bundle(manifest, device);
   llvm::LLVMContext &context = module.getContext();
   auto *type = llvm::FunctionType::get(llvm::PointerType::get(context, 0), false);
-  auto *query = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,
-                                       abi::kQuerySymbol, module);
+  auto *query =
+      llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage, abi::kQuerySymbol, module);
   query->setVisibility(llvm::GlobalValue::DefaultVisibility);
   llvm::IRBuilder<> builder(llvm::BasicBlock::Create(context, "entry", query));
   builder.CreateRet(bundle);

@@ -17,16 +17,15 @@ std::string element(const std::string &prefix, StringRef key, size_t index) {
   return llvm::formatv("{0}[{1}]", field(prefix, key), index).str();
 }
 
-Attribute ManifestReader::require(DictionaryAttr dict, const std::string &prefix,
-                                  StringRef key) {
+Attribute ManifestReader::require(DictionaryAttr dict, const std::string &prefix, StringRef key) {
   Attribute attr = dict.get(key);
   if (!attr)
     error(field(prefix, key)) << "missing";
   return attr;
 }
 
-std::optional<std::string> ManifestReader::getString(DictionaryAttr dict,
-                                                     const std::string &prefix, StringRef key) {
+std::optional<std::string> ManifestReader::getString(DictionaryAttr dict, const std::string &prefix,
+                                                     StringRef key) {
   Attribute attr = require(dict, prefix, key);
   if (!attr)
     return std::nullopt;
@@ -78,8 +77,7 @@ std::optional<DictionaryAttr> ManifestReader::asDict(Attribute attr, const std::
   return dict;
 }
 
-std::optional<abi::DType> ManifestReader::getDType(DictionaryAttr dict,
-                                                   const std::string &prefix) {
+std::optional<abi::DType> ManifestReader::getDType(DictionaryAttr dict, const std::string &prefix) {
   std::optional<std::string> name = getString(dict, prefix, "dtype");
   if (!name)
     return std::nullopt;
@@ -131,10 +129,9 @@ ManifestReader::getFlags(DictionaryAttr dict, const std::string &prefix, StringR
   uint32_t flags = 0;
   for (auto [index, attr] : llvm::enumerate(*array)) {
     auto name = dyn_cast<StringAttr>(attr);
-    const auto *it = name ? llvm::find_if(names, [&](auto &entry) {
-      return entry.first == name.getValue();
-    })
-                          : names.end();
+    const auto *it =
+        name ? llvm::find_if(names, [&](auto &entry) { return entry.first == name.getValue(); })
+             : names.end();
     if (it == names.end()) {
       InFlightDiagnostic diag = error(element(prefix, key, index));
       diag << "unknown flag " << attr << " (expected one of";

@@ -11,8 +11,7 @@ LLD_HAS_DRIVER(elf)
 
 namespace nnsc::cpu {
 
-bool linkSharedObject(llvm::ArrayRef<char> object, llvm::StringRef outputPath,
-                      std::string &error) {
+bool linkSharedObject(llvm::ArrayRef<char> object, llvm::StringRef outputPath, std::string &error) {
   llvm::SmallString<128> objectPath;
   int fd;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile("nnsc-bundle", "o", fd, objectPath)) {
@@ -31,12 +30,13 @@ bool linkSharedObject(llvm::ArrayRef<char> object, llvm::StringRef outputPath,
   std::string output = outputPath.str();
   // Undefined symbols are allowed: LLVM may call memcpy/memset, which the runtime process
   // provides when it dlopens the bundle.
-  const char *args[] = {"ld.lld",      "-shared",         "--hash-style=gnu", "-z", "now",
-                        "-z",          "relro",           "--build-id=sha1",  "-O1",
-                        "-o",          output.c_str(),    objectPath.c_str()};
+  const char *args[] = {"ld.lld",       "-shared",         "--hash-style=gnu", "-z",  "now",
+                        "-z",           "relro",           "--build-id=sha1",  "-O1", "-o",
+                        output.c_str(), objectPath.c_str()};
   std::string messages;
   llvm::raw_string_ostream diagnostics(messages);
-  lld::Result result = lld::lldMain(args, llvm::nulls(), diagnostics, {{lld::Gnu, &lld::elf::link}});
+  lld::Result result =
+      lld::lldMain(args, llvm::nulls(), diagnostics, {{lld::Gnu, &lld::elf::link}});
   if (result.retCode != 0) {
     error = "linking '" + output + "' failed: " + messages;
     return false;

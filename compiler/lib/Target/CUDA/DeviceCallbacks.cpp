@@ -46,8 +46,8 @@ std::optional<std::string> messageText(Value message, ModuleOp host) {
   auto address = message.getDefiningOp<LLVM::AddressOfOp>();
   if (!address)
     return std::nullopt;
-  auto global = SymbolTable::lookupNearestSymbolFrom<LLVM::GlobalOp>(
-      host, address.getGlobalNameAttr());
+  auto global =
+      SymbolTable::lookupNearestSymbolFrom<LLVM::GlobalOp>(host, address.getGlobalNameAttr());
   auto text = global ? dyn_cast_or_null<StringAttr>(global.getValueOrNull()) : nullptr;
   if (!text)
     return std::nullopt;
@@ -85,8 +85,8 @@ LogicalResult rewriteCallbacks(gpu::GPUFuncOp kernel, ModuleOp host, MessageTabl
       if (!text)
         return call.emitError() << "kernel '" << kernel.getName()
                                 << "' reports an error whose message is not a constant string";
-      args[2] = arith::ConstantIntOp::create(builder, loc, builder.getI32Type(),
-                                             messages.intern(*text));
+      args[2] =
+          arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), messages.intern(*text));
       device(kReportErrorFn);
       break;
     }

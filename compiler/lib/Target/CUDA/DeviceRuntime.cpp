@@ -311,8 +311,8 @@ LogicalResult addDeviceRuntime(Block &body, MLIRContext *context) {
 }
 
 void internalizeDeviceRuntime(Operation *gpuModule) {
-  for (auto func : llvm::make_early_inc_range(
-           gpuModule->getRegion(0).front().getOps<LLVM::LLVMFuncOp>())) {
+  for (auto func :
+       llvm::make_early_inc_range(gpuModule->getRegion(0).front().getOps<LLVM::LLVMFuncOp>())) {
     StringRef name = func.getName();
     if (name.starts_with("_mlir_ciface_nnsc_cuda_") &&
         SymbolTable::symbolKnownUseEmpty(func, gpuModule)) {

@@ -72,8 +72,7 @@ LogicalResult Suspender::moveAllocasToScratch() {
       return alloca.emitError() << "kernel '" << kernel.getName()
                                 << "' has a stack buffer of run-time size across a module "
                                    "call, which --target=cuda cannot keep between launches";
-    int64_t bytes =
-        layout.getTypeSize(alloca.getElemType()).getFixedValue() * count.getSExtValue();
+    int64_t bytes = layout.getTypeSize(alloca.getElemType()).getFixedValue() * count.getSExtValue();
     alloca.replaceAllUsesWith(byteAddress(scratch, scratchBytes));
     alloca.erase();
     scratchBytes += padded(bytes);
@@ -122,8 +121,8 @@ FailureOr<SuspendInfo> Suspender::run() {
   builder.setInsertionPointToEnd(entry);
   Type ptr = LLVM::LLVMPointerType::get(kernel.getContext());
   status = entry->getArgument(3);
-  scratch = LLVM::LoadOp::create(builder, loc, ptr,
-                                 byteAddress(status, abi::cuda_status::kScratch));
+  scratch =
+      LLVM::LoadOp::create(builder, loc, ptr, byteAddress(status, abi::cuda_status::kScratch));
   if (failed(moveAllocasToScratch()))
     return failure();
   Value resume = LLVM::LoadOp::create(builder, loc, builder.getI32Type(),

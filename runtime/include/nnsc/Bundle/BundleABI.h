@@ -101,7 +101,7 @@ typedef struct nnsc_site_entry {
   int32_t site;          /* index in the architecture schema's firing order */
   const char *site_path; /* "model.layers.8.output": checked against the schema at load */
   nnsc_phase phase;
-  uint32_t access;       /* NNSC_ACCESS_* */
+  uint32_t access; /* NNSC_ACCESS_* */
   nnsc_site_kernel kernel;
 } nnsc_site_entry;
 
@@ -186,7 +186,7 @@ typedef struct nnsc_cuda_status {
 } nnsc_cuda_status;
 
 typedef struct nnsc_bundle {
-  uint32_t abi_version; /* NNSC_BUNDLE_ABI_VERSION of the compiler that built it */
+  uint32_t abi_version;    /* NNSC_BUNDLE_ABI_VERSION of the compiler that built it */
   const char *source_hash; /* hex SHA-256 of the .nns source */
   const char *arch;        /* "llama", "qwen2", "qwen3", "mistral" */
   uint64_t schema_hash;    /* nnsc::schema::ModelConfig::schemaHash() */
@@ -201,14 +201,14 @@ typedef struct nnsc_bundle {
 
 /* The tokens of one sequence bound to this trace, at this site, in this batch. */
 typedef struct nnsc_group {
-  int64_t row;            /* first row of the sequence in the site's flat tensor */
-  int64_t rows;           /* its token count T (1 for sequence-level sites) */
-  int64_t position;       /* position in the sequence of the first row (chunked prefill) */
-  int64_t step;           /* 0 = prefill, then one per generated token */
-  int32_t invoke;         /* which invoke of the trace this sequence is */
-  void *frame;            /* the request's frame (frame_bytes, zeroed at request start) */
+  int64_t row;               /* first row of the sequence in the site's flat tensor */
+  int64_t rows;              /* its token count T (1 for sequence-level sites) */
+  int64_t position;          /* position in the sequence of the first row (chunked prefill) */
+  int64_t step;              /* 0 = prefill, then one per generated token */
+  int32_t invoke;            /* which invoke of the trace this sequence is */
+  void *frame;               /* the request's frame (frame_bytes, zeroed at request start) */
   const nnsc_tensor *params; /* the request's params, in nnsc_trace_desc.params order */
-  void *request;          /* opaque: passed back to the runtime callbacks */
+  void *request;             /* opaque: passed back to the runtime callbacks */
 } nnsc_group;
 
 typedef struct nnsc_runtime {

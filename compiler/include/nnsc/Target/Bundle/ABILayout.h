@@ -110,9 +110,9 @@ constexpr int64_t kKind = 0, kIndex = 4, kRequest = 8, kStep = 16, kValue = 24, 
 
 /// struct nnsc_cuda_status
 namespace cuda_status {
-constexpr int64_t kResume = 0, kModuleStatus = 4, kEvents = 8, kEventCapacity = 16,
-                  kNumEvents = 24, kSink = 32, kSinkBytes = 40, kSinkUsed = 48,
-                  kModuleOutput = 56, kScratch = 64, kSize = 72;
+constexpr int64_t kResume = 0, kModuleStatus = 4, kEvents = 8, kEventCapacity = 16, kNumEvents = 24,
+                  kSink = 32, kSinkBytes = 40, kSinkUsed = 48, kModuleOutput = 56, kScratch = 64,
+                  kSize = 72;
 } // namespace cuda_status
 
 /// Size in bytes of one element of `dtype`.

@@ -30,8 +30,7 @@ struct BundleOptions {
 /// Verifies the manifest, compiles the PTX for TargetKind::CUDA, lowers `module` in place with
 /// nns-lower-to-llvm, translates it, adds the manifest and `nnsc_bundle_query` and optimizes
 /// for `machine`. Returns null after emitting an error.
-std::unique_ptr<llvm::Module> buildBundleModule(mlir::ModuleOp module,
-                                                const BundleOptions &options,
+std::unique_ptr<llvm::Module> buildBundleModule(mlir::ModuleOp module, const BundleOptions &options,
                                                 llvm::LLVMContext &context,
                                                 llvm::TargetMachine &machine);
 

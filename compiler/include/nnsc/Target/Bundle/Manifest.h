@@ -45,7 +45,7 @@ struct SiteEntry {
   int32_t site;
   std::string path;
   abi::Phase phase;
-  uint32_t access; ///< abi::kAccess*
+  uint32_t access;    ///< abi::kAccess*
   std::string kernel; ///< symbol of a func.func in the module
 };
 

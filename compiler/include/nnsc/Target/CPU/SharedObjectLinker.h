@@ -17,8 +17,7 @@ namespace nnsc::cpu {
 
 /// Writes `object` to a temporary file and links it into the shared object `outputPath`,
 /// exporting only default-visibility symbols. On failure sets `error` to lld's diagnostics.
-bool linkSharedObject(llvm::ArrayRef<char> object, llvm::StringRef outputPath,
-                      std::string &error);
+bool linkSharedObject(llvm::ArrayRef<char> object, llvm::StringRef outputPath, std::string &error);
 
 } // namespace nnsc::cpu
 

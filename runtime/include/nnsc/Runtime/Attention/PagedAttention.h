@@ -47,8 +47,8 @@ void storeKVCache(const torch::Tensor &key, const torch::Tensor &value, torch::T
 ///   returns          the rotated q, [num_tokens, num_heads, head_dim], contiguous
 torch::Tensor ropeAndStoreKV(const torch::Tensor &q, const torch::Tensor &key,
                              const torch::Tensor &value, const torch::Tensor &cos,
-                             const torch::Tensor &sin, torch::Tensor &kCache,
-                             torch::Tensor &vCache, const torch::Tensor &slotMapping);
+                             const torch::Tensor &sin, torch::Tensor &kCache, torch::Tensor &vCache,
+                             const torch::Tensor &slotMapping);
 
 /// Varlen causal attention for a prefill step, reading K/V from the cache (store the step's
 /// K/V first). Sequence i's queries are rows [cuSeqlensQ[i], cuSeqlensQ[i + 1]) and are the

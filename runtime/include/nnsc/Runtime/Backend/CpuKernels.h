@@ -23,8 +23,7 @@ public:
   torch::Tensor ropeAndStoreKV(const torch::Tensor &q, const torch::Tensor &k,
                                const torch::Tensor &v, const torch::Tensor &cos,
                                const torch::Tensor &sin, torch::Tensor &kCache,
-                               torch::Tensor &vCache,
-                               const AttentionMetadata &meta) const override;
+                               torch::Tensor &vCache, const AttentionMetadata &meta) const override;
   torch::Tensor attention(const torch::Tensor &q, const torch::Tensor &kCache,
                           const torch::Tensor &vCache, const AttentionMetadata &meta, double scale,
                           const torch::Tensor &absent = {}) const override;

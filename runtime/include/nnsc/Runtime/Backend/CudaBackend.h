@@ -28,8 +28,10 @@ class CudaBackend final : public ModelBackend {
 public:
   /// Moves `weights` to CUDA device `deviceIndex`. Throws BackendError when that device does
   /// not exist (no driver, no GPU, an index past the last one) or the model does not fit the
-  /// kernels (head_dim, dtype).
-  CudaBackend(ModelWeights weights, int deviceIndex = 0);
+  /// kernels (head_dim, dtype). With `group` (NCCL, connectNcclGroup) the weights are this
+  /// rank's shard (docs/Distributed.md).
+  CudaBackend(ModelWeights weights, int deviceIndex = 0,
+              std::shared_ptr<TensorParallelGroup> group = nullptr);
 
   /// The number of CUDA devices; 0 with `reason` set when there is none (no driver or GPU).
   static int deviceCount(std::string &reason);
@@ -44,6 +46,7 @@ public:
   bundleLauncher(std::shared_ptr<const Bundle> bundle) const override;
 
   std::shared_ptr<const CausalLM> causalLM() const override { return lm; }
+  TensorParallelGroup *tensorParallel() const override { return lm->tensorParallel(); }
   const CausalLM &model() const { return *lm; }
   KVCache &kvCache() { return cache; }
 

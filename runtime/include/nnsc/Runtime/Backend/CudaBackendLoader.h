@@ -11,6 +11,7 @@
 #define NNSC_RUNTIME_BACKEND_CUDABACKENDLOADER_H
 
 #include "nnsc/Runtime/Backend/ModelBackend.h"
+#include "nnsc/Runtime/Distributed/TensorParallelGroup.h"
 #include "nnsc/Runtime/Models/ModelWeights.h"
 
 #include <memory>
@@ -18,17 +19,21 @@
 namespace nnsc {
 
 /// The symbol the CUDA backend library exports: creates a backend running `weights` (moved
-/// from) on CUDA device `deviceIndex`; throws BackendError.
-using CreateCudaBackendFn = ModelBackend *(*)(ModelWeights *weights, int deviceIndex);
+/// from) on CUDA device `deviceIndex`, as one rank of `distributed`'s NCCL group when it is
+/// not null; throws BackendError (DistributedError for the group).
+using CreateCudaBackendFn = ModelBackend *(*)(ModelWeights *weights, int deviceIndex,
+                                              const DistributedOptions *distributed);
 inline constexpr const char *kCreateCudaBackendSymbol = "nnscCreateCudaBackend";
 
 /// Whether this build compiled the CUDA backend library.
 bool cudaBackendCompiled();
 
 /// Loads the CUDA backend library and creates a backend running `weights` on CUDA device
-/// `deviceIndex`. Throws BackendError when the build has no CUDA backend, the library cannot
-/// be loaded, or no CUDA device is present.
-std::shared_ptr<ModelBackend> loadCudaBackend(ModelWeights weights, int deviceIndex = 0);
+/// `deviceIndex` (one rank of `distributed`'s NCCL group when given). Throws BackendError
+/// when the build has no CUDA backend, the library cannot be loaded, or no CUDA device is
+/// present.
+std::shared_ptr<ModelBackend> loadCudaBackend(ModelWeights weights, int deviceIndex = 0,
+                                              const DistributedOptions *distributed = nullptr);
 
 } // namespace nnsc
 

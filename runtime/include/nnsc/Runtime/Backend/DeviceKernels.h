@@ -38,8 +38,7 @@ public:
   virtual torch::Tensor ropeAndStoreKV(const torch::Tensor &q, const torch::Tensor &k,
                                        const torch::Tensor &v, const torch::Tensor &cos,
                                        const torch::Tensor &sin, torch::Tensor &kCache,
-                                       torch::Tensor &vCache,
-                                       const AttentionMetadata &meta) const {
+                                       torch::Tensor &vCache, const AttentionMetadata &meta) const {
     storeKVCache(rope(k, cos, sin).contiguous(), v.contiguous(), kCache, vCache, meta);
     return rope(q, cos, sin);
   }

@@ -54,8 +54,8 @@ private:
 
   size_t cacheLimit = size_t(2) << 30;
   mutable std::mutex mutex;
-  std::multimap<size_t, void *> freeBlocks;   // size -> block
-  std::unordered_map<void *, size_t> live;    // block -> size
+  std::multimap<size_t, void *> freeBlocks; // size -> block
+  std::unordered_map<void *, size_t> live;  // block -> size
   size_t cached = 0, liveTotal = 0;
 };
 

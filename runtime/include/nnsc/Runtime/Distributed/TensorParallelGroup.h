@@ -1,7 +1,8 @@
 //===- TensorParallelGroup.h - the ranks one model is split over -*- C++ -*-===//
 //
 // The collectives of tensor parallelism on a c10d process group: a TCPStore for rendezvous
-// and ProcessGroupGloo for CPU tensors, as torch.distributed sets them up. Every rank calls
+// and ProcessGroupGloo for CPU tensors or ProcessGroupNCCL for CUDA ones (created by the CUDA
+// backend library, connectNcclGroup), as torch.distributed sets them up. Every rank calls
 // the same collectives in the same order (the forward pass is the same on every rank), so a
 // group needs no tags. A collective that cannot complete (a rank exited, the timeout passed)
 // throws DistributedError naming the operation and the rank; nothing hangs past the timeout.
@@ -35,6 +36,8 @@ public:
 struct DistributedOptions {
   int rank = 0;
   int worldSize = 1;
+  /// This rank's index on its host (LOCAL_RANK; the rank by default): its CUDA device.
+  int localRank = 0;
   std::string masterAddr = "127.0.0.1";
   int masterPort = 29500;
   /// How long a collective (and the rendezvous) may wait for the other ranks.
@@ -52,11 +55,20 @@ struct CommStats {
   double seconds = 0;
 };
 
+/// The NCCL group of `options` on CUDA device `device`: defined in the CUDA backend library
+/// (NcclGroup.cpp), the one that links LibTorch's CUDA libraries. Throws DistributedError.
+std::shared_ptr<class TensorParallelGroup> connectNcclGroup(const DistributedOptions &options,
+                                                            torch::Device device);
+
 /// The ranks of one tensor-parallel model.
 class TensorParallelGroup {
 public:
-  /// Joins the group `options` describes (rank 0 hosts the store). Throws DistributedError.
+  /// Joins the group `options` describes with Gloo (rank 0 hosts the store). Throws
+  /// DistributedError.
   static std::shared_ptr<TensorParallelGroup> connect(const DistributedOptions &options);
+  struct Impl;
+  /// A group over `impl`'s backend (TensorParallelGroupImpl.h).
+  static std::shared_ptr<TensorParallelGroup> adopt(std::unique_ptr<Impl> impl, int rank, int size);
   ~TensorParallelGroup();
 
   int rank() const { return rankIndex; }
@@ -72,8 +84,9 @@ public:
   void broadcast(torch::Tensor &value, int root = 0);
 
   const CommStats &stats() const { return commStats; }
-
-  struct Impl;
+  /// Where the collectives run (the CPU for Gloo, a CUDA device for NCCL); tensors elsewhere
+  /// are copied there and back.
+  torch::Device device() const;
 
 private:
   TensorParallelGroup(std::unique_ptr<Impl> impl, int rank, int size);

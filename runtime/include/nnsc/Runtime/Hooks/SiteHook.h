@@ -81,8 +81,8 @@ public:
 };
 
 /// A SiteHook from a function (tests, tools, quick experiments).
-using SiteFn = std::function<void(int site, torch::Tensor &value,
-                                  std::span<const TokenGroup> groups)>;
+using SiteFn =
+    std::function<void(int site, torch::Tensor &value, std::span<const TokenGroup> groups)>;
 std::shared_ptr<SiteHook> makeSiteHook(SiteFn fn);
 
 } // namespace nnsc

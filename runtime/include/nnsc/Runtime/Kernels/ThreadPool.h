@@ -39,8 +39,7 @@ public:
 
   /// Runs `f(part, parts)` for every part, as run().
   template <typename F> void parallel(const F &f) {
-    run([](const void *c, int part, int parts) { (*static_cast<const F *>(c))(part, parts); },
-        &f);
+    run([](const void *c, int part, int parts) { (*static_cast<const F *>(c))(part, parts); }, &f);
   }
 
   /// The process-wide pool with `threads` threads, recreated when the count changes.

@@ -10,12 +10,14 @@
 #define NNSC_RUNTIME_MODELS_MODELLOADER_H
 
 #include "nnsc/Runtime/Backend/ModelBackend.h"
+#include "nnsc/Runtime/Distributed/TensorParallelGroup.h"
 #include "nnsc/Runtime/Models/CausalLM.h"
 #include "nnsc/Runtime/Tokenizer/Tokenizer.h"
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,9 +32,10 @@ struct ModelLoadOptions {
   std::string device = "cpu";
   /// Called with (tensors loaded, tensors in total) while the weights load.
   std::function<void(int64_t, int64_t)> progress;
-  /// The ranks to split the model over (tensor parallelism; CPU only), or null: this rank
-  /// loads only its shard of the weights.
-  std::shared_ptr<TensorParallelGroup> tensorParallel;
+  /// This process's rank when the model is split over ranks (tensor parallelism), or
+  /// nothing: it loads only its shard of the weights and joins the others, with Gloo on the
+  /// CPU and NCCL on CUDA device localRank.
+  std::optional<DistributedOptions> distributed;
 };
 
 /// A loaded model, ready to run.
@@ -49,8 +52,8 @@ struct LoadedModel {
 
 /// Loads the model `options` describes. Throws ModelLoadError for a bad model file,
 /// BackendError for a backend that cannot run here, std::invalid_argument for a split the
-/// model does not allow and std::runtime_error for a bad tokenizer, each with a message
-/// naming the file and what is wrong.
+/// model does not allow, DistributedError when the ranks cannot meet and std::runtime_error
+/// for a bad tokenizer, each with a message naming the file and what is wrong.
 LoadedModel loadModel(const ModelLoadOptions &options);
 
 } // namespace nnsc
