@@ -3,7 +3,8 @@ over --tp ranks of one thread each against nns-run on one rank with --threads th
 same cores), on model_bench's 64-request workload (in/out lengths U(32, 256), seeded) and on
 batch-1 decode (128 tokens). Rounds interleave the two configurations; the table gives the
 median and the range. Every TP row also gives rank 0's time in collectives per engine step
-(Gloo over loopback), which is the cost model docs/Distributed.md describes.
+(Gloo over loopback), which is the cost model docs/Distributed.md describes; and
+nnsc-bench-collectives times one all-reduce and one all-gather alone, over 2 and --tp ranks.
 
 usage: .venv/bin/python bench/tp_bench.py [--build DIR] [--model GGUF] [--tp N] [--threads T]
                                           [--rounds R] [--requests N]
@@ -93,7 +94,7 @@ def main():
                for (n, k), rs in results.items() for r in rs)
 
     print("| configuration | %d requests: tok/s | time in collectives per step "
-          "| batch-1 decode tok/s | collectives per decode step |" % a.requests)
+          "| batch-1 decode tok/s | time in collectives per decode step |" % a.requests)
     print("|---|---|---|---|---|")
     for name in names:
         w, d = results[(name, "work")], results[(name, "decode")]
@@ -108,6 +109,17 @@ def main():
     tp_w = statistics.median(r["generated"] / r["seconds"] for r in results[(names[1], "work")])
     base_d = statistics.median(r["decode"] for r in results[(names[0], "decode")])
     tp_d = statistics.median(r["decode"] for r in results[(names[1], "decode")])
+    print()
+    for ranks in sorted({2, a.tp}):
+        port = 29700 + ranks
+        bench = os.path.join(a.build, "bin", "nnsc-bench-collectives")
+        procs = [subprocess.Popen([bench], env=dict(os.environ, RANK=str(r),
+                                                   WORLD_SIZE=str(ranks), MASTER_PORT=str(port)),
+                                  stdout=subprocess.PIPE, text=True) for r in range(ranks)]
+        for line in procs[0].communicate()[0].splitlines():
+            print("- " + line)
+        for p in procs[1:]:
+            p.wait()
     print()
     print("%s vs %s: %.2fx on the %d-request workload, %.2fx on batch-1 decode; greedy "
           "tokens %s (%d rounds, %.0f s)" % (names[1], names[0], tp_w / base_w, a.requests,
