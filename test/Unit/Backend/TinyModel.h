@@ -7,8 +7,9 @@
 
 namespace nnsc::test {
 
-/// A two-layer GQA Llama (4 query heads, 2 KV heads, head_dim 16) with seeded weights.
-inline ModelWeights tinyWeights(torch::ScalarType dtype = torch::kFloat32) {
+/// A two-layer GQA Llama (4 query heads, 2 KV heads, head_dim 16, intermediate 96, vocabulary
+/// 96) with seeded weights: the whole model, or `rank`'s shard of the same weights.
+inline ModelWeights tinyWeights(torch::ScalarType dtype = torch::kFloat32, ShardRank rank = {}) {
   torch::manual_seed(0);
   schema::ModelConfig c;
   c.hidden = 64;
@@ -20,7 +21,7 @@ inline ModelWeights tinyWeights(torch::ScalarType dtype = torch::kFloat32) {
   c.vocab = 96;
   c.maxPositions = 256;
   RandomSource source;
-  return assembleWeights(c, source, dtype, {});
+  return assembleWeights(c, source, dtype, {}, false, rank);
 }
 
 } // namespace nnsc::test

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Support/RandomSource.h"
+#include "Backend/TinyModel.h"
 
 #include "nnsc/Runtime/Backend/CpuBackend.h"
 #include "nnsc/Runtime/Distributed/TensorParallelGroup.h"
@@ -97,24 +97,11 @@ void onRanks(int size, const std::function<void(int, int)> &body) {
   }
 }
 
-/// The tiny GQA Llama (4 heads, 2 KV heads, intermediate 96, vocabulary 96), the whole model
-/// or rank `rank`'s shard of `size`: the same seeded weights either way.
+/// The tiny model (Backend/TinyModel.h) on the CPU: whole, or `group`'s rank's shard.
 std::shared_ptr<CpuBackend> tinyModel(std::shared_ptr<TensorParallelGroup> group = nullptr) {
-  torch::manual_seed(0);
-  schema::ModelConfig c;
-  c.hidden = 64;
-  c.intermediate = 96;
-  c.layers = 2;
-  c.heads = 4;
-  c.kvHeads = 2;
-  c.headDim = 16;
-  c.vocab = 96;
-  c.maxPositions = 256;
-  test::RandomSource source;
   ShardRank rank = group ? ShardRank{group->rank(), group->size()} : ShardRank{};
-  ModelWeights w = assembleWeights(c, source, torch::kFloat32, {}, false, rank);
-  return std::make_shared<CpuBackend>(
-      std::make_shared<CausalLM>(std::move(w), CpuKernels::get(), std::move(group)));
+  return std::make_shared<CpuBackend>(std::make_shared<CausalLM>(
+      test::tinyWeights(torch::kFloat32, rank), CpuKernels::get(), std::move(group)));
 }
 
 /// Greedy completions of two prompts through the engine.
