@@ -13,7 +13,7 @@ import random
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model_bench import ROOT, log, nns_run  # noqa: E402
+from nnsrun import ROOT, log, nns_run  # noqa: E402
 
 
 def main():
@@ -50,7 +50,7 @@ def main():
                     else:
                         os.environ.pop("NNSC_GEMM", None)
                     log("%s, %s, %s" % (name, dtype, variant))
-                    r = nns_run(a, a.build, a.model, prompts, extra + ["--dtype", dtype])
+                    r = nns_run(a.build, a.model, prompts, extra + ["--dtype", dtype])
                     best[variant] = max(best[variant], rate(r))
             os.environ.pop("NNSC_GEMM", None)
             print("| %s | %s | %.1f | %.1f | %.2f |" % (name, dtype, best["nnsc"],

@@ -23,17 +23,16 @@ Progress goes to stderr; the results table (Markdown) to stdout.
 """
 
 import argparse
-import json
 import os
 import random
-import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from nnsrun import ROOT, log, nns_run
+
 HIDDEN, LAYERS = 576, 30
 
 # name -> (trace source or None for plain requests, needs the steering param)
@@ -56,10 +55,6 @@ EXPERIMENTS = {
 }
 DEFAULT_EXPERIMENTS = ["none", "steering, layer 12", "last-token capture, layer 8",
                        "capture of every layer"]
-
-
-def log(msg):
-    print("[bench] " + msg, file=sys.stderr, flush=True)
 
 
 def compile_bundles(build, model, workdir, names):
@@ -88,24 +83,14 @@ def steering_vector(workdir):
 
 
 def run_engine(build, model, requests, max_tokens, bundle, steer_file, workdir):
-    prompts = os.path.join(workdir, "prompts.jsonl")
-    with open(prompts, "w") as f:
-        for ids in requests:
-            f.write(json.dumps({"ids": ids}) + "\n")
-    cmd = [os.path.join(build, "bin", "nns-run"), "--model", model, "--prompts", prompts,
-           "--json", "--temperature", "0", "--ignore-eos", "--max-tokens", str(max_tokens)]
+    """Engine seconds (nns-run's own statistics line) and the generated ids per request."""
+    extra = ["--max-tokens", str(max_tokens)]
     if bundle:
-        cmd += ["--bundle", bundle, "--save-dir", os.path.join(workdir, "saves")]
+        extra += ["--bundle", bundle, "--save-dir", os.path.join(workdir, "saves")]
     if steer_file:
-        cmd += ["--param", "steer=@%s:steer" % steer_file]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit("nns-run failed: %s\n%s" % (" ".join(cmd), proc.stderr[-2000:]))
-    stats = next(l for l in proc.stderr.splitlines() if l.startswith("requests "))
-    seconds = float(re.search(r"generated \d+ in ([0-9.e+-]+) s", stats).group(1))
-    outputs = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
-    outputs.sort(key=lambda r: r["request"])
-    return seconds, [r["ids"] for r in outputs]
+        extra += ["--param", "steer=@%s:steer" % steer_file]
+    r = nns_run(build, model, [{"ids": ids} for ids in requests], extra, quiet=True)
+    return r["seconds"], r["ids"]
 
 
 def nnsight_experiment(lm, name, ids, max_tokens, steer):

@@ -17,43 +17,15 @@ Progress goes to stderr; the results table (Markdown) to stdout.
 
 import argparse
 import functools
-import json
 import os
 import random
 import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def log(msg):
-    print("[bench] " + msg, file=sys.stderr, flush=True)
-
-
-def nns_run(args, build, model, prompts, extra):
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-        for p in prompts:
-            f.write(json.dumps(p) + "\n")
-    cmd = [os.path.join(build, "bin", "nns-run"), "--model", model, "--prompts", f.name,
-           "--json", "--temperature", "0", "--ignore-eos", *extra]
-    log("$ " + " ".join(cmd))
-    start = time.time()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(proc.stderr)
-    os.unlink(f.name)
-    stats = proc.stderr.splitlines()
-    line = next(l for l in stats if l.startswith("requests "))
-    after = next(l for l in stats if l.startswith("first token after "))
-    m = re.search(r"prompt tokens (\d+), generated (\d+) in ([0-9.e+-]+) s", line)
-    hits = int(re.search(r"prefix cache hit tokens (\d+)", line).group(1))
-    ttft, decode = re.search(r"after ([0-9.e+-]+) s, then ([0-9.e+-]+) tok/s", after).groups()
-    return dict(prompt=int(m.group(1)), generated=int(m.group(2)), seconds=float(m.group(3)),
-                hits=hits, ttft=float(ttft), decode=float(decode), wall=time.time() - start)
+from nnsrun import ROOT, log, nns_run
 
 
 def parameter_count(model):
@@ -152,7 +124,7 @@ def main():
         rates = {}
         for dtype in fractions:
             log("batch-1 decode, %s, round %d/%d" % (dtype, rnd + 1, a.decode_rounds))
-            rates[dtype] = nns_run(a, a.build, a.model, short,
+            rates[dtype] = nns_run(a.build, a.model, short,
                                    ["--max-tokens", "128", "--dtype", dtype])["decode"]
         after = measure_bandwidth()
         bandwidth = max(before, after)
@@ -174,7 +146,7 @@ def main():
     log("prefill: 16 prompts x 512 tokens, fp32")
     long_prompts = [{"ids": [rng.randrange(1, 49152) for _ in range(512)], "max_tokens": 1}
                     for _ in range(16)]
-    r = nns_run(a, a.build, a.model, long_prompts, ["--max-tokens", "1"])
+    r = nns_run(a.build, a.model, long_prompts, ["--max-tokens", "1"])
     rows.append(("prefill fp32 (16 x 512 tokens)", "%.0f tok/s" % (r["prompt"] / r["seconds"])))
 
     log("prefix cache: 32 prompts sharing a 480-token prefix")
@@ -182,8 +154,8 @@ def main():
     shared = [{"ids": prefix + [rng.randrange(1, 49152) for _ in range(32)], "max_tokens": 1}
               for _ in range(32)]
     limit = ["--max-tokens", "1", "--max-num-batched-tokens", "1024"]
-    on = nns_run(a, a.build, a.model, shared, limit)
-    off = nns_run(a, a.build, a.model, shared, limit + ["--no-prefix-caching"])
+    on = nns_run(a.build, a.model, shared, limit)
+    off = nns_run(a.build, a.model, shared, limit + ["--no-prefix-caching"])
     rows.append(("prefix cache (32 x 512 tokens, 480 shared)",
                  "%.2f s vs %.2f s without: %.1fx (%d hit tokens)"
                  % (on["seconds"], off["seconds"], off["seconds"] / on["seconds"], on["hits"])))
@@ -193,7 +165,7 @@ def main():
     params = parameter_count(a.model)
     for dtype in a.dtypes.split(","):
         log("throughput %s: 64 requests, in/out lengths U(32, 256)" % dtype)
-        r = nns_run(a, a.build, a.model, work, ["--max-tokens", "256", "--dtype", dtype])
+        r = nns_run(a.build, a.model, work, ["--max-tokens", "256", "--dtype", dtype])
         ours = r["generated"] / r["seconds"]
         rows.append(("throughput %s, 64 requests" % dtype,
                      "%d tokens in %.1f s = %.1f tok/s, %.0f GFLOP/s"

@@ -30,9 +30,9 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from nnsrun import ROOT, log, parse_stats, run_measured
+
 DECODE_PROMPT = "The capital of France is"
 
 # Runs inside the bench-only venv: one measurement, printed as one JSON line.
@@ -57,24 +57,6 @@ print(json.dumps({"ttft": first - start, "decode_seconds": end - first, "tokens"
 """
 
 
-def log(msg):
-    print("[peer] " + msg, file=sys.stderr, flush=True)
-
-
-def run_measured(cmd, env=None):
-    """Runs cmd to the end; returns (stdout, stderr, peak RSS in bytes) of that process."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read().decode(), err.read().decode()
-    if proc.returncode != 0:
-        sys.exit("%s failed (%d):\n%s" % (cmd[0], proc.returncode, stderr[-4000:]))
-    return stdout, stderr, usage.ru_maxrss * 1024
-
-
 def nns_run(a, ids, max_tokens, quantized):
     env = dict(os.environ, NNSC_QUANT_DECODE="on" if quantized else "off")
     cmd = [os.path.join(a.build, "bin", "nns-run"), "--model", a.model,
@@ -82,13 +64,11 @@ def nns_run(a, ids, max_tokens, quantized):
            "--ignore-eos", "--temperature", "0", "--threads", str(a.threads), "--json",
            "--max-model-len", "1024"]
     stdout, stderr, rss = run_measured(cmd, env)
-    after = re.search(r"first token after ([0-9.e+-]+) s(?:, then ([0-9.e+-]+) tok/s)?", stderr)
-    if not after:
+    stats = parse_stats(stderr)
+    if stats["ttft"] is None:
         sys.exit("nns-run printed no timing line:\n" + stderr)
     tokens = json.loads(stdout.splitlines()[0])["ids"]
-    return dict(ttft=float(after.group(1)),
-                decode=float(after.group(2)) if after.group(2) else None,
-                rss=rss, tokens=tokens)
+    return dict(ttft=stats["ttft"], decode=stats["decode"], rss=rss, tokens=tokens)
 
 
 def llama_cpp(a, ids, max_tokens):

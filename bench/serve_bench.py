@@ -11,25 +11,18 @@ Progress goes to stderr; the results table (Markdown) to stdout.
 
 import argparse
 import concurrent.futures
-import json
 import os
 import random
-import re
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
 import httpx
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from nnsrun import ROOT, log, nns_run
+
 sys.path.insert(0, os.path.join(ROOT, "test", "Runtime", "Server"))
 from serve import Server  # noqa: E402
-
-
-def log(msg):
-    print("[bench] " + msg, file=sys.stderr, flush=True)
 
 
 def workload():
@@ -40,17 +33,8 @@ def workload():
 
 def offline(build, model, work):
     """Generated tokens and engine seconds of nns-run on `work` (its own statistics line)."""
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-        for p in work:
-            f.write(json.dumps(p) + "\n")
-    cmd = [os.path.join(build, "bin", "nns-run"), "--model", model, "--prompts", f.name, "--json",
-           "--temperature", "0", "--ignore-eos", "--max-tokens", "256"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    os.unlink(f.name)
-    if proc.returncode != 0:
-        sys.exit(proc.stderr)
-    m = re.search(r"generated (\d+) in ([0-9.e+-]+) s", proc.stderr)
-    return int(m.group(1)), float(m.group(2))
+    r = nns_run(build, model, work, ["--max-tokens", "256"], quiet=True)
+    return r["generated"], r["seconds"]
 
 
 def online(url, name, work):

@@ -13,47 +13,13 @@ Progress goes to stderr; the results table (Markdown) to stdout.
 """
 
 import argparse
-import json
 import os
 import random
-import re
 import statistics
 import subprocess
-import sys
-import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def log(msg):
-    print("[bench] " + msg, file=sys.stderr, flush=True)
-
-
-def nns_run(build, model, prompts, extra):
-    """Runs nns-run on `prompts`; its statistics: generated tokens, seconds, decode tok/s after
-    the first token, and under TP the time in collectives per step."""
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
-        for p in prompts:
-            f.write(json.dumps(p) + "\n")
-    cmd = [os.path.join(build, "bin", "nns-run"), "--model", model, "--prompts", f.name,
-           "--json", "--temperature", "0", "--ignore-eos", *extra]
-    log("$ " + " ".join(cmd))
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    os.unlink(f.name)
-    if proc.returncode != 0:
-        sys.exit(proc.stderr)
-    stats = proc.stderr
-    m = re.search(r"generated (\d+) in ([0-9.e+-]+) s", stats)
-    decode = re.search(r"then ([0-9.e+-]+) tok/s", stats)
-    comm = re.search(r"spent ([0-9.e+-]+) s in (\d+) collectives .* over (\d+) steps: "
-                     r"([0-9.e+-]+) ms per step", stats)
-    ids = [json.loads(line)["ids"] for line in proc.stdout.splitlines() if line.startswith("{")]
-    return dict(generated=int(m.group(1)), seconds=float(m.group(2)),
-                decode=float(decode.group(1)) if decode else 0.0,
-                comm_seconds=float(comm.group(1)) if comm else 0.0,
-                comm_ms_per_step=float(comm.group(4)) if comm else 0.0,
-                steps=int(comm.group(3)) if comm else 0, ids=ids)
+from nnsrun import ROOT, log, nns_run
 
 
 def median_range(values, fmt):
