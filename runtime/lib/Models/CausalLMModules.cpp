@@ -1,13 +1,15 @@
 //===- CausalLMModules.cpp - one module applied on its own ------*- C++ -*-===//
 //
-// The module calls of traces (`norm(h)`, `lm_head(x)`, `layers[3].mlp(x)`): the same weights
-// and arithmetic as the forward pass, on any [rows, in] value, with no hooks and no cache.
+// The module calls of traces (`norm(h)`, `lm_head(x)`, `layers[3].mlp(x)`): the same weights,
+// kernels and arithmetic as the forward pass (linear() with the weight's GGUF blocks, the
+// device's RMSNorm, siluMul), on any [..., in] value, with no hooks and no cache.
 //
 //===----------------------------------------------------------------------===//
 
 #include "nnsc/Runtime/Models/CausalLM.h"
 
-#include "nnsc/Runtime/Layers/RMSNorm.h"
+#include "nnsc/Runtime/Layers/Linear.h"
+#include "nnsc/Runtime/Layers/SiluMul.h"
 
 #include <stdexcept>
 
@@ -22,31 +24,41 @@ torch::Tensor CausalLM::applyModule(int module, const torch::Tensor &input) cons
   // This rank's sizes (the whole model's on one rank).
   const int64_t q = local.heads * c.headDim, kv = local.kvHeads * c.headDim;
   const int64_t inter = local.intermediate;
-  auto rows = [](const torch::Tensor &t, int64_t begin, int64_t count) {
-    return t.narrow(0, begin, count);
+  // Rows [begin, begin + count) of a fused weight, its bias and its GGUF blocks.
+  struct Rows {
+    torch::Tensor weight, bias;
+    QuantizedMatrix quant;
   };
-  auto biasRows = [](const torch::Tensor &bias, int64_t begin, int64_t count) {
-    return bias.defined() ? bias.narrow(0, begin, count) : torch::Tensor();
+  auto rows = [](const torch::Tensor &weight, const torch::Tensor &bias,
+                 const QuantizedMatrix &quant, int64_t begin, int64_t count) {
+    return Rows{weight.narrow(0, begin, count),
+                bias.defined() ? bias.narrow(0, begin, count) : torch::Tensor(),
+                quant.defined() ? quant.narrowRows(begin, count) : QuantizedMatrix()};
   };
   auto checkWidth = [&](int64_t width) {
     if (input.size(-1) != width)
       throw std::invalid_argument("module '" + m.path + "' takes width " + std::to_string(width) +
                                   ", got " + std::to_string(input.size(-1)));
   };
-  auto linear = [](const torch::Tensor &in, const torch::Tensor &weight,
-                   const torch::Tensor &bias) {
-    return bias.defined() ? at::linear(in, weight, bias) : at::linear(in, weight);
+  // The forward pass's linear() on the rows of a value of any rank.
+  auto linear = [](const torch::Tensor &in, const torch::Tensor &weight, const torch::Tensor &bias,
+                   const QuantizedMatrix &quant) {
+    torch::Tensor out =
+        nnsc::linear(in.reshape({-1, in.size(-1)}).contiguous(), weight, bias, quant);
+    std::vector<int64_t> shape(in.sizes().begin(), in.sizes().end());
+    shape.back() = out.size(-1);
+    return out.view(shape);
   };
   // A column-parallel projection: this rank's output channels, gathered whole.
-  auto columnParallel = [&](const torch::Tensor &weight, const torch::Tensor &bias,
-                            ShardAxis axis) {
-    checkWidth(weight.size(1));
-    torch::Tensor out = linear(input, weight, bias);
+  auto columnParallel = [&](const Rows &r, ShardAxis axis) {
+    checkWidth(r.weight.size(1));
+    torch::Tensor out = linear(input, r.weight, r.bias, r.quant);
     return tp ? gatherShards(out, out.dim() - 1, axis) : out;
   };
   // A row-parallel projection: this rank's input channels, partial sums all-reduced.
-  auto rowParallel = [&](const torch::Tensor &in, const torch::Tensor &weight, ShardAxis axis) {
-    torch::Tensor out = linear(tp ? shardOf(in, in.dim() - 1, axis) : in, weight, {});
+  auto rowParallel = [&](const torch::Tensor &in, const torch::Tensor &weight,
+                         const QuantizedMatrix &quant, ShardAxis axis) {
+    torch::Tensor out = linear(tp ? shardOf(in, in.dim() - 1, axis) : in, weight, {}, quant);
     reducePartial(out);
     return out;
   };
@@ -57,7 +69,7 @@ torch::Tensor CausalLM::applyModule(int module, const torch::Tensor &input) cons
   };
   if (m.path == "lm_head") {
     checkWidth(c.hidden);
-    torch::Tensor logits = at::linear(input, w.lmHead);
+    torch::Tensor logits = linear(input, w.lmHead, {}, w.lmHeadQuant);
     if (!tp)
       return logits;
     const int64_t rowsIn = logits.numel() / logits.size(-1);
@@ -77,33 +89,35 @@ torch::Tensor CausalLM::applyModule(int module, const torch::Tensor &input) cons
   if (name == "post_attention_layernorm")
     return norm(l.postNorm);
   if (name == "q_proj")
-    return columnParallel(rows(l.qkv, 0, q), biasRows(l.qkvBias, 0, q), ShardAxis::Heads);
+    return columnParallel(rows(l.qkv, l.qkvBias, l.qkvQuant, 0, q), ShardAxis::Heads);
   if (name == "k_proj")
-    return columnParallel(rows(l.qkv, q, kv), biasRows(l.qkvBias, q, kv), ShardAxis::KVHeads);
+    return columnParallel(rows(l.qkv, l.qkvBias, l.qkvQuant, q, kv), ShardAxis::KVHeads);
   if (name == "v_proj")
-    return columnParallel(rows(l.qkv, q + kv, kv), biasRows(l.qkvBias, q + kv, kv),
-                          ShardAxis::KVHeads);
+    return columnParallel(rows(l.qkv, l.qkvBias, l.qkvQuant, q + kv, kv), ShardAxis::KVHeads);
   if (name == "o_proj") {
     checkWidth(c.heads * c.headDim);
-    return rowParallel(input, l.o, ShardAxis::Heads);
+    return rowParallel(input, l.o, l.oQuant, ShardAxis::Heads);
   }
   if (name == "gate_proj")
-    return columnParallel(rows(l.gateUp, 0, inter), {}, ShardAxis::Intermediate);
+    return columnParallel(rows(l.gateUp, {}, l.gateUpQuant, 0, inter), ShardAxis::Intermediate);
   if (name == "up_proj")
-    return columnParallel(rows(l.gateUp, inter, inter), {}, ShardAxis::Intermediate);
+    return columnParallel(rows(l.gateUp, {}, l.gateUpQuant, inter, inter), ShardAxis::Intermediate);
   if (name == "down_proj") {
     checkWidth(c.intermediate);
-    return rowParallel(input, l.down, ShardAxis::Intermediate);
+    return rowParallel(input, l.down, l.downQuant, ShardAxis::Intermediate);
   }
   if (name == "act_fn")
     return at::silu(input);
   if (name == "mlp") {
+    // The layer's MLP with every site unbound: gate/up in one GEMM, SiLU fused into the
+    // product, down_proj's partial sums reduced.
     checkWidth(c.hidden);
-    torch::Tensor gu = at::linear(input, l.gateUp);
-    torch::Tensor act = at::silu(gu.narrow(-1, 0, inter)) * gu.narrow(-1, inter, inter);
-    torch::Tensor out = at::linear(act, l.down);
+    torch::Tensor gu =
+        nnsc::linear(input.reshape({-1, c.hidden}).contiguous(), l.gateUp, {}, l.gateUpQuant);
+    torch::Tensor act = siluMul(gu.narrow(1, 0, inter), gu.narrow(1, inter, inter));
+    torch::Tensor out = nnsc::linear(act, l.down, {}, l.downQuant);
     reducePartial(out);
-    return out;
+    return out.view(input.sizes());
   }
   throw std::invalid_argument("module '" + m.path + "' (" + m.type +
                               ") cannot be called from a bundle");

@@ -1,12 +1,12 @@
 //===- CausalLM.h - Llama-family decoder over a flat batch ------*- C++ -*-===//
 //
 // One forward pass of Llama / Qwen2 / Qwen3 / Mistral over the flat [total_tokens, hidden]
-// batch of a step, with paged attention and hook points. Layers that no request hooks run
-// the fused path (one GEMM for q/k/v and one for gate/up, residual adds fused into the o_proj
-// and down_proj GEMMs); a layer with a bound site runs the transformers-shaped path that
-// materializes each site's value, in schema order, with transformers' semantics: a site's
+// batch of a step, with paged attention and hook points. There is one layer path
+// (DecoderLayer.cpp): with no site bound it is the fused path (one GEMM for q/k/v and one for
+// gate/up, residual adds fused into the o_proj and down_proj GEMMs); a bound site splits only
+// the fusion that would hide its value, and fires with transformers' semantics: a site's
 // value is what the module's hook would see, and a replaced value flows only where the
-// module's hook return value would flow.
+// module's hook return value would flow. Module calls (applyModule) run the same kernels.
 //
 // Under tensor parallelism (a TensorParallelGroup and ModelWeights::shard) each rank runs its
 // shard of every layer (TensorShard.h); o_proj's and down_proj's partial sums are all-reduced,
@@ -92,9 +92,12 @@ private:
   /// Which dimension of the model a sharded site's value is split along.
   enum class ShardAxis { Heads, KVHeads, Intermediate };
 
-  void fusedLayer(int64_t index, torch::Tensor &x, StepState &step) const;
-  void hookedLayer(int64_t index, torch::Tensor &x, StepState &step,
-                   const HookDispatch &hooks) const;
+  /// One decoder layer on the step's rows, x updated in place: the schedule in
+  /// DecoderLayer.cpp, the only layer code. `hooks` is null or binds none of the layer's
+  /// sites on most layers; each site then costs one branch and the fused kernels run.
+  void decoderLayer(int64_t index, torch::Tensor &x, StepState &step,
+                    const HookDispatch *hooks) const;
+  friend class DecoderLayer;
   /// q [T, heads, D], k/v [T, kv_heads, D] -> attention output [T, heads * D], after q/k
   /// RoPE and storing k/v in the layer's cache.
   torch::Tensor attention(int64_t index, torch::Tensor q, torch::Tensor k, torch::Tensor v,

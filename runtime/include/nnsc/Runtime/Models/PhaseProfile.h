@@ -140,6 +140,12 @@ private:
   Clock::time_point start;
 };
 
+/// Runs `f` with its wall time charged to `phase`: `timed(Phase::Norm, [&] { ... })`.
+template <typename F> decltype(auto) timed(Phase phase, F &&f) {
+  ScopedPhase scope(phase);
+  return f();
+}
+
 } // namespace nnsc
 
 #endif // NNSC_RUNTIME_MODELS_PHASEPROFILE_H
