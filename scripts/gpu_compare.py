@@ -1,6 +1,8 @@
 """scripts/gpu-check's comparisons and measurements: nns-run on the CUDA backend against the
 CPU backend on random Llama models written by transformers on this machine (no model files
-travel to a GPU machine), then decode, prefill and throughput on a larger random Llama.
+travel to a GPU machine), then decode, prefill and throughput on a larger random Llama, with
+transformers on the same GPU, model and dtype as the peer. A failing stage is reported and the
+next one still runs.
 
 usage: gpu_compare.py BUILD_DIR [--bench 0|1] [--bundles DIR]
        gpu_compare.py BUILD_DIR --compile-bundles OUT   (on the development machine)
@@ -13,6 +15,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 import torch
 from safetensors.torch import load_file
@@ -32,18 +35,26 @@ GPU_PROGRAMS = {
     "probe-stop": "trace { p = layers[1].output.sum(dim=-1).save(); stop() }",
 }
 TINY = ("tiny", (64, 4, 4, 2, 96, 128))
+# (name, (hidden, layers, heads, kv_heads, intermediate, vocab), tied embeddings): the bundled
+# SmolLM2's shapes (its GGUF is larger than what a call to the GPU machine carries).
+COMPARED = [TINY + (False,), ("small", (256, 6, 8, 4, 512, 1000), False),
+            ("smollm2-shaped", (576, 30, 9, 3, 1536, 49152), True)]
+
+
+class RunFailed(Exception):
+    pass
 
 
 def log(msg):
     print(msg, flush=True)
 
 
-def make_llama(path, hidden, layers, heads, kv_heads, intermediate, vocab, dtype):
+def make_llama(path, hidden, layers, heads, kv_heads, intermediate, vocab, dtype, tied=False):
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=intermediate,
                          num_hidden_layers=layers, num_attention_heads=heads,
                          num_key_value_heads=kv_heads, max_position_embeddings=4096,
-                         torch_dtype=dtype)
+                         tie_word_embeddings=tied, torch_dtype=dtype)
     LlamaForCausalLM(config).to(dtype).save_pretrained(path)
     return path
 
@@ -54,10 +65,14 @@ def nns_run(build, model, device, prompts, extra):
             f.write(json.dumps(p) + "\n")
     cmd = [os.path.join(build, "bin", "nns-run"), "--model", model, "--device", device,
            "--prompts", f.name, "--json", "--temperature", "0"] + extra
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    os.unlink(f.name)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    except subprocess.TimeoutExpired as e:
+        raise RunFailed(f"{' '.join(cmd)} ran past 240 s:\n{(e.stderr or b'')[-3000:]}")
+    finally:
+        os.unlink(f.name)
     if proc.returncode != 0:
-        sys.exit(f"FAIL: {' '.join(cmd)}\n{proc.stderr[-2000:]}")
+        raise RunFailed(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
     ids = [json.loads(line)["ids"] for line in proc.stdout.splitlines()]
     m = re.search(r"generated (\d+) in ([0-9.e+-]+) s", proc.stderr)
     first = re.search(r"first token after ([0-9.e+-]+) s, then ([0-9.e+-]+) tok/s", proc.stderr)
@@ -67,23 +82,30 @@ def nns_run(build, model, device, prompts, extra):
 def compare(build, work):
     failed = 0
     rng = random.Random(0)
-    for name, dims in [TINY, ("small", (256, 6, 8, 4, 512, 1000))]:
-        model = make_llama(os.path.join(work, name), *dims, torch.float32)
+    for name, dims, tied in COMPARED:
+        model = make_llama(os.path.join(work, name), *dims, torch.float32, tied)
         vocab = dims[-1]
         prompts = [{"ids": [rng.randrange(1, vocab) for _ in range(rng.randint(3, 40))]}
                    for _ in range(8)]
         logits = {}
         tokens = {}
-        for device in ("cpu", "cuda"):
-            dump = os.path.join(work, f"{name}.{device}.safetensors")
-            tokens[device] = nns_run(build, model, device, prompts,
-                                     ["--max-tokens", "12", "--dump-logits", dump])[0]
-            logits[device] = load_file(dump)
+        try:
+            for device in ("cpu", "cuda"):
+                dump = os.path.join(work, f"{name}.{device}.safetensors")
+                tokens[device] = nns_run(build, model, device, prompts,
+                                         ["--max-tokens", "12", "--dump-logits", dump])[0]
+                logits[device] = load_file(dump)
+        except RunFailed as e:
+            failed += 1
+            log(f"FAIL {name} Llama {dims}: {e}")
+            continue
         worst = max(float((logits["cpu"][k] - logits["cuda"][k]).abs().max()) for k in logits["cpu"])
         ok = tokens["cpu"] == tokens["cuda"] and worst <= 1e-3
         failed += not ok
         log(f"{'PASS' if ok else 'FAIL'} {name} Llama {dims}: 8 prompts x 12 tokens, tokens "
             f"{'equal' if tokens['cpu'] == tokens['cuda'] else 'DIFFER'}, max logit diff {worst:.2e}")
+        if tokens["cpu"] != tokens["cuda"]:
+            log(f"  cpu  {tokens['cpu']}\n  cuda {tokens['cuda']}")
     return failed
 
 
@@ -113,11 +135,16 @@ def compare_bundles(build, work, bundles):
     failed = 0
     for name in GPU_PROGRAMS:
         dirs = {}
-        for device in ("cpu", "cuda"):
-            dirs[device] = os.path.join(work, f"saves-{name}-{device}")
-            nns_run(build, model, device, prompts,
-                    ["--max-tokens", "6", "--bundle", os.path.join(bundles, name + ".nnsb"),
-                     "--save-dir", dirs[device]])
+        try:
+            for device in ("cpu", "cuda"):
+                dirs[device] = os.path.join(work, f"saves-{name}-{device}")
+                nns_run(build, model, device, prompts,
+                        ["--max-tokens", "6", "--bundle", os.path.join(bundles, name + ".nnsb"),
+                         "--save-dir", dirs[device]])
+        except RunFailed as e:
+            failed += 1
+            log(f"FAIL bundle {name}: {e}")
+            continue
         error, worst = compare_dirs(dirs["cpu"], dirs["cuda"], 1e-3)
         failed += error is not None
         log(f"{'FAIL' if error else 'PASS'} bundle {name} on cuda vs cpu: "
@@ -126,21 +153,69 @@ def compare_bundles(build, work, bundles):
 
 
 def measure(build, work):
+    """nns-run --device cuda and transformers on the same random 1.1B Llama in bf16, same GPU:
+    batch-1 decode, a 2048-token prefill, and 64 requests of 32-256 prompt tokens generating 256
+    tokens each (transformers batched, left padding: what a user would run)."""
     model = make_llama(os.path.join(work, "bench"), 2048, 16, 16, 8, 5632, 32000, torch.bfloat16)
     rng = random.Random(0)
     one = [{"ids": [rng.randrange(1, 32000) for _ in range(16)]}]
-    _, n, secs, ttft, decode = nns_run(build, model, "cuda", one,
-                                       ["--max-tokens", "256", "--ignore-eos", "--dtype", "bf16"])
-    log(f"batch-1 decode (random Llama 1.1B, bf16): {decode:.1f} tok/s")
     long = [{"ids": [rng.randrange(1, 32000) for _ in range(2048)]}]
-    _, _, _, ttft, _ = nns_run(build, model, "cuda", long,
-                               ["--max-tokens", "1", "--dtype", "bf16"])
-    log(f"prefill, 2048 tokens: {ttft:.3f} s = {2048 / ttft:.0f} tok/s")
-    work64 = [{"ids": [rng.randrange(1, 32000) for _ in range(rng.randint(32, 256))],
-               "max_tokens": rng.randint(32, 256)} for _ in range(64)]
-    _, n, secs, _, _ = nns_run(build, model, "cuda", work64,
-                               ["--max-tokens", "256", "--ignore-eos", "--dtype", "bf16"])
-    log(f"throughput, 64 requests: {n} tokens in {secs:.2f} s = {n / secs:.0f} tok/s")
+    work64 = [{"ids": [rng.randrange(1, 32000) for _ in range(rng.randint(32, 256))]}
+              for _ in range(64)]
+    bf16 = ["--ignore-eos", "--dtype", "bf16"]
+    results = {}
+    try:
+        _, _, _, _, results["decode"] = nns_run(build, model, "cuda", one, ["--max-tokens", "256"] + bf16)
+        _, _, _, ttft, _ = nns_run(build, model, "cuda", long, ["--max-tokens", "1"] + bf16)
+        results["prefill"] = 2048 / ttft
+        _, n, secs, _, _ = nns_run(build, model, "cuda", work64, ["--max-tokens", "256"] + bf16)
+        results["throughput"] = n / secs
+    except RunFailed as e:
+        log(f"FAIL measuring nns-run: {e}")
+    peer = transformers_peer(model, one, long, work64)
+    log("random Llama 1.1B (hidden 2048, 16 layers, GQA 16/8), bf16, same GPU:")
+    log(f"  {'':28} {'nns-run':>10} {'transformers':>13} {'ratio':>6}")
+    for key, label in [("decode", "batch-1 decode, tok/s"), ("prefill", "prefill 2048, tok/s"),
+                       ("throughput", "64 requests x 256, tok/s")]:
+        ours, theirs = results.get(key), peer.get(key)
+        ratio = f"{ours / theirs:.2f}x" if ours and theirs else "-"
+        log(f"  {label:28} {ours or float('nan'):10.1f} {theirs or float('nan'):13.1f} {ratio:>6}")
+
+
+def transformers_peer(path, one, long, work64):
+    """transformers' generate (greedy, eager-free default attention, bf16) on the same GPU."""
+    out = {}
+    try:
+        model = LlamaForCausalLM.from_pretrained(path, torch_dtype=torch.bfloat16).cuda().eval()
+        gen = lambda ids, n, **kw: model.generate(ids, max_new_tokens=n, min_new_tokens=n,
+                                                 do_sample=False, pad_token_id=0, **kw)
+
+        def timed(fn):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            fn()
+            torch.cuda.synchronize()
+            return time.perf_counter() - start
+
+        ids = torch.tensor([one[0]["ids"]], device="cuda")
+        gen(ids, 8)  # warm-up
+        first = timed(lambda: gen(ids, 1))
+        out["decode"] = 255 / (timed(lambda: gen(ids, 256)) - first)
+        long_ids = torch.tensor([long[0]["ids"]], device="cuda")
+        with torch.no_grad():
+            model(long_ids)
+            out["prefill"] = 2048 / timed(lambda: model(long_ids))
+        width = max(len(p["ids"]) for p in work64)
+        batch = torch.zeros(len(work64), width, dtype=torch.long)
+        mask = torch.zeros(len(work64), width, dtype=torch.long)
+        for i, p in enumerate(work64):
+            batch[i, width - len(p["ids"]):] = torch.tensor(p["ids"])
+            mask[i, width - len(p["ids"]):] = 1
+        out["throughput"] = len(work64) * 256 / timed(
+            lambda: gen(batch.cuda(), 256, attention_mask=mask.cuda()))
+    except Exception as e:  # the peer is a measurement, not a check: report and go on
+        log(f"transformers peer failed: {type(e).__name__}: {e}")
+    return out
 
 
 def main():
@@ -157,11 +232,15 @@ def main():
     if not torch.cuda.is_available():
         sys.exit("gpu_compare.py: no CUDA device")
     with tempfile.TemporaryDirectory() as work:
+        start = time.time()
         failed = compare(a.build, work)
+        log(f"({time.time() - start:.0f} s)")
         if a.bundles:
             failed += compare_bundles(a.build, work, a.bundles)
+            log(f"({time.time() - start:.0f} s)")
         if a.bench:
             measure(a.build, work)
+            log(f"({time.time() - start:.0f} s)")
     sys.exit(1 if failed else 0)
 
 
