@@ -76,7 +76,9 @@ def nns_run(build, model, device, prompts, extra):
     ids = [json.loads(line)["ids"] for line in proc.stdout.splitlines()]
     m = re.search(r"generated (\d+) in ([0-9.e+-]+) s", proc.stderr)
     first = re.search(r"first token after ([0-9.e+-]+) s, then ([0-9.e+-]+) tok/s", proc.stderr)
-    return ids, int(m.group(1)), float(m.group(2)), float(first.group(1)), float(first.group(2))
+    # A run that generated nothing (stop() in every request) prints no rates.
+    ttft, decode = (float(first.group(1)), float(first.group(2))) if first else (None, None)
+    return ids, int(m.group(1)), float(m.group(2)), ttft, decode
 
 
 def compare(build, work):
@@ -166,11 +168,14 @@ def measure(build, work):
     results = {}
     try:
         _, _, _, _, results["decode"] = nns_run(build, model, "cuda", one, ["--max-tokens", "256"] + bf16)
-        _, _, _, ttft, _ = nns_run(build, model, "cuda", long, ["--max-tokens", "1"] + bf16)
+        _, _, _, ttft, _ = nns_run(build, model, "cuda", long,
+                                   ["--max-tokens", "2", "--max-model-len", "4096"] + bf16)
+        if ttft is None:
+            raise RunFailed("the 2048-token prompt generated nothing")
         results["prefill"] = 2048 / ttft
         _, n, secs, _, _ = nns_run(build, model, "cuda", work64, ["--max-tokens", "256"] + bf16)
         results["throughput"] = n / secs
-    except RunFailed as e:
+    except (RunFailed, TypeError) as e:
         log(f"FAIL measuring nns-run: {e}")
     peer = transformers_peer(model, one, long, work64)
     log("random Llama 1.1B (hidden 2048, 16 layers, GQA 16/8), bf16, same GPU:")

@@ -42,7 +42,7 @@ Runs prompts through the paged-attention engine with continuous batching.
   --top-k K, --top-p P, --seed S, --ignore-eos
   --dtype fp32|bf16          compute dtype (default fp32)
   --device cpu|cuda          model backend (default cpu); cuda needs a build with nvcc and a
-                             GPU, and runs no bundles
+                             GPU, and bundles compiled with --target=cuda
   --threads N                intra-op threads (default 2; per rank with tensor parallelism:
                              the cores split over the ranks)
   --tensor-parallel-size N   split the model over N ranks (processes, CPU, Gloo): started here,
