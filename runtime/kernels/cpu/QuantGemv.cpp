@@ -43,13 +43,12 @@ const char *quantFormatName(QuantFormat format) {
 bool quantIsaSupported(QuantIsa isa) {
   static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                            __builtin_cpu_supports("f16c");
-  // The AVX-512 variant has not yet run on an AVX-512 CPU (it was written on an AVX2-only
-  // one): until it has, it is used, and tested, only where NNSC_QUANT_AVX512=1 asks for it.
-  static const bool optIn = [] {
+  // NNSC_QUANT_AVX512=0 keeps an AVX-512 CPU on the AVX2 kernels, for A/B measurements.
+  static const bool optOut = [] {
     const char *v = std::getenv("NNSC_QUANT_AVX512");
-    return v && std::string(v) == "1";
+    return v && std::string(v) == "0";
   }();
-  static const bool avx512 = avx2 && optIn && __builtin_cpu_supports("avx512f") &&
+  static const bool avx512 = avx2 && !optOut && __builtin_cpu_supports("avx512f") &&
                              __builtin_cpu_supports("avx512bw") &&
                              __builtin_cpu_supports("avx512vl");
   return isa == QuantIsa::Avx2 ? avx2 : avx512;

@@ -1,8 +1,10 @@
 //===- QuantGemvAvx512.cpp - The quantized GEMV on AVX-512 ------*- C++ -*-===//
 //
 // Compiled for AVX-512 F/BW/VL (see runtime/CMakeLists.txt); QuantGemv.cpp calls it only
-// where the CPU has them. 16 fp32 lanes, 32 vector registers: 4 weight rows by 4 activation
-// rows per block of accumulators; a block's 32 weights are two vectors (low, high nibbles).
+// where the CPU has them. 16 fp32 lanes, 32 vector registers: 4 weight rows per block of
+// accumulators for one activation row, 2 weight rows by 4 activation rows for several (4 by 4
+// spills: 10-20% slower at 2-6 rows on a Zen 4, nnsc-bench-quant-gemv); a block's 32 weights
+// are two vectors (low, high nibbles).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,7 +19,7 @@ struct Avx512 {
   using V = __m512;
   static constexpr int W = 16;
   static constexpr int SingleRowBlock = 4;
-  static constexpr int RowBlock = 4;
+  static constexpr int RowBlock = 2;
   static constexpr int BatchBlock = 4;
 
   static V zero() { return _mm512_setzero_ps(); }

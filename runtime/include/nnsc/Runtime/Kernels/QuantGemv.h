@@ -14,8 +14,8 @@
 // nearest even.
 //
 // Two instruction sets, picked at run time: AVX2 + FMA + F16C, the library's baseline
-// (x86-64-v3); AVX-512 (F, BW) only where the CPU has it and NNSC_QUANT_AVX512=1 asks for it
-// (that variant has not yet run on an AVX-512 CPU).
+// (x86-64-v3), and AVX-512 (F, BW, VL) where the CPU has it (NNSC_QUANT_AVX512=0 keeps such a
+// CPU on AVX2, for A/B measurements).
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,7 +38,7 @@ const char *quantFormatName(QuantFormat format);
 /// The instruction sets of the kernels.
 enum class QuantIsa { Avx2, Avx512 };
 
-/// Whether this CPU runs the kernels of `isa` (AVX-512: only with NNSC_QUANT_AVX512=1).
+/// Whether this CPU runs the kernels of `isa` (AVX-512: not with NNSC_QUANT_AVX512=0).
 bool quantIsaSupported(QuantIsa isa);
 
 /// The best instruction set this CPU runs (what quantGemv() uses).
