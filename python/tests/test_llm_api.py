@@ -94,7 +94,8 @@ def test_gil_is_released_while_the_engine_runs(llm):
     0.1 s slice it would wake once per slice instead of every 10 ms."""
     done = threading.Event()
     def work():
-        llm.generate([PROMPT] * 2, max_tokens=30, ignore_eos=True, use_tqdm=False)
+        # Long enough to tell on a fast CPU too (30 tokens took 0.39 s on a Zen 4).
+        llm.generate([PROMPT] * 2, max_tokens=120, ignore_eos=True, use_tqdm=False)
         done.set()
     worker = threading.Thread(target=work)
     start = time.monotonic()

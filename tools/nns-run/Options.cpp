@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <fstream>
 #include <iostream>
+#include <unistd.h>
 
 namespace nnsrun {
 
@@ -17,9 +18,18 @@ int errorRank = -1;
 void setErrorRank(int rank) { errorRank = rank; }
 
 [[noreturn]] void fail(const std::string &message) {
-  std::cerr << "nns-run: error: "
-            << (errorRank >= 0 ? "rank " + std::to_string(errorRank) + ": " : "") << message
-            << "\n";
+  // One write(2) for the whole line: under tensor parallelism every rank shares this stderr,
+  // and a line written piece by piece interleaves with another rank's (a pipe keeps writes of
+  // up to PIPE_BUF bytes whole).
+  const std::string line =
+      "nns-run: error: " + (errorRank >= 0 ? "rank " + std::to_string(errorRank) + ": " : "") +
+      message + "\n";
+  for (size_t done = 0; done < line.size();) {
+    const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
+    if (n <= 0)
+      break;
+    done += size_t(n);
+  }
   std::exit(1);
 }
 
