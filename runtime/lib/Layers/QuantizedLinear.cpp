@@ -5,6 +5,7 @@
 #include "nnsc/Runtime/Kernels/ThreadPool.h"
 
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -15,9 +16,10 @@ namespace {
 /// Below this many weights a product is done before a second thread would wake up.
 constexpr int64_t MinParallelWeights = 64 * 1024;
 
-int64_t parseMaxRows(const char *value) {
+/// NNSC_QUANT_DECODE as a row limit, or nullopt for the per-dtype defaults.
+std::optional<int64_t> parseMaxRows(const char *value) {
   if (!value || std::string(value) == "on" || std::string(value).empty())
-    return QuantDecodeDefaultMaxRows;
+    return std::nullopt;
   const std::string v(value);
   if (v == "off")
     return 0;
@@ -79,9 +81,15 @@ void product(const torch::Tensor &in, const QuantizedMatrix &w, const torch::Ten
 
 } // namespace
 
-int64_t quantDecodeMaxRows() {
-  static const int64_t rows = parseMaxRows(std::getenv("NNSC_QUANT_DECODE"));
-  return rows;
+int64_t quantDecodeMaxRows(torch::ScalarType dtype) {
+  static const std::optional<int64_t> rows = parseMaxRows(std::getenv("NNSC_QUANT_DECODE"));
+  if (rows)
+    return *rows;
+  return dtype == torch::kBFloat16 ? QuantDecodeDefaultMaxRowsBF16 : QuantDecodeDefaultMaxRowsF32;
+}
+
+bool quantDecodeEnabled() {
+  return quantDecodeMaxRows(torch::kFloat32) > 0 || quantDecodeMaxRows(torch::kBFloat16) > 0;
 }
 
 QuantizedMatrix QuantizedMatrix::narrowRows(int64_t begin, int64_t count) const {
@@ -119,7 +127,7 @@ QuantizedMatrix QuantizedMatrix::cat(const std::vector<QuantizedMatrix> &parts) 
 bool quantizedLinearApplies(const torch::Tensor &in, const QuantizedMatrix &w) {
   static const bool supported = kernels::quantIsaSupported(kernels::QuantIsa::Avx2);
   const auto type = in.scalar_type();
-  return supported && w.defined() && in.dim() == 2 && in.size(0) <= quantDecodeMaxRows() &&
+  return supported && w.defined() && in.dim() == 2 && in.size(0) <= quantDecodeMaxRows(type) &&
          in.size(1) == w.cols && (type == torch::kFloat32 || type == torch::kBFloat16) &&
          in.stride(1) == 1 && in.device().is_cpu() && w.blocks.stride(1) == 1;
 }

@@ -307,7 +307,7 @@ TEST(QuantGemvRealBlocks, BundledModelProjectionsMatchTheWidenedWeights) {
     EXPECT_TRUE(dequantize(w).equal(dense)) << name << ": blocks and widened rows differ";
     for (int64_t batch : {1, 2, 4, 7, 12}) {
       const torch::Tensor x = torch::randn({batch, shape[1]});
-      if (batch <= nnsc::quantDecodeMaxRows())
+      if (batch <= nnsc::quantDecodeMaxRows(torch::kFloat32))
         EXPECT_TRUE(nnsc::quantizedLinearApplies(x, w));
       for (QuantIsa isa : supportedIsas())
         expectClose(runKernel(x, w, {}, torch::empty({batch, rows}), false, isa), x, w, {}, {},

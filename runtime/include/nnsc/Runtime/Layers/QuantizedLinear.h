@@ -2,7 +2,7 @@
 //
 // Decode with a batch of a few rows streams every weight once per step. A projection loaded
 // from a Q4_0 / Q4_1 / Q8_0 GGUF tensor keeps the file's blocks next to its widened copy, and
-// up to quantDecodeMaxRows() activation rows the product runs the quantized GEMV kernels
+// up to quantDecodeMaxRows(dtype) activation rows the product runs the quantized GEMV kernels
 // (Kernels/QuantGemv.h) on them: 4.5 bits per weight read instead of 32 (fp32) or 16 (bf16).
 // Longer batches (prefill) keep the widened weights and oneDNN. The choice is per call, on the
 // number of rows; NNSC_QUANT_DECODE switches it (docs/Engine.md, "Quantized decode").
@@ -20,14 +20,20 @@
 
 namespace nnsc {
 
-/// Activation rows up to which a projection with quantized blocks uses them by default: the
-/// crossover measured against oneDNN on the widened weights (docs/Engine.md).
-constexpr int64_t QuantDecodeDefaultMaxRows = 8;
+/// Activation rows up to which a projection with quantized blocks uses them by default, per
+/// activation dtype: the crossovers measured against the widened weights' kernels on a Zen 4
+/// (fp32: 1.4x at 16 rows, 0.7x at 24; bf16: 1.1x at 8, 0.9x at 12; docs/Engine.md).
+constexpr int64_t QuantDecodeDefaultMaxRowsF32 = 16;
+constexpr int64_t QuantDecodeDefaultMaxRowsBF16 = 8;
 
-/// The row limit in force: NNSC_QUANT_DECODE=off (or 0) turns the quantized path off (the
-/// loader then keeps no blocks), NNSC_QUANT_DECODE=N uses it up to N rows; unset or "on"
-/// means QuantDecodeDefaultMaxRows. Read once. Throws std::invalid_argument for another value.
-int64_t quantDecodeMaxRows();
+/// The row limit in force for activations of `dtype`: NNSC_QUANT_DECODE=off (or 0) turns the
+/// quantized path off (the loader then keeps no blocks), NNSC_QUANT_DECODE=N uses it up to N
+/// rows; unset or "on" means the default for the dtype. Read once. Throws
+/// std::invalid_argument for another value.
+int64_t quantDecodeMaxRows(torch::ScalarType dtype);
+
+/// Whether the quantized path is on at all (what the loader asks: keep the blocks or not).
+bool quantDecodeEnabled();
 
 /// A weight [rows, cols] as the rows of ggml blocks of a GGUF tensor, copied from the file.
 struct QuantizedMatrix {
@@ -49,7 +55,7 @@ struct QuantizedMatrix {
 };
 
 /// Whether quantizedLinear() serves in [rows, cols] @ w^T now: `w` is defined, the path is on
-/// and `in` has at most quantDecodeMaxRows() rows, is a CPU fp32 or bf16 matrix with unit
+/// and `in` has at most quantDecodeMaxRows(its dtype) rows, is a CPU fp32 or bf16 matrix with unit
 /// column stride and w.cols columns, and the CPU runs the kernels.
 bool quantizedLinearApplies(const torch::Tensor &in, const QuantizedMatrix &w);
 

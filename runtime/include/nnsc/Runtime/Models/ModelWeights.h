@@ -78,7 +78,7 @@ struct ModelWeights {
   /// std::invalid_argument for a split the model does not allow (TensorShard::of).
   static ModelWeights load(const std::string &path, torch::ScalarType dtype,
                            const LoadProgress &progress = {},
-                           bool keepQuantized = quantDecodeMaxRows() > 0, ShardRank rank = {});
+                           bool keepQuantized = quantDecodeEnabled(), ShardRank rank = {});
 
   /// Bytes of the quantized blocks kept.
   int64_t quantizedBytes() const;
