@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import random
-import re
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,10 @@ import time
 import torch
 from safetensors.torch import load_file
 from transformers import LlamaConfig, LlamaForCausalLM
+
+# bench/nnsrun.py owns the format of nns-run's statistics lines.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+from nnsrun import parse_stats  # noqa: E402
 
 
 # Programs for the "tiny" Llama of compare() (4 layers), compiled on the development machine
@@ -74,11 +77,8 @@ def nns_run(build, model, device, prompts, extra):
     if proc.returncode != 0:
         raise RunFailed(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
     ids = [json.loads(line)["ids"] for line in proc.stdout.splitlines()]
-    m = re.search(r"generated (\d+) in ([0-9.e+-]+) s", proc.stderr)
-    first = re.search(r"first token after ([0-9.e+-]+) s, then ([0-9.e+-]+) tok/s", proc.stderr)
-    # A run that generated nothing (stop() in every request) prints no rates.
-    ttft, decode = (float(first.group(1)), float(first.group(2))) if first else (None, None)
-    return ids, int(m.group(1)), float(m.group(2)), ttft, decode
+    stats = parse_stats(proc.stderr)  # ttft and decode are None when nothing was generated
+    return ids, stats["generated"], stats["seconds"], stats["ttft"], stats["decode"]
 
 
 def compare(build, work):
@@ -178,7 +178,7 @@ def measure(build, work):
         results["prefill"] = 3 * 2048 / (four - alone)
         _, n, secs, _, _ = nns_run(build, model, "cuda", work64, ["--max-tokens", "256"] + bf16)
         results["throughput"] = n / secs
-    except (RunFailed, TypeError) as e:
+    except RunFailed as e:
         log(f"FAIL measuring nns-run: {e}")
     peer = transformers_peer(model, one, long, work64)
     log("random Llama 1.1B (hidden 2048, 16 layers, GQA 16/8), bf16, same GPU:")
@@ -191,7 +191,7 @@ def measure(build, work):
 
 
 def transformers_peer(path, one, long, work64):
-    """transformers' generate (greedy, eager-free default attention, bf16) on the same GPU."""
+    """transformers' generate (greedy, its default attention: SDPA, bf16) on the same GPU."""
     out = {}
     try:
         model = LlamaForCausalLM.from_pretrained(path, torch_dtype=torch.bfloat16).cuda().eval()

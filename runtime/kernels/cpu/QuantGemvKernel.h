@@ -108,7 +108,8 @@ void exactBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
   const int64_t blocks = a.cols / BlockWeights;
   for (int64_t k = 0; k < blocks; ++k) {
     const uint8_t *blk = w + k * Bytes;
-    prefetchNextGroup<RB, Bytes>(w, a.rowBytes, k);
+    if (b == 0) // later activation tiles of these rows find the next group prefetched
+      prefetchNextGroup<RB, Bytes>(w, a.rowBytes, k);
     V d[RB], m[RB];
     for (int i = 0; i < RB; ++i) {
       d[i] = Isa::set1(half(blk + i * a.rowBytes));
@@ -176,7 +177,8 @@ void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
   const int64_t blocks = a.cols / BlockWeights;
   for (int64_t k = 0; k < blocks; ++k) {
     const uint8_t *blk = w + k * Bytes;
-    prefetchNextGroup<RB, Bytes>(w, a.rowBytes, k);
+    if (b == 0)
+      prefetchNextGroup<RB, Bytes>(w, a.rowBytes, k);
     V dot[RB][BB], xsum[BB];
     for (int p = 0; p < Pairs; ++p) {
       V xlo[BB], xhi[BB];
