@@ -8,6 +8,7 @@
 #include "nnsc/Runtime/Kernels/QuantGemv.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "QuantGemvIsa.h"
@@ -38,6 +39,46 @@ const char *quantFormatName(QuantFormat format) {
     return "Q8_0";
   }
   return "?";
+}
+
+namespace {
+
+/// Copies rows between ggml blocks and split rows: `toSplit` gathers each block's fields into
+/// the split row's regions, otherwise they are scattered back into blocks.
+void convertRows(QuantFormat format, const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols,
+                 bool toSplit) {
+  const int64_t bytes = quantBlockBytes(format), blocks = cols / 32;
+  const int64_t quantBytes = format == QuantFormat::Q8_0 ? 32 : 16;
+  const int64_t headerBytes = bytes - quantBytes; // d, or d and m (Q4_1)
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t *in = src + r * blocks * bytes;
+    uint8_t *out = dst + r * blocks * bytes;
+    for (int64_t k = 0; k < blocks; ++k) {
+      // A field at `blockOffset` in block k lies at `rowOffset` in the split row.
+      auto move = [&](int64_t blockOffset, int64_t rowOffset, int64_t size) {
+        if (toSplit)
+          std::memcpy(out + rowOffset, in + k * bytes + blockOffset, size_t(size));
+        else
+          std::memcpy(out + k * bytes + blockOffset, in + rowOffset, size_t(size));
+      };
+      move(0, 2 * k, 2);
+      if (headerBytes == 4)
+        move(2, 2 * blocks + 2 * k, 2);
+      move(headerBytes, headerBytes * blocks + k * quantBytes, quantBytes);
+    }
+  }
+}
+
+} // namespace
+
+void splitQuantRows(QuantFormat format, const uint8_t *src, uint8_t *dst, int64_t rows,
+                    int64_t cols) {
+  convertRows(format, src, dst, rows, cols, /*toSplit=*/true);
+}
+
+void joinQuantRows(QuantFormat format, const uint8_t *src, uint8_t *dst, int64_t rows,
+                   int64_t cols) {
+  convertRows(format, src, dst, rows, cols, /*toSplit=*/false);
 }
 
 bool quantIsaSupported(QuantIsa isa) {

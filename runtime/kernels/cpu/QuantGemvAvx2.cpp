@@ -44,6 +44,14 @@ struct Avx2 {
     lo = _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0x0f)));
     hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
   }
+  /// The n <= 16 fp16 values at `p` widened into out[0, n).
+  static void widenHalves(const uint8_t *p, int n, float *out) {
+    alignas(16) uint16_t h[16] = {};
+    std::memcpy(h, p, size_t(n) * 2);
+    _mm256_store_ps(out, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i *>(h))));
+    _mm256_store_ps(out + 8,
+                    _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i *>(h + 8))));
+  }
   /// The 8 int8 quants at `q`.
   static V q8(const int8_t *q) {
     return _mm256_cvtepi32_ps(

@@ -41,6 +41,11 @@ struct Avx512 {
     lo = _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(0x0f)));
     hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
   }
+  /// The n <= 16 fp16 values at `p` widened into out[0, n).
+  static void widenHalves(const uint8_t *p, int n, float *out) {
+    const __m256i h = _mm256_maskz_loadu_epi16(__mmask16((1u << n) - 1), p);
+    _mm512_store_ps(out, _mm512_cvtph_ps(h));
+  }
   /// The 16 int8 quants at `q`.
   static V q8(const int8_t *q) {
     return _mm512_cvtepi32_ps(

@@ -17,9 +17,11 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace nnsc::kernels {
 namespace { // NOLINT: internal linkage per instruction set, see above
@@ -29,6 +31,18 @@ constexpr int64_t BlockWeights = 32;
 template <QuantFormat F> constexpr int64_t blockBytes() {
   return F == QuantFormat::Q4_0 ? 18 : F == QuantFormat::Q4_1 ? 20 : 34;
 }
+
+/// Where a row's parts lie in the split-row layout (splitQuantRows): the fp16 scales of its
+/// `blocks` blocks, then (Q4_1) their minimums, then their quants.
+template <QuantFormat F> struct SplitRow {
+  static constexpr int64_t QuantBytes = F == QuantFormat::Q8_0 ? 32 : 16;
+  static constexpr int64_t ScaleBytes = blockBytes<F>() - QuantBytes; // scale (+ minimum)
+  static const uint8_t *scales(const uint8_t *row) { return row; }
+  static const uint8_t *minimums(const uint8_t *row, int64_t blocks) { return row + 2 * blocks; }
+  static const uint8_t *quants(const uint8_t *row, int64_t blocks) {
+    return row + ScaleBytes * blocks;
+  }
+};
 
 /// An fp16 scale at `p` (unaligned), widened exactly (F16C).
 inline float half(const uint8_t *p) {
@@ -68,20 +82,20 @@ inline void prefetchNextGroup(const uint8_t *w, int64_t rowBytes, int64_t k) {
     _mm_prefetch(reinterpret_cast<const char *>(next + line), _MM_HINT_T0);
 }
 
-/// Weights [p W, p W + W) and [16 + p W, 16 + p W + W) of the block at `blk` (W lanes), as
-/// the exact fp32 weights: in the 4-bit formats byte i holds weight i (low nibble) and weight
-/// 16 + i (high nibble), so one widening of W bytes serves both.
+/// Weights [p W, p W + W) and [16 + p W, 16 + p W + W) of the block whose quants are at `qs`
+/// (W lanes), as the exact fp32 weights: in the 4-bit formats byte i holds weight i (low
+/// nibble) and weight 16 + i (high nibble), so one widening of W bytes serves both.
 template <class Isa, QuantFormat F>
-inline void weights(const uint8_t *blk, int p, typename Isa::V d, typename Isa::V m,
+inline void weights(const uint8_t *qs, int p, typename Isa::V d, typename Isa::V m,
                     typename Isa::V &lo, typename Isa::V &hi) {
   constexpr int W = Isa::W;
   if constexpr (F == QuantFormat::Q8_0) {
-    const auto *q = reinterpret_cast<const int8_t *>(blk + 2);
+    const auto *q = reinterpret_cast<const int8_t *>(qs);
     lo = Isa::mul(d, Isa::q8(q + p * W));
     hi = Isa::mul(d, Isa::q8(q + 16 + p * W));
   } else {
     typename Isa::V qlo, qhi;
-    Isa::q4(blk + (F == QuantFormat::Q4_1 ? 4 : 2) + p * W, qlo, qhi);
+    Isa::q4(qs + p * W, qlo, qhi);
     if constexpr (F == QuantFormat::Q4_0) {
       lo = Isa::mul(d, Isa::sub(qlo, Isa::set1(8.0f)));
       hi = Isa::mul(d, Isa::sub(qhi, Isa::set1(8.0f)));
@@ -103,17 +117,20 @@ void exactBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
   for (int i = 0; i < RB; ++i)
     for (int j = 0; j < BB; ++j)
       acc[i][j] = Isa::zero();
+  using Row = SplitRow<F>;
   const uint8_t *w = a.w + r * a.rowBytes;
   const T *x = a.x + b * a.xStride;
   const int64_t blocks = a.cols / BlockWeights;
+  const uint8_t *qs = Row::quants(w, blocks);
   for (int64_t k = 0; k < blocks; ++k) {
-    const uint8_t *blk = w + k * Bytes;
     if (b == 0) // later activation tiles of these rows find the next group prefetched
       prefetchNextGroup<RB, Bytes>(w, a.rowBytes, k);
     V d[RB], m[RB];
     for (int i = 0; i < RB; ++i) {
-      d[i] = Isa::set1(half(blk + i * a.rowBytes));
-      m[i] = F == QuantFormat::Q4_1 ? Isa::set1(half(blk + i * a.rowBytes + 2)) : Isa::zero();
+      const uint8_t *row = w + i * a.rowBytes;
+      d[i] = Isa::set1(half(Row::scales(row) + 2 * k));
+      m[i] = F == QuantFormat::Q4_1 ? Isa::set1(half(Row::minimums(row, blocks) + 2 * k))
+                                    : Isa::zero();
     }
     for (int p = 0; p < Pairs; ++p) {
       V xlo[BB], xhi[BB];
@@ -124,7 +141,7 @@ void exactBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
       }
       for (int i = 0; i < RB; ++i) {
         V lo, hi;
-        weights<Isa, F>(blk + i * a.rowBytes, p, d[i], m[i], lo, hi);
+        weights<Isa, F>(qs + i * a.rowBytes + k * Row::QuantBytes, p, d[i], m[i], lo, hi);
         for (int j = 0; j < BB; ++j) {
           acc[i][j] = Isa::fma(lo, xlo[j], acc[i][j]);
           acc[i][j] = Isa::fma(hi, xhi[j], acc[i][j]);
@@ -146,106 +163,145 @@ void exactBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
 /// as exact fp32 integers: in the 4-bit formats byte i holds quant i (low nibble) and quant
 /// 16 + i (high nibble), so one widening of W bytes serves both.
 template <class Isa, QuantFormat F>
-inline void quants(const uint8_t *blk, int p, typename Isa::V &lo, typename Isa::V &hi) {
+inline void quants(const uint8_t *qs, int p, typename Isa::V &lo, typename Isa::V &hi) {
   constexpr int W = Isa::W;
   if constexpr (F == QuantFormat::Q8_0) {
-    const auto *q = reinterpret_cast<const int8_t *>(blk + 2);
+    const auto *q = reinterpret_cast<const int8_t *>(qs);
     lo = Isa::q8(q + p * W);
     hi = Isa::q8(q + 16 + p * W);
   } else {
-    Isa::q4(blk + (F == QuantFormat::Q4_1 ? 4 : 2) + p * W, lo, hi);
+    Isa::q4(qs + p * W, lo, hi);
   }
 }
 
 /// Rows [r, r + RB) of W against activation rows [b, b + BB). A block's weights are
 /// d * q + m (m = -8 d for Q4_0, 0 for Q8_0), so its dot product with x is
-/// d * sum(q x) + m * sum(x): the quants are multiplied as exact integers, the scales applied
-/// once per block, and sum(x) is shared by all RB weight rows. Fewer instructions per weight
-/// than exactBlock, but twice the accumulators: used for a single activation row.
+/// d * sum(q x) + m * sum(x): the quants are multiplied as exact integers and the scales
+/// applied once per block. Fewer instructions per weight than exactBlock: used for a single
+/// activation row. The scales (and minimums) of 16 blocks of a row are widened together into
+/// a small array, from which each block's FMA broadcasts its own scale; the minimums' terms
+/// m * sum(x) of those 16 blocks are one vector FMA per row with `minSums` (blockMinSums).
 template <class Isa, QuantFormat F, int RB, int BB, typename T>
-void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
+void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *minSums) {
+  static_assert(BB == 1, "one activation row");
   using V = typename Isa::V;
   constexpr int W = Isa::W, Pairs = 16 / W;
   constexpr int64_t Bytes = blockBytes<F>();
   constexpr bool HasMin = F != QuantFormat::Q8_0;
-  V acc[RB][BB];
-  for (int i = 0; i < RB; ++i)
+  V chunkSum[RB][BB]; // the sums over the chunks done
+  V minTerm[RB];      // the minimums' terms, one lane per block of a chunk
+  for (int i = 0; i < RB; ++i) {
+    minTerm[i] = Isa::zero();
     for (int j = 0; j < BB; ++j)
-      acc[i][j] = Isa::zero();
+      chunkSum[i][j] = Isa::zero();
+  }
+  using Row = SplitRow<F>;
   const uint8_t *w = a.w + r * a.rowBytes;
   const T *x = a.x + b * a.xStride;
   const int64_t blocks = a.cols / BlockWeights;
-  for (int64_t k = 0; k < blocks; ++k) {
-    const uint8_t *blk = w + k * Bytes;
-    if (b == 0)
-      prefetchNextGroup<RB, Bytes>(w, a.rowBytes, k);
-    V dot[RB][BB], xsum[BB];
-    for (int p = 0; p < Pairs; ++p) {
-      V xlo[BB], xhi[BB];
-      for (int j = 0; j < BB; ++j) {
-        const T *xk = x + j * a.xStride + k * BlockWeights + p * W;
-        xlo[j] = Isa::load(xk);
-        xhi[j] = Isa::load(xk + 16);
-        if constexpr (HasMin)
-          xsum[j] = p ? Isa::add(xsum[j], Isa::add(xlo[j], xhi[j])) : Isa::add(xlo[j], xhi[j]);
-      }
-      for (int i = 0; i < RB; ++i) {
-        V lo, hi;
-        quants<Isa, F>(blk + i * a.rowBytes, p, lo, hi);
+  const uint8_t *qs = Row::quants(w, blocks);
+  alignas(64) float scales[RB][16], minimums[RB][16];
+  for (int64_t chunk = 0; chunk < blocks; chunk += 16) {
+    const int n = int(std::min<int64_t>(16, blocks - chunk));
+    for (int i = 0; i < RB; ++i) {
+      const uint8_t *row = w + i * a.rowBytes;
+      Isa::widenHalves(Row::scales(row) + 2 * chunk, n, scales[i]);
+      if constexpr (F == QuantFormat::Q4_1)
+        Isa::widenHalves(Row::minimums(row, blocks) + 2 * chunk, n, minimums[i]);
+      // Lanes past the last block are 0 in both factors.
+      if constexpr (HasMin)
+        for (int c = 0; c < 16; c += W)
+          minTerm[i] = Isa::fma(Isa::load((F == QuantFormat::Q4_1 ? minimums : scales)[i] + c),
+                                Isa::load(minSums + chunk + c), minTerm[i]);
+    }
+    // The accumulators stay in registers through the chunk: no call or branch in between.
+    V acc[RB][BB];
+    for (int i = 0; i < RB; ++i)
+      for (int j = 0; j < BB; ++j)
+        acc[i][j] = chunkSum[i][j];
+    for (int kk = 0; kk < n; ++kk) {
+      const int64_t k = chunk + kk;
+      if (b == 0)
+        prefetchNextGroup<RB, Bytes>(w, a.rowBytes, k);
+      V dot[RB][BB];
+      for (int p = 0; p < Pairs; ++p) {
+        V xlo[BB], xhi[BB];
         for (int j = 0; j < BB; ++j) {
-          dot[i][j] = p ? Isa::fma(lo, xlo[j], dot[i][j]) : Isa::mul(lo, xlo[j]);
-          dot[i][j] = Isa::fma(hi, xhi[j], dot[i][j]);
+          const T *xk = x + j * a.xStride + k * BlockWeights + p * W;
+          xlo[j] = Isa::load(xk);
+          xhi[j] = Isa::load(xk + 16);
+        }
+        for (int i = 0; i < RB; ++i) {
+          V lo, hi;
+          quants<Isa, F>(qs + i * a.rowBytes + k * Row::QuantBytes, p, lo, hi);
+          for (int j = 0; j < BB; ++j) {
+            dot[i][j] = p ? Isa::fma(lo, xlo[j], dot[i][j]) : Isa::mul(lo, xlo[j]);
+            dot[i][j] = Isa::fma(hi, xhi[j], dot[i][j]);
+          }
         }
       }
+      for (int i = 0; i < RB; ++i)
+        for (int j = 0; j < BB; ++j)
+          acc[i][j] = Isa::fma(Isa::set1(scales[i][kk]), dot[i][j], acc[i][j]);
     }
-    for (int i = 0; i < RB; ++i) {
-      const float d = half(blk + i * a.rowBytes);
-      const V dv = Isa::set1(d);
-      V mv;
-      if constexpr (F == QuantFormat::Q4_1)
-        mv = Isa::set1(half(blk + i * a.rowBytes + 2));
-      else if constexpr (F == QuantFormat::Q4_0)
-        mv = Isa::set1(-8.0f * d);
-      for (int j = 0; j < BB; ++j) {
-        acc[i][j] = Isa::fma(dv, dot[i][j], acc[i][j]);
-        if constexpr (HasMin)
-          acc[i][j] = Isa::fma(mv, xsum[j], acc[i][j]);
-      }
-    }
+    for (int i = 0; i < RB; ++i)
+      for (int j = 0; j < BB; ++j)
+        chunkSum[i][j] = acc[i][j];
   }
   for (int i = 0; i < RB; ++i) {
     const float bias = a.bias ? widen(a.bias[r + i]) : 0.0f;
     for (int j = 0; j < BB; ++j) {
       T *out = a.y + (b + j) * a.yStride + r + i;
-      const float v = Isa::reduce(acc[i][j]) + bias;
+      const float v = Isa::reduce(Isa::add(chunkSum[i][j], minTerm[i])) + bias;
       store(out, a.accumulate ? widen(*out) + v : v);
     }
   }
 }
 
 template <class Isa, QuantFormat F, int RB, int BB, typename T>
-void block(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
+void block(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *minSums) {
   if constexpr (BB == 1)
-    factoredBlock<Isa, F, RB, BB>(a, r, b);
+    factoredBlock<Isa, F, RB, BB>(a, r, b, minSums);
   else
     exactBlock<Isa, F, RB, BB>(a, r, b);
 }
 
+/// For the factored kernel on activation row b: per block k, sum(x[32 k, 32 k + 32)) times the
+/// factor of the block's minimum (1 for Q4_1's m, -8 for Q4_0's m = -8 d), then zeros up to a
+/// multiple of 16 blocks. Per thread, reused.
+template <class Isa, QuantFormat F, typename T>
+const float *blockMinSums(const QuantGemvArgs<T> &a, int64_t b) {
+  constexpr int W = Isa::W;
+  thread_local std::vector<float> sums;
+  const int64_t blocks = a.cols / BlockWeights;
+  sums.assign(size_t((blocks + 15) / 16 * 16), 0.0f);
+  if constexpr (F == QuantFormat::Q8_0)
+    return sums.data();
+  const T *x = a.x + b * a.xStride;
+  for (int64_t k = 0; k < blocks; ++k) {
+    typename Isa::V v = Isa::zero();
+    for (int c = 0; c < BlockWeights; c += W)
+      v = Isa::add(v, Isa::load(x + k * BlockWeights + c));
+    sums[size_t(k)] = (F == QuantFormat::Q4_0 ? -8.0f : 1.0f) * Isa::reduce(v);
+  }
+  return sums.data();
+}
+
 template <class Isa, QuantFormat F, int RB, typename T>
-void rowBlock(const QuantGemvArgs<T> &a, int64_t r) {
+void rowBlock(const QuantGemvArgs<T> &a, int64_t r, const float *minSums) {
   constexpr int BB = Isa::BatchBlock;
   int64_t b = 0;
   for (; b + BB <= a.batch; b += BB)
-    block<Isa, F, RB, BB>(a, r, b);
+    block<Isa, F, RB, BB>(a, r, b, minSums);
   switch (a.batch - b) {
   case 3:
-    block<Isa, F, RB, 3>(a, r, b);
+    block<Isa, F, RB, 3>(a, r, b, minSums);
     break;
   case 2:
-    block<Isa, F, RB, 2>(a, r, b);
+    block<Isa, F, RB, 2>(a, r, b, minSums);
     break;
   case 1:
-    block<Isa, F, RB, 1>(a, r, b);
+    block<Isa, F, RB, 1>(a, r, b, minSums);
     break;
   default:
     break;
@@ -254,11 +310,14 @@ void rowBlock(const QuantGemvArgs<T> &a, int64_t r) {
 
 template <class Isa, QuantFormat F, int RB, typename T>
 void gemvRows(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
+  // The last activation row goes to the factored kernel when the batch leaves it alone.
+  const float *minSums =
+      a.batch % Isa::BatchBlock == 1 ? blockMinSums<Isa, F>(a, a.batch - 1) : nullptr;
   int64_t r = rowBegin;
   for (; r + RB <= rowEnd; r += RB)
-    rowBlock<Isa, F, RB>(a, r);
+    rowBlock<Isa, F, RB>(a, r, minSums);
   for (; r < rowEnd; ++r)
-    rowBlock<Isa, F, 1>(a, r);
+    rowBlock<Isa, F, 1>(a, r, minSums);
 }
 
 /// A single activation row leaves registers for more weight rows.

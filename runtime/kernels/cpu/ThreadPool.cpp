@@ -29,6 +29,11 @@ constexpr auto SpinTime = std::chrono::microseconds(30);
 
 } // namespace
 
+std::atomic<int> ThreadPool::polling{0};
+
+ThreadPool::KeepPolling::KeepPolling() { polling.fetch_add(1); }
+ThreadPool::KeepPolling::~KeepPolling() { polling.fetch_sub(1); }
+
 ThreadPool::ThreadPool(int threads) {
   for (int part = 1; part < threads; ++part)
     workers.emplace_back([this, part] { workerLoop(part); });
@@ -58,6 +63,10 @@ void ThreadPool::workerLoop(int part) {
       now = generation.load(std::memory_order_acquire);
       if (now != seen || (i & 255) != 255)
         continue;
+      if (polling.load(std::memory_order_relaxed) > 0) {
+        start = std::chrono::steady_clock::now();
+        continue;
+      }
       if (std::chrono::steady_clock::now() - start < SpinTime)
         continue;
       std::unique_lock<std::mutex> lock(mutex);

@@ -87,6 +87,29 @@ void prefillTileAvx512(const Operands<uint16_t> &ops, const Tile &tile, int64_t 
 void decodeTileAvx512(const Operands<float> &ops, const Tile &tile);
 void decodeTileAvx512(const Operands<uint16_t> &ops, const Tile &tile);
 
+/// Key positions per span of a decoding sequence. Fixed, not derived from the thread count or
+/// the batch, so a sequence's result does not depend on either.
+constexpr int64_t DecodeSpanKeys = 64;
+
+/// The spans of a decoding tile's keys.
+inline int64_t decodeSpans(const Tile &tile) {
+  return (tile.firstPos + 1 + DecodeSpanKeys - 1) / DecodeSpanKeys;
+}
+
+/// Floats of one span's state: per head the weighted value sum (head_dim), the maximum score
+/// and the sum of the weights, laid out [heads * head_dim | heads | heads].
+inline int64_t decodeSpanStateFloats(const Dims &d) { return d.numHeads * (d.headDim + 2); }
+
+/// AVX-512: span `span` of a one-query tile's keys into `state` (decodeSpanStateFloats).
+void decodeSpanAvx512(const Operands<float> &ops, const Tile &tile, int64_t span, float *state);
+void decodeSpanAvx512(const Operands<uint16_t> &ops, const Tile &tile, int64_t span, float *state);
+
+/// AVX-512: the tile's output from the states of its `spans` spans, consecutive in `states`.
+void mergeDecodeSpansAvx512(const Operands<float> &ops, const Tile &tile, const float *states,
+                            int64_t spans);
+void mergeDecodeSpansAvx512(const Operands<uint16_t> &ops, const Tile &tile, const float *states,
+                            int64_t spans);
+
 /// Portable C++: the query heads of KV head `kvHead` for the queries of `tile`.
 void attendTilePortable(const Operands<float> &ops, const Tile &tile, int64_t kvHead);
 void attendTilePortable(const Operands<uint16_t> &ops, const Tile &tile, int64_t kvHead);

@@ -46,6 +46,46 @@ template <typename F> void forEachItem(int64_t numItems, const F &work) {
   });
 }
 
+/// Decoding tiles on AVX-512: one work item per span of each tile's keys; a tile of one span
+/// writes its output directly, a longer one leaves span states that a second pass merges.
+template <typename T> void runDecodeTiles(const Operands<T> &ops, const std::vector<Tile> &tiles) {
+  struct Item {
+    int64_t tile, span, state; // state: the span's slot in `states`, -1 for a one-span tile
+  };
+  struct Merge {
+    int64_t tile, firstState, spans;
+  };
+  std::vector<Item> items;
+  std::vector<Merge> merges;
+  int64_t slots = 0;
+  for (int64_t t = 0; t < int64_t(tiles.size()); ++t) {
+    const int64_t spans = attention::decodeSpans(tiles[size_t(t)]);
+    if (spans == 1) {
+      items.push_back({t, 0, -1});
+      continue;
+    }
+    for (int64_t span = 0; span < spans; ++span)
+      items.push_back({t, span, slots + span});
+    merges.push_back({t, slots, spans});
+    slots += spans;
+  }
+  const int64_t stateFloats = attention::decodeSpanStateFloats(ops.dims);
+  std::vector<float> states(size_t(slots * stateFloats));
+  forEachItem(int64_t(items.size()), [&](int64_t i) {
+    const Item &item = items[size_t(i)];
+    const Tile &tile = tiles[size_t(item.tile)];
+    if (item.state < 0)
+      attention::decodeTileAvx512(ops, tile);
+    else
+      attention::decodeSpanAvx512(ops, tile, item.span, states.data() + item.state * stateFloats);
+  });
+  forEachItem(int64_t(merges.size()), [&](int64_t i) {
+    const Merge &m = merges[size_t(i)];
+    attention::mergeDecodeSpansAvx512(ops, tiles[size_t(m.tile)],
+                                      states.data() + m.firstState * stateFloats, m.spans);
+  });
+}
+
 template <typename T>
 void runTiles(const Operands<T> &ops, const std::vector<Tile> &tiles, bool decode) {
   const Dims &d = ops.dims;
@@ -55,7 +95,7 @@ void runTiles(const Operands<T> &ops, const std::vector<Tile> &tiles, bool decod
       attention::attendTilePortable(ops, tiles[item / d.numKvHeads], item % d.numKvHeads);
     });
   } else if (decode) {
-    forEachItem(numTiles, [&](int64_t item) { attention::decodeTileAvx512(ops, tiles[item]); });
+    runDecodeTiles(ops, tiles);
   } else {
     // The prefill tiles have no absent-position mask; the rare tile that needs one (its
     // sequence skipped this layer earlier) takes the portable kernel.

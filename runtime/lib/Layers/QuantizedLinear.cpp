@@ -4,7 +4,10 @@
 
 #include "nnsc/Runtime/Kernels/ThreadPool.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -98,16 +101,34 @@ QuantizedMatrix QuantizedMatrix::narrowRows(int64_t begin, int64_t count) const 
   return m;
 }
 
+QuantizedMatrix QuantizedMatrix::fromGgmlBlocks(kernels::QuantFormat format,
+                                                const torch::Tensor &ggml, int64_t cols) {
+  const torch::Tensor in = ggml.contiguous();
+  QuantizedMatrix m;
+  m.format = format;
+  m.cols = cols;
+  m.blocks = torch::empty_like(in);
+  kernels::splitQuantRows(format, in.data_ptr<uint8_t>(), m.blocks.data_ptr<uint8_t>(), in.size(0),
+                          cols);
+  return m;
+}
+
+torch::Tensor QuantizedMatrix::ggmlBlocks() const {
+  const torch::Tensor in = blocks.contiguous();
+  torch::Tensor out = torch::empty_like(in);
+  kernels::joinQuantRows(format, in.data_ptr<uint8_t>(), out.data_ptr<uint8_t>(), in.size(0), cols);
+  return out;
+}
+
 QuantizedMatrix QuantizedMatrix::narrowCols(int64_t begin, int64_t count) const {
   constexpr int64_t blockCols = 32;
   if (!defined() || begin % blockCols || count % blockCols)
     return {};
   const int64_t blockBytes = kernels::quantBlockBytes(format);
-  QuantizedMatrix m = *this;
-  m.blocks =
-      blocks.narrow(1, begin / blockCols * blockBytes, count / blockCols * blockBytes).contiguous();
-  m.cols = count;
-  return m;
+  return fromGgmlBlocks(
+      format,
+      ggmlBlocks().narrow(1, begin / blockCols * blockBytes, count / blockCols * blockBytes),
+      count);
 }
 
 QuantizedMatrix QuantizedMatrix::cat(const std::vector<QuantizedMatrix> &parts) {
@@ -122,6 +143,32 @@ QuantizedMatrix QuantizedMatrix::cat(const std::vector<QuantizedMatrix> &parts) 
   QuantizedMatrix m = parts[0];
   m.blocks = torch::cat(blocks);
   return m;
+}
+
+void packQuantized(const std::vector<QuantizedMatrix *> &matrices) {
+  constexpr int64_t Line = 64, HugePage = int64_t(2) << 20;
+  auto alignUp = [](int64_t n, int64_t to) { return (n + to - 1) / to * to; };
+  int64_t total = 0;
+  for (const QuantizedMatrix *m : matrices)
+    total += alignUp(m->bytes(), Line);
+  if (total == 0)
+    return;
+  total = alignUp(total, HugePage);
+  void *memory = std::aligned_alloc(size_t(HugePage), size_t(total));
+  if (!memory)
+    throw std::bad_alloc();
+  // Advice only: without transparent huge pages the buffer is still one ordered region.
+  ::madvise(memory, size_t(total), MADV_HUGEPAGE);
+  torch::Tensor arena = torch::from_blob(memory, {total}, std::free, torch::kUInt8);
+  int64_t offset = 0;
+  for (QuantizedMatrix *m : matrices) {
+    if (!m->defined())
+      continue;
+    torch::Tensor packed = arena.narrow(0, offset, m->bytes()).view(m->blocks.sizes());
+    packed.copy_(m->blocks);
+    m->blocks = packed;
+    offset += alignUp(packed.numel(), Line);
+  }
 }
 
 bool quantizedLinearApplies(const torch::Tensor &in, const QuantizedMatrix &w) {

@@ -3,11 +3,13 @@
 #include "nnsc/Runtime/Models/CausalLM.h"
 
 #include "nnsc/Runtime/Attention/AttentionPattern.h"
+#include "nnsc/Runtime/Kernels/ThreadPool.h"
 #include "nnsc/Runtime/Layers/Linear.h"
 #include "nnsc/Runtime/Layers/OneDnnLinear.h"
 #include "nnsc/Runtime/Models/PhaseProfile.h"
 
 #include <cmath>
+#include <optional>
 
 namespace nnsc {
 
@@ -152,6 +154,11 @@ torch::Tensor CausalLM::forward(const torch::Tensor &tokens, const AttentionMeta
   // slots before its blocks were freed no longer apply.
   cache.clearAbsent(meta.slotMapping);
   StepState step{meta, cache, cos, sin};
+  // A decode-sized step runs every product on the thread pool: its workers wait for the next
+  // one polling, through attention and hooks, instead of sleeping and being woken.
+  std::optional<kernels::ThreadPool::KeepPolling> polling;
+  if (x.device().is_cpu() && linearRunsOnThreadPool(tokens.size(0), w.dtype, w.allQuantized()))
+    polling.emplace();
   for (int64_t i = 0; i < w.config.layers; ++i) {
     const LayerSites &s = layerSites[size_t(i)];
     decoderLayer(i, x, step, hooks && hooks->anyBound(s.first, s.last) ? hooks : nullptr);

@@ -125,28 +125,26 @@ QuantizedMatrix GGUFWeightSource::getQuantized(const std::string &hfName,
   const gguf::TensorInfo *info = find(hfName, shape, /*optional=*/true);
   if (!info || shape.size() != 2)
     return {};
-  QuantizedMatrix m;
+  kernels::QuantFormat format;
   switch (static_cast<gguf::TensorType>(info->type)) {
   case gguf::TensorType::Q4_0:
-    m.format = kernels::QuantFormat::Q4_0;
+    format = kernels::QuantFormat::Q4_0;
     break;
   case gguf::TensorType::Q4_1:
-    m.format = kernels::QuantFormat::Q4_1;
+    format = kernels::QuantFormat::Q4_1;
     break;
   case gguf::TensorType::Q8_0:
-    m.format = kernels::QuantFormat::Q8_0;
+    format = kernels::QuantFormat::Q8_0;
     break;
   default:
     return {};
   }
-  const int64_t rowBytes = shape[1] / kernels::kQuantBlock * kernels::quantBlockBytes(m.format);
+  const int64_t rowBytes = shape[1] / kernels::kQuantBlock * kernels::quantBlockBytes(format);
   if (shape[1] % kernels::kQuantBlock != 0 || int64_t(info->size) != shape[0] * rowBytes)
     return {};
   torch::Tensor blocks = torch::empty({shape[0], rowBytes}, torch::kUInt8);
   std::memcpy(blocks.data_ptr<uint8_t>(), file.tensorData(*info), size_t(info->size));
-  m.blocks = unpermute(*info, blocks).contiguous();
-  m.cols = shape[1];
-  return m;
+  return QuantizedMatrix::fromGgmlBlocks(format, unpermute(*info, blocks), shape[1]);
 }
 
 } // namespace nnsc

@@ -117,6 +117,12 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
                           {c.vocab, c.hidden},
                           vocabRows}});
   step();
+  // The blocks in the order a decode step reads them, in one region (packQuantized).
+  std::vector<QuantizedMatrix *> readOrder;
+  for (LayerWeights &l : w.layers)
+    readOrder.insert(readOrder.end(), {&l.qkvQuant, &l.oQuant, &l.gateUpQuant, &l.downQuant});
+  readOrder.push_back(&w.lmHeadQuant);
+  packQuantized(readOrder);
   return w;
 }
 
@@ -125,6 +131,14 @@ int64_t ModelWeights::quantizedBytes() const {
   for (const LayerWeights &l : layers)
     bytes += l.qkvQuant.bytes() + l.oQuant.bytes() + l.gateUpQuant.bytes() + l.downQuant.bytes();
   return bytes;
+}
+
+bool ModelWeights::allQuantized() const {
+  bool all = lmHeadQuant.defined();
+  for (const LayerWeights &l : layers)
+    all = all && l.qkvQuant.defined() && l.oQuant.defined() && l.gateUpQuant.defined() &&
+          l.downQuant.defined();
+  return all;
 }
 
 ModelWeights ModelWeights::load(const std::string &path, torch::ScalarType dtype,

@@ -37,7 +37,8 @@ TEST(PagedAttentionAbsent, DecodeLeavesAbsentKeysOut) {
   for (torch::ScalarType dtype : {torch::kFloat32, torch::kBFloat16})
     for (const Shape &s : {Shape{9, 3, 64, 16}, Shape{4, 2, 32, 5}, Shape{4, 4, 24, 7}})
       for (bool hideAll : {false, true}) {
-        const std::vector<int64_t> cached = {41, 7, 120, 0};
+        // Sequence 0's 70 keys before its own span two decode spans, the first all absent.
+        const std::vector<int64_t> cached = {70, 7, 120, 0};
         Batch b = makeBatch(rng, s, cached, std::vector<int64_t>(cached.size(), 1), dtype);
         auto opts = torch::TensorOptions().dtype(dtype);
         const auto n = int64_t(cached.size());
@@ -45,7 +46,7 @@ TEST(PagedAttentionAbsent, DecodeLeavesAbsentKeysOut) {
         storeFresh(b, s, torch::randn({n, s.numKvHeads, s.headDim}, opts),
                    torch::randn({n, s.numKvHeads, s.headDim}, opts));
         // Sequence 0's whole prompt is absent (a layer skipped in the prompt pass).
-        torch::Tensor absent = absentMap(rng, b, s, /*prefix=*/41, hideAll);
+        torch::Tensor absent = absentMap(rng, b, s, /*prefix=*/70, hideAll);
         std::vector<int32_t> lens;
         for (size_t i = 0; i < cached.size(); ++i)
           lens.push_back(int32_t(b.numKeys(i)));

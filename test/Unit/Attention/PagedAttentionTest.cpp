@@ -42,6 +42,33 @@ TEST(PagedAttention, DecodeMatchesReference) {
     }
 }
 
+// A long sequence's keys are cut into spans of fixed length whatever the batch, so its decode
+// result is the same bits alone and next to other sequences.
+TEST(PagedAttention, DecodeOfASequenceDoesNotDependOnItsBatch) {
+  std::mt19937 rng(5);
+  torch::manual_seed(5);
+  for (torch::ScalarType dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const Shape s{9, 3, 64, 16};
+    const std::vector<int64_t> cached = {700, 3, 64, 129};
+    Batch b = makeBatch(rng, s, cached, std::vector<int64_t>(cached.size(), 1), dtype);
+    const auto n = int64_t(cached.size());
+    torch::Tensor q = torch::randn({n, s.numHeads, s.headDim}).to(dtype);
+    torch::Tensor tables = blockTableTensor(b);
+    std::vector<int32_t> lens;
+    for (size_t i = 0; i < cached.size(); ++i)
+      lens.push_back(int32_t(b.numKeys(i)));
+    torch::Tensor batched = nnsc::decodeAttention(q, b.kCache, b.vCache,
+                                                  torch::tensor(lens, torch::kInt32), tables, 0.2);
+    for (int64_t i = 0; i < n; ++i) {
+      torch::Tensor alone = nnsc::decodeAttention(q.narrow(0, i, 1), b.kCache, b.vCache,
+                                                  torch::tensor({lens[size_t(i)]}, torch::kInt32),
+                                                  tables.narrow(0, i, 1), 0.2);
+      EXPECT_TRUE(torch::equal(alone, batched.narrow(0, i, 1)))
+          << "sequence " << i << " of " << cached[size_t(i)] + 1 << " keys";
+    }
+  }
+}
+
 TEST(PagedAttention, StoreWritesSlotsAndSkipsNegative) {
   torch::Tensor kCache = torch::zeros({4, 3, 2, 8});
   torch::Tensor vCache = torch::zeros({4, 3, 2, 8});

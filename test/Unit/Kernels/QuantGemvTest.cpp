@@ -31,7 +31,7 @@ using nnsc::kernels::QuantIsa;
 
 /// The loader's dequantization of `m` to fp32 [rows, cols].
 torch::Tensor dequantize(const QuantizedMatrix &m) {
-  torch::Tensor blocks = m.blocks.contiguous();
+  torch::Tensor blocks = m.ggmlBlocks();
   torch::Tensor out = torch::empty({m.rows(), m.cols}, torch::kFloat32);
   const int64_t n = m.rows() * m.cols;
   const uint8_t *src = blocks.data_ptr<uint8_t>();
@@ -56,7 +56,7 @@ torch::Tensor minimumMagnitudes(const QuantizedMatrix &m) {
   if (m.format == QuantFormat::Q8_0)
     return out;
   const int64_t bytes = nnsc::kernels::quantBlockBytes(m.format);
-  const torch::Tensor blocks = m.blocks.contiguous();
+  const torch::Tensor blocks = m.ggmlBlocks();
   double *o = out.data_ptr<double>();
   for (int64_t r = 0; r < m.rows(); ++r)
     for (int64_t k = 0; k < m.cols / 32; ++k) {
@@ -74,11 +74,8 @@ torch::Tensor minimumMagnitudes(const QuantizedMatrix &m) {
 /// in (-2^-6, 2^-7], roughly the range of a real model's.
 QuantizedMatrix randomMatrix(QuantFormat format, int64_t rows, int64_t cols) {
   const int64_t bytes = nnsc::kernels::quantBlockBytes(format);
-  QuantizedMatrix m;
-  m.format = format;
-  m.cols = cols;
-  m.blocks = torch::randint(0, 256, {rows, cols / 32 * bytes}, torch::kUInt8);
-  uint8_t *p = m.blocks.data_ptr<uint8_t>();
+  torch::Tensor blocks = torch::randint(0, 256, {rows, cols / 32 * bytes}, torch::kUInt8);
+  uint8_t *p = blocks.data_ptr<uint8_t>();
   for (int64_t b = 0; b < rows * cols / 32; ++b, p += bytes) {
     const uint16_t d = uint16_t(0x1c00 + torch::randint(0, 0x400, {1}).item<int>());
     std::memcpy(p, &d, 2);
@@ -87,7 +84,7 @@ QuantizedMatrix randomMatrix(QuantFormat format, int64_t rows, int64_t cols) {
       std::memcpy(p + 2, &mn, 2);
     }
   }
-  return m;
+  return QuantizedMatrix::fromGgmlBlocks(format, blocks, cols);
 }
 
 /// Checks y (batch x rows, dtype of x) against x @ dequantize(w)^T (+ bias) (+ y0) in double.
@@ -169,7 +166,7 @@ TEST_P(QuantGemv, MatchesDequantizedMatmulOverShapes) {
   // batches off the 2- and 4-row activation blocks.
   for (QuantIsa isa : supportedIsas())
     for (int64_t rows : {1, 3, 5, 6, 17})
-      for (int64_t cols : {32, 96, 224, 576})
+      for (int64_t cols : {32, 96, 224, 576, 1024})
         for (int64_t batch : {1, 2, 3, 4, 5, 7, 9}) {
           const QuantizedMatrix w = randomMatrix(format, rows, cols);
           const torch::Tensor x = torch::randn({batch, cols}).to(dtype);
@@ -269,6 +266,28 @@ TEST(QuantizedMatrix, CatAndNarrowRowsFollowTheWidenedRows) {
   EXPECT_FALSE(QuantizedMatrix::cat({a, randomMatrix(QuantFormat::Q4_1, 3, 64)}).defined());
   EXPECT_FALSE(QuantizedMatrix::cat({a, randomMatrix(QuantFormat::Q8_0, 3, 96)}).defined());
   EXPECT_FALSE(QuantizedMatrix::cat({a, QuantizedMatrix()}).defined());
+}
+
+// The split-row layout, written out by hand for one Q4_1 row of two blocks: the scales, the
+// minimums, then the quants; joining gives the blocks back.
+TEST(QuantizedMatrix, SplitRowsPutScalesMinimumsAndQuantsSideBySide) {
+  torch::Tensor blocks = torch::arange(40, torch::kUInt8).view({1, 40});
+  const QuantizedMatrix m = QuantizedMatrix::fromGgmlBlocks(QuantFormat::Q4_1, blocks, 64);
+  std::vector<int64_t> want = {0, 1, 20, 21, 2, 3, 22, 23};
+  for (int64_t i = 4; i < 20; ++i)
+    want.push_back(i);
+  for (int64_t i = 24; i < 40; ++i)
+    want.push_back(i);
+  EXPECT_TRUE(m.blocks.to(torch::kInt64).view({-1}).equal(torch::tensor(want))) << m.blocks;
+  EXPECT_TRUE(m.ggmlBlocks().equal(blocks));
+  for (QuantFormat format : {QuantFormat::Q4_0, QuantFormat::Q8_0}) {
+    const QuantizedMatrix r = randomMatrix(format, 3, 96);
+    EXPECT_TRUE(QuantizedMatrix::fromGgmlBlocks(format, r.ggmlBlocks(), 96).blocks.equal(r.blocks));
+  }
+  // A column slice of whole blocks is the slice of the dequantized weights.
+  const QuantizedMatrix r = randomMatrix(QuantFormat::Q4_1, 4, 128);
+  EXPECT_TRUE(dequantize(r.narrowCols(32, 64)).equal(dequantize(r).narrow(1, 32, 64)));
+  EXPECT_FALSE(r.narrowCols(16, 64).defined());
 }
 
 /// The bundled model's own blocks (q/k rows unpermuted as the loader does) against its

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 namespace {
 
@@ -34,6 +35,32 @@ TEST(ThreadPool, WakesWorkersThatWentToSleep) {
     pool.parallel([&](int, int) { done.fetch_add(1); });
     EXPECT_EQ(done.load(), 2 * (job + 1));
   }
+}
+
+/// Waits up to a second for `pool` to have `n` sleeping workers.
+bool sleepingWithin(const ThreadPool &pool, int n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (pool.sleepingWorkers() != n && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  return pool.sleepingWorkers() == n;
+}
+
+TEST(ThreadPool, KeepPollingKeepsIdleWorkersAwakeUntilItEnds) {
+  ThreadPool pool(3);
+  std::atomic<int> runs{0};
+  pool.parallel([&](int, int) { runs.fetch_add(1); });
+  EXPECT_TRUE(sleepingWithin(pool, 2)) << "idle workers go to sleep after the spin time";
+  {
+    ThreadPool::KeepPolling polling;
+    pool.parallel([&](int, int) { runs.fetch_add(1); });
+    EXPECT_TRUE(sleepingWithin(pool, 0)) << "the job woke them";
+    // Far longer than the spin time: the workers still poll.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(pool.sleepingWorkers(), 0);
+    pool.parallel([&](int, int) { runs.fetch_add(1); });
+  }
+  EXPECT_TRUE(sleepingWithin(pool, 2)) << "the workers sleep again once the scope ends";
+  EXPECT_EQ(runs.load(), 9);
 }
 
 TEST(ThreadPool, ResultsAreVisibleAfterRun) {

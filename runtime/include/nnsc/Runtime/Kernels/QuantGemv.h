@@ -13,6 +13,12 @@
 // (within gamma_n * sum(|w| + 2 |m|) |x|, see the tests). A bf16 output is rounded once, to
 // nearest even.
 //
+// The kernels read the blocks rearranged per row (splitQuantRows): a row's fp16 scales side by
+// side, then its minimums (Q4_1), then its quants. Same bytes, same bits, another order: the
+// single-row kernel widens 16 blocks' scales in one instruction instead of one scalar
+// conversion and broadcast per block and row, which made it compute-bound below the memory's
+// bandwidth (docs/Engine.md, "Quantized decode").
+//
 // Two instruction sets, picked at run time: AVX2 + FMA + F16C, the library's baseline
 // (x86-64-v3), and AVX-512 (F, BW, VL) where the CPU has it (NNSC_QUANT_AVX512=0 keeps such a
 // CPU on AVX2, for A/B measurements).
@@ -35,6 +41,17 @@ int64_t quantBlockBytes(QuantFormat format);
 /// "Q4_0", "Q4_1", "Q8_0".
 const char *quantFormatName(QuantFormat format);
 
+/// Rearranges `rows` rows of cols / 32 ggml blocks of `format` (as a GGUF file stores them,
+/// `src`) into the kernels' split-row layout in `dst` (as many bytes, not overlapping): per
+/// row the fp16 scale d of every block, then for Q4_1 the fp16 minimum m of every block, then
+/// the quants of every block (16 bytes for Q4_0/Q4_1, 32 for Q8_0), each part in block order.
+void splitQuantRows(QuantFormat format, const uint8_t *src, uint8_t *dst, int64_t rows,
+                    int64_t cols);
+
+/// The inverse of splitQuantRows: ggml blocks again (for dequantize*() and column slices).
+void joinQuantRows(QuantFormat format, const uint8_t *src, uint8_t *dst, int64_t rows,
+                   int64_t cols);
+
 /// The instruction sets of the kernels.
 enum class QuantIsa { Avx2, Avx512 };
 
@@ -45,7 +62,8 @@ bool quantIsaSupported(QuantIsa isa);
 QuantIsa quantBestIsa();
 
 /// One product y = x W^T (+ bias) (+ y), W [rows, cols] stored as `rows` rows of cols / 32
-/// blocks, `rowBytes` apart. Activations, output and bias are fp32 (`float`) or bf16 bits
+/// blocks in the split-row layout (splitQuantRows), `rowBytes` apart. Activations, output and bias
+/// are fp32 (`float`) or bf16 bits
 /// (`uint16_t`). `cols` must be a multiple of 32.
 template <typename T> struct QuantGemvArgs {
   QuantFormat format = QuantFormat::Q4_1;

@@ -21,6 +21,11 @@ namespace nnsc {
 /// Activation rows up to which linear() and linearAdd() use the GEMV kernels.
 constexpr int64_t GemvMaxRows = 16;
 
+/// Whether linear() and linearAdd() of `rows` rows in `dtype` run on the shared
+/// kernels::ThreadPool (the GEMV or the quantized kernels; `quantized`: every weight has its
+/// GGUF blocks), none on oneDNN's OpenMP threads.
+bool linearRunsOnThreadPool(int64_t rows, torch::ScalarType dtype, bool quantized);
+
 /// in [rows, k] @ weight[n, k]^T (+ bias [n]) -> [rows, n], in the dtype of `in` (fp32 or
 /// bf16, the same for all arguments). `bias` may be undefined.
 torch::Tensor linear(const torch::Tensor &in, const torch::Tensor &weight,

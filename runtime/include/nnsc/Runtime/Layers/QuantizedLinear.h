@@ -35,11 +35,18 @@ int64_t quantDecodeMaxRows(torch::ScalarType dtype);
 /// Whether the quantized path is on at all (what the loader asks: keep the blocks or not).
 bool quantDecodeEnabled();
 
-/// A weight [rows, cols] as the rows of ggml blocks of a GGUF tensor, copied from the file.
+/// A weight [rows, cols] as the rows of ggml blocks of a GGUF tensor, copied from the file and
+/// rearranged into the kernels' split-row layout (kernels::splitQuantRows).
 struct QuantizedMatrix {
   kernels::QuantFormat format = kernels::QuantFormat::Q4_1;
-  torch::Tensor blocks; // uint8 [rows, cols / 32 * quantBlockBytes(format)], contiguous
+  torch::Tensor blocks; // uint8 [rows, cols / 32 * quantBlockBytes(format)], split rows
   int64_t cols = 0;
+
+  /// From ggml blocks as a GGUF file stores them: uint8 [rows, cols / 32 * block bytes].
+  static QuantizedMatrix fromGgmlBlocks(kernels::QuantFormat format, const torch::Tensor &ggml,
+                                        int64_t cols);
+  /// The ggml blocks again, [rows, cols / 32 * block bytes] (for dequantization).
+  torch::Tensor ggmlBlocks() const;
 
   bool defined() const { return blocks.defined(); }
   int64_t rows() const { return blocks.size(0); }
@@ -53,6 +60,12 @@ struct QuantizedMatrix {
   /// undefined unless every part is defined with the same format and cols.
   static QuantizedMatrix cat(const std::vector<QuantizedMatrix> &parts);
 };
+
+/// Moves the blocks of `matrices` (undefined ones skipped), in the order given, into one
+/// buffer: a decode step then streams a single region in the order it reads it, on transparent
+/// huge pages where the kernel grants them (madvise), so neither the TLB nor the hardware
+/// prefetchers restart at every 4 KiB page. Each matrix starts on a cache line.
+void packQuantized(const std::vector<QuantizedMatrix *> &matrices);
 
 /// Whether quantizedLinear() serves in [rows, cols] @ w^T now: `w` is defined, the path is on
 /// and `in` has at most quantDecodeMaxRows(its dtype) rows, is a CPU fp32 or bf16 matrix with unit

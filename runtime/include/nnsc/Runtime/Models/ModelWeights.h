@@ -82,6 +82,9 @@ struct ModelWeights {
 
   /// Bytes of the quantized blocks kept.
   int64_t quantizedBytes() const;
+
+  /// Whether every projection and lm_head kept its quantized blocks.
+  bool allQuantized() const;
 };
 
 /// Where a loader finds tensors by their Hugging Face names.
