@@ -44,13 +44,22 @@ struct Avx2 {
     lo = _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0x0f)));
     hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
   }
-  /// The n <= 16 fp16 values at `p` widened into out[0, n).
-  static void widenHalves(const uint8_t *p, int n, float *out) {
-    alignas(16) uint16_t h[16] = {};
-    std::memcpy(h, p, size_t(n) * 2);
-    _mm256_store_ps(out, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i *>(h))));
-    _mm256_store_ps(out + 8,
-                    _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i *>(h + 8))));
+  /// The n <= 16 fp16 values at `p` widened into out[0, n), zeros in out[n, 16); bytes up to
+  /// `end` may be read. Two 16-byte loads where that allows (a copy through the stack first
+  /// would stall the loads on store forwarding), one value at a time otherwise.
+  static void widenHalves(const uint8_t *p, int n, const uint8_t *end, float *out) {
+    if (end - p >= 32) {
+      const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+      for (int part = 0; part < 2; ++part) {
+        const __m256 v =
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 16 * part)));
+        const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * part), lane);
+        _mm256_store_ps(out + 8 * part, _mm256_and_ps(v, _mm256_castsi256_ps(keep)));
+      }
+      return;
+    }
+    for (int t = 0; t < 16; ++t)
+      out[t] = t < n ? half(p + 2 * t) : 0.0f;
   }
   /// The 8 int8 quants at `q`.
   static V q8(const int8_t *q) {

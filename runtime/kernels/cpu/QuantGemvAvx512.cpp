@@ -41,8 +41,9 @@ struct Avx512 {
     lo = _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(0x0f)));
     hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
   }
-  /// The n <= 16 fp16 values at `p` widened into out[0, n).
-  static void widenHalves(const uint8_t *p, int n, float *out) {
+  /// The n <= 16 fp16 values at `p` widened into out[0, n), zeros in out[n, 16) (a masked
+  /// load: nothing past them is read, whatever `end`).
+  static void widenHalves(const uint8_t *p, int n, const uint8_t *, float *out) {
     const __m256i h = _mm256_maskz_loadu_epi16(__mmask16((1u << n) - 1), p);
     _mm512_store_ps(out, _mm512_cvtph_ps(h));
   }

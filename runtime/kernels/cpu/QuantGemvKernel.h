@@ -189,12 +189,9 @@ void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float 
   constexpr int64_t Bytes = blockBytes<F>();
   constexpr bool HasMin = F != QuantFormat::Q8_0;
   V chunkSum[RB][BB]; // the sums over the chunks done
-  V minTerm[RB];      // the minimums' terms, one lane per block of a chunk
-  for (int i = 0; i < RB; ++i) {
-    minTerm[i] = Isa::zero();
+  for (int i = 0; i < RB; ++i)
     for (int j = 0; j < BB; ++j)
       chunkSum[i][j] = Isa::zero();
-  }
   using Row = SplitRow<F>;
   const uint8_t *w = a.w + r * a.rowBytes;
   const T *x = a.x + b * a.xStride;
@@ -205,20 +202,23 @@ void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float 
     const int n = int(std::min<int64_t>(16, blocks - chunk));
     for (int i = 0; i < RB; ++i) {
       const uint8_t *row = w + i * a.rowBytes;
-      Isa::widenHalves(Row::scales(row) + 2 * chunk, n, scales[i]);
+      const uint8_t *rowEnd = row + blocks * Bytes;
+      Isa::widenHalves(Row::scales(row) + 2 * chunk, n, rowEnd, scales[i]);
       if constexpr (F == QuantFormat::Q4_1)
-        Isa::widenHalves(Row::minimums(row, blocks) + 2 * chunk, n, minimums[i]);
-      // Lanes past the last block are 0 in both factors.
-      if constexpr (HasMin)
-        for (int c = 0; c < 16; c += W)
-          minTerm[i] = Isa::fma(Isa::load((F == QuantFormat::Q4_1 ? minimums : scales)[i] + c),
-                                Isa::load(minSums + chunk + c), minTerm[i]);
+        Isa::widenHalves(Row::minimums(row, blocks) + 2 * chunk, n, rowEnd, minimums[i]);
     }
     // The accumulators stay in registers through the chunk: no call or branch in between.
+    // They start with the chunk's minimum terms (lanes past the last block are 0 in both
+    // factors), which the final reduction sums with the rest.
     V acc[RB][BB];
-    for (int i = 0; i < RB; ++i)
+    for (int i = 0; i < RB; ++i) {
       for (int j = 0; j < BB; ++j)
         acc[i][j] = chunkSum[i][j];
+      if constexpr (HasMin)
+        for (int c = 0; c < 16; c += W)
+          acc[i][0] = Isa::fma(Isa::load((F == QuantFormat::Q4_1 ? minimums : scales)[i] + c),
+                               Isa::load(minSums + chunk + c), acc[i][0]);
+    }
     for (int kk = 0; kk < n; ++kk) {
       const int64_t k = chunk + kk;
       if (b == 0)
@@ -252,7 +252,7 @@ void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float 
     const float bias = a.bias ? widen(a.bias[r + i]) : 0.0f;
     for (int j = 0; j < BB; ++j) {
       T *out = a.y + (b + j) * a.yStride + r + i;
-      const float v = Isa::reduce(Isa::add(chunkSum[i][j], minTerm[i])) + bias;
+      const float v = Isa::reduce(chunkSum[i][j]) + bias;
       store(out, a.accumulate ? widen(*out) + v : v);
     }
   }
