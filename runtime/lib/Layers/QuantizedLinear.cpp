@@ -6,6 +6,7 @@
 
 #include <sys/mman.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <optional>
@@ -37,6 +38,25 @@ std::optional<int64_t> parseMaxRows(const char *value) {
                                 "'");
   return n;
 }
+
+int64_t alignUp(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
+
+/// `bytes` of zeroed memory straight from mmap, `align`-aligned (a power of two, at least a
+/// page), unmapped when the tensor's storage goes. Unlike the heap's, its pages leave the
+/// resident set as soon as they are freed, so the copies that the load's later steps
+/// (fusing, packQuantized) replace do not add to the peak RSS.
+torch::Tensor mappedBytes(int64_t bytes, int64_t align) {
+  const size_t length = size_t(bytes + align);
+  void *base = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED)
+    throw std::bad_alloc();
+  auto *start =
+      reinterpret_cast<void *>(alignUp(int64_t(reinterpret_cast<uintptr_t>(base)), align));
+  return torch::from_blob(
+      start, {bytes}, [base, length](void *) { ::munmap(base, length); }, torch::kUInt8);
+}
+
+constexpr int64_t PageBytes = 4096;
 
 template <typename T> void run(const kernels::QuantGemvArgs<T> &a) {
   const int threads = a.rows * a.cols < MinParallelWeights ? 1 : at::get_num_threads();
@@ -107,7 +127,7 @@ QuantizedMatrix QuantizedMatrix::fromGgmlBlocks(kernels::QuantFormat format,
   QuantizedMatrix m;
   m.format = format;
   m.cols = cols;
-  m.blocks = torch::empty_like(in);
+  m.blocks = mappedBytes(in.numel(), PageBytes).view(in.sizes());
   kernels::splitQuantRows(format, in.data_ptr<uint8_t>(), m.blocks.data_ptr<uint8_t>(), in.size(0),
                           cols);
   return m;
@@ -135,31 +155,31 @@ QuantizedMatrix QuantizedMatrix::cat(const std::vector<QuantizedMatrix> &parts) 
   if (parts.empty())
     return {};
   std::vector<torch::Tensor> blocks;
+  int64_t rows = 0;
   for (const QuantizedMatrix &p : parts) {
     if (!p.defined() || p.format != parts[0].format || p.cols != parts[0].cols)
       return {};
     blocks.push_back(p.blocks);
+    rows += p.rows();
   }
   QuantizedMatrix m = parts[0];
-  m.blocks = torch::cat(blocks);
+  const int64_t rowBytes = parts[0].blocks.size(1);
+  m.blocks = mappedBytes(rows * rowBytes, PageBytes).view({rows, rowBytes});
+  torch::cat_out(m.blocks, blocks);
   return m;
 }
 
 void packQuantized(const std::vector<QuantizedMatrix *> &matrices) {
   constexpr int64_t Line = 64, HugePage = int64_t(2) << 20;
-  auto alignUp = [](int64_t n, int64_t to) { return (n + to - 1) / to * to; };
   int64_t total = 0;
   for (const QuantizedMatrix *m : matrices)
     total += alignUp(m->bytes(), Line);
   if (total == 0)
     return;
   total = alignUp(total, HugePage);
-  void *memory = std::aligned_alloc(size_t(HugePage), size_t(total));
-  if (!memory)
-    throw std::bad_alloc();
+  torch::Tensor arena = mappedBytes(total, HugePage);
   // Advice only: without transparent huge pages the buffer is still one ordered region.
-  ::madvise(memory, size_t(total), MADV_HUGEPAGE);
-  torch::Tensor arena = torch::from_blob(memory, {total}, std::free, torch::kUInt8);
+  ::madvise(arena.data_ptr(), size_t(total), MADV_HUGEPAGE);
   int64_t offset = 0;
   for (QuantizedMatrix *m : matrices) {
     if (!m->defined())
