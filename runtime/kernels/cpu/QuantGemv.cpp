@@ -17,18 +17,6 @@
 
 namespace nnsc::kernels {
 
-int64_t quantBlockBytes(QuantFormat format) {
-  switch (format) {
-  case QuantFormat::Q4_0:
-    return 18;
-  case QuantFormat::Q4_1:
-    return 20;
-  case QuantFormat::Q8_0:
-    return 34;
-  }
-  return 0;
-}
-
 const char *quantFormatName(QuantFormat format) {
   switch (format) {
   case QuantFormat::Q4_0:
@@ -48,7 +36,7 @@ namespace {
 void convertRows(QuantFormat format, const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols,
                  bool toSplit) {
   const int64_t bytes = quantBlockBytes(format), blocks = cols / 32;
-  const int64_t quantBytes = format == QuantFormat::Q8_0 ? 32 : 16;
+  const int64_t quantBytes = quantBlockQuantBytes(format);
   const int64_t headerBytes = bytes - quantBytes; // d, or d and m (Q4_1)
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t *in = src + r * blocks * bytes;

@@ -28,15 +28,11 @@ namespace { // NOLINT: internal linkage per instruction set, see above
 
 constexpr int64_t BlockWeights = 32;
 
-template <QuantFormat F> constexpr int64_t blockBytes() {
-  return F == QuantFormat::Q4_0 ? 18 : F == QuantFormat::Q4_1 ? 20 : 34;
-}
-
 /// Where a row's parts lie in the split-row layout (splitQuantRows): the fp16 scales of its
 /// `blocks` blocks, then (Q4_1) their minimums, then their quants.
 template <QuantFormat F> struct SplitRow {
-  static constexpr int64_t QuantBytes = F == QuantFormat::Q8_0 ? 32 : 16;
-  static constexpr int64_t ScaleBytes = blockBytes<F>() - QuantBytes; // scale (+ minimum)
+  static constexpr int64_t QuantBytes = quantBlockQuantBytes(F);
+  static constexpr int64_t ScaleBytes = quantBlockBytes(F) - QuantBytes; // scale (+ minimum)
   static const uint8_t *scales(const uint8_t *row) { return row; }
   static const uint8_t *minimums(const uint8_t *row, int64_t blocks) { return row + 2 * blocks; }
   static const uint8_t *quants(const uint8_t *row, int64_t blocks) {
@@ -112,7 +108,7 @@ template <class Isa, QuantFormat F, int RB, int BB, typename T>
 void exactBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
   using V = typename Isa::V;
   constexpr int W = Isa::W, Pairs = 16 / W;
-  constexpr int64_t Bytes = blockBytes<F>();
+  constexpr int64_t Bytes = quantBlockBytes(F);
   V acc[RB][BB];
   for (int i = 0; i < RB; ++i)
     for (int j = 0; j < BB; ++j)
@@ -174,25 +170,23 @@ inline void quants(const uint8_t *qs, int p, typename Isa::V &lo, typename Isa::
   }
 }
 
-/// Rows [r, r + RB) of W against activation rows [b, b + BB). A block's weights are
-/// d * q + m (m = -8 d for Q4_0, 0 for Q8_0), so its dot product with x is
-/// d * sum(q x) + m * sum(x): the quants are multiplied as exact integers and the scales
-/// applied once per block. Fewer instructions per weight than exactBlock: used for a single
-/// activation row. The scales (and minimums) of 16 blocks of a row are widened together into
-/// a small array, from which each block's FMA broadcasts its own scale; the minimums' terms
-/// m * sum(x) of those 16 blocks are one vector FMA per row with `minSums` (blockMinSums).
-template <class Isa, QuantFormat F, int RB, int BB, typename T>
+/// Rows [r, r + RB) of W against activation row b. A block's weights are d * q + m (m = -8 d
+/// for Q4_0, 0 for Q8_0), so its dot product with x is d * sum(q x) + m * sum(x): the quants
+/// are multiplied as exact integers and the scales applied once per block. Fewer instructions
+/// per weight than exactBlock: used for a single activation row. The scales (and minimums) of
+/// 16 blocks of a row are widened together into a small array, from which each block's FMA
+/// broadcasts its own scale; the minimums' terms m * sum(x) of those 16 blocks are one vector
+/// FMA per row with `minSums` (blockMinSums).
+template <class Isa, QuantFormat F, int RB, typename T>
 void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *minSums) {
-  static_assert(BB == 1, "one activation row");
   using V = typename Isa::V;
-  constexpr int W = Isa::W, Pairs = 16 / W;
-  constexpr int64_t Bytes = blockBytes<F>();
-  constexpr bool HasMin = F != QuantFormat::Q8_0;
-  V chunkSum[RB][BB]; // the sums over the chunks done
-  for (int i = 0; i < RB; ++i)
-    for (int j = 0; j < BB; ++j)
-      chunkSum[i][j] = Isa::zero();
   using Row = SplitRow<F>;
+  constexpr int W = Isa::W, Pairs = 16 / W;
+  constexpr int64_t Bytes = quantBlockBytes(F);
+  constexpr bool HasMin = F != QuantFormat::Q8_0;
+  V chunkSum[RB]; // the sums over the chunks done
+  for (int i = 0; i < RB; ++i)
+    chunkSum[i] = Isa::zero();
   const uint8_t *w = a.w + r * a.rowBytes;
   const T *x = a.x + b * a.xStride;
   const int64_t blocks = a.cols / BlockWeights;
@@ -210,58 +204,47 @@ void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float 
     // The accumulators stay in registers through the chunk: no call or branch in between.
     // They start with the chunk's minimum terms (lanes past the last block are 0 in both
     // factors), which the final reduction sums with the rest.
-    V acc[RB][BB];
+    V acc[RB];
     for (int i = 0; i < RB; ++i) {
-      for (int j = 0; j < BB; ++j)
-        acc[i][j] = chunkSum[i][j];
+      acc[i] = chunkSum[i];
       if constexpr (HasMin)
         for (int c = 0; c < 16; c += W)
-          acc[i][0] = Isa::fma(Isa::load((F == QuantFormat::Q4_1 ? minimums : scales)[i] + c),
-                               Isa::load(minSums + chunk + c), acc[i][0]);
+          acc[i] = Isa::fma(Isa::load((F == QuantFormat::Q4_1 ? minimums : scales)[i] + c),
+                            Isa::load(minSums + chunk + c), acc[i]);
     }
     for (int kk = 0; kk < n; ++kk) {
       const int64_t k = chunk + kk;
       if (b == 0)
         prefetchNextGroup<RB, Bytes>(w, a.rowBytes, k);
-      V dot[RB][BB];
+      V dot[RB];
       for (int p = 0; p < Pairs; ++p) {
-        V xlo[BB], xhi[BB];
-        for (int j = 0; j < BB; ++j) {
-          const T *xk = x + j * a.xStride + k * BlockWeights + p * W;
-          xlo[j] = Isa::load(xk);
-          xhi[j] = Isa::load(xk + 16);
-        }
+        const T *xk = x + k * BlockWeights + p * W;
+        const V xlo = Isa::load(xk), xhi = Isa::load(xk + 16);
         for (int i = 0; i < RB; ++i) {
           V lo, hi;
           quants<Isa, F>(qs + i * a.rowBytes + k * Row::QuantBytes, p, lo, hi);
-          for (int j = 0; j < BB; ++j) {
-            dot[i][j] = p ? Isa::fma(lo, xlo[j], dot[i][j]) : Isa::mul(lo, xlo[j]);
-            dot[i][j] = Isa::fma(hi, xhi[j], dot[i][j]);
-          }
+          dot[i] = p ? Isa::fma(lo, xlo, dot[i]) : Isa::mul(lo, xlo);
+          dot[i] = Isa::fma(hi, xhi, dot[i]);
         }
       }
       for (int i = 0; i < RB; ++i)
-        for (int j = 0; j < BB; ++j)
-          acc[i][j] = Isa::fma(Isa::set1(scales[i][kk]), dot[i][j], acc[i][j]);
+        acc[i] = Isa::fma(Isa::set1(scales[i][kk]), dot[i], acc[i]);
     }
     for (int i = 0; i < RB; ++i)
-      for (int j = 0; j < BB; ++j)
-        chunkSum[i][j] = acc[i][j];
+      chunkSum[i] = acc[i];
   }
   for (int i = 0; i < RB; ++i) {
     const float bias = a.bias ? widen(a.bias[r + i]) : 0.0f;
-    for (int j = 0; j < BB; ++j) {
-      T *out = a.y + (b + j) * a.yStride + r + i;
-      const float v = Isa::reduce(chunkSum[i][j]) + bias;
-      store(out, a.accumulate ? widen(*out) + v : v);
-    }
+    T *out = a.y + b * a.yStride + r + i;
+    const float v = Isa::reduce(chunkSum[i]) + bias;
+    store(out, a.accumulate ? widen(*out) + v : v);
   }
 }
 
 template <class Isa, QuantFormat F, int RB, int BB, typename T>
 void block(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *minSums) {
   if constexpr (BB == 1)
-    factoredBlock<Isa, F, RB, BB>(a, r, b, minSums);
+    factoredBlock<Isa, F, RB>(a, r, b, minSums);
   else
     exactBlock<Isa, F, RB, BB>(a, r, b);
 }

@@ -15,8 +15,9 @@ namespace nnsc {
 
 CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels,
                    std::shared_ptr<TensorParallelGroup> group)
-    : w(std::move(weights)), local(w.config), kernels(&kernels), arch(w.config),
-      rope(w.config, w.embed.device()), scale(1.0 / std::sqrt(double(w.config.headDim))) {
+    : w(std::move(weights)), allQuantized(w.allQuantized()), local(w.config), kernels(&kernels),
+      arch(w.config), rope(w.config, w.embed.device()),
+      scale(1.0 / std::sqrt(double(w.config.headDim))) {
   if (w.shard.heads == 0) // weights assembled by hand: the whole model
     w.shard = TensorShard::whole(w.config);
   const int ranks = group ? group->size() : 1;
@@ -157,7 +158,7 @@ torch::Tensor CausalLM::forward(const torch::Tensor &tokens, const AttentionMeta
   // A decode-sized step runs every product on the thread pool: its workers wait for the next
   // one polling, through attention and hooks, instead of sleeping and being woken.
   std::optional<kernels::ThreadPool::KeepPolling> polling;
-  if (x.device().is_cpu() && linearRunsOnThreadPool(tokens.size(0), w.dtype, w.allQuantized()))
+  if (x.device().is_cpu() && linearRunsOnThreadPool(tokens.size(0), w.dtype, allQuantized))
     polling.emplace();
   for (int64_t i = 0; i < w.config.layers; ++i) {
     const LayerSites &s = layerSites[size_t(i)];

@@ -36,7 +36,15 @@ namespace nnsc::kernels {
 enum class QuantFormat { Q4_0, Q4_1, Q8_0 };
 
 /// Bytes of one 32-weight block: 18 (Q4_0), 20 (Q4_1), 34 (Q8_0).
-int64_t quantBlockBytes(QuantFormat format);
+constexpr int64_t quantBlockBytes(QuantFormat format) {
+  return format == QuantFormat::Q4_0 ? 18 : format == QuantFormat::Q4_1 ? 20 : 34;
+}
+
+/// Bytes of a block's quants: 16 (Q4_0, Q4_1: two 4-bit weights a byte), 32 (Q8_0). The rest
+/// of the block is its fp16 scale d and, for Q4_1, its fp16 minimum m.
+constexpr int64_t quantBlockQuantBytes(QuantFormat format) {
+  return format == QuantFormat::Q8_0 ? 32 : 16;
+}
 
 /// "Q4_0", "Q4_1", "Q8_0".
 const char *quantFormatName(QuantFormat format);

@@ -132,6 +132,8 @@ private:
   }
 
   ModelWeights w;
+  /// w.allQuantized(), once: whether decode-sized steps keep every product on the thread pool.
+  bool allQuantized;
   /// w.config with this rank's heads, KV heads and intermediate size.
   schema::ModelConfig local;
   const DeviceKernels *kernels;
