@@ -19,7 +19,7 @@ namespace {
 /// The device `index`, checked to exist.
 torch::Device cudaDevice(int index) {
   std::string reason;
-  const int count = CudaBackend::deviceCount(reason);
+  const int count = cudaDeviceCount(reason);
   if (count == 0)
     throw BackendError("no CUDA device is present (" + reason + ")");
   if (index < 0 || index >= count)
@@ -54,18 +54,9 @@ ModelWeights toDevice(ModelWeights w, torch::Device device) {
   return w;
 }
 
-AttentionMetadata toDevice(const AttentionMetadata &meta, torch::Device device) {
-  AttentionMetadata out = meta;
-  for (torch::Tensor *t : {&out.cuSeqlensQ, &out.cuSeqlensK, &out.slotMapping, &out.positions,
-                           &out.contextLens, &out.blockTables, &out.sampleRows})
-    if (t->defined())
-      *t = t->to(device, /*non_blocking=*/true);
-  return out;
-}
-
 } // namespace
 
-int CudaBackend::deviceCount(std::string &reason) {
+int cudaDeviceCount(std::string &reason) {
   int count = 0;
   cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess) {
@@ -77,38 +68,18 @@ int CudaBackend::deviceCount(std::string &reason) {
   return count;
 }
 
-CudaBackend::CudaBackend(ModelWeights weights, int deviceIndex,
-                         std::shared_ptr<TensorParallelGroup> group)
-    : device(cudaDevice(deviceIndex)) {
+std::unique_ptr<DeviceBackend> makeCudaBackend(ModelWeights weights, int deviceIndex,
+                                               std::shared_ptr<TensorParallelGroup> group) {
+  const torch::Device device = cudaDevice(deviceIndex);
   c10::cuda::CUDAGuard guard(device);
-  lm = std::make_shared<const CausalLM>(toDevice(std::move(weights), device), CudaKernels::get(),
-                                        std::move(group));
-}
-
-BackendCapabilities CudaBackend::capabilities() const {
-  BackendCapabilities caps;
-  caps.device = device;
-  caps.dtypes = {torch::kFloat32, torch::kBFloat16};
-  caps.prefixCaching = true;
-  caps.bundleKernels = true;
-  return caps;
-}
-
-std::shared_ptr<DeviceKernelLauncher>
-CudaBackend::bundleLauncher(std::shared_ptr<const Bundle> bundle) const {
-  return std::make_shared<CudaBundleLauncher>(std::move(bundle), device);
-}
-
-void CudaBackend::allocateCache(int64_t numBlocks, int64_t blockSize) {
-  cache = KVCache(lm->shardConfig(), numBlocks, blockSize, lm->dtype(), device);
-}
-
-torch::Tensor CudaBackend::forward(const torch::Tensor &tokens, const AttentionMetadata &meta,
-                                   const HookDispatch *hooks) {
-  c10::cuda::CUDAGuard guard(device);
-  torch::Tensor logits =
-      lm->forward(tokens.to(device, /*non_blocking=*/true), toDevice(meta, device), cache, hooks);
-  return logits.to(torch::kCPU);
+  auto model = std::make_shared<const CausalLM>(toDevice(std::move(weights), device),
+                                                CudaKernels::get(), std::move(group));
+  // Runs the device copies of a --target=cuda bundle; throws BackendError for a bundle
+  // without them.
+  auto launcher = [device](std::shared_ptr<const Bundle> bundle) {
+    return std::make_shared<CudaBundleLauncher>(std::move(bundle), device);
+  };
+  return std::make_unique<DeviceBackend>(std::move(model), launcher);
 }
 
 } // namespace nnsc
@@ -120,10 +91,10 @@ nnscCreateCudaBackend(nnsc::ModelWeights *weights, int deviceIndex,
   std::shared_ptr<nnsc::TensorParallelGroup> group;
   // The device first: without one, the group is not worth forming.
   std::string reason;
-  if (nnsc::CudaBackend::deviceCount(reason) == 0)
+  if (nnsc::cudaDeviceCount(reason) == 0)
     throw nnsc::BackendError("no CUDA device is present (" + reason + ")");
   if (distributed && distributed->worldSize > 1)
     group = nnsc::connectNcclGroup(
         *distributed, torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(deviceIndex)));
-  return new nnsc::CudaBackend(std::move(*weights), deviceIndex, std::move(group));
+  return nnsc::makeCudaBackend(std::move(*weights), deviceIndex, std::move(group)).release();
 }

@@ -2,8 +2,8 @@
 
 #include "nnsc/Runtime/Models/ModelLoader.h"
 
-#include "nnsc/Runtime/Backend/CpuBackend.h"
 #include "nnsc/Runtime/Backend/CudaBackendLoader.h"
+#include "nnsc/Runtime/Backend/DeviceBackend.h"
 #include "nnsc/Runtime/Models/ModelWeights.h"
 #include "nnsc/Support/GGUFFile.h"
 
@@ -82,7 +82,7 @@ LoadedModel loadModel(const ModelLoadOptions &options) {
     loaded.backend = loadCudaBackend(std::move(weights), ranks ? ranks->localRank : 0, ranks);
   } else {
     loaded.model = std::make_shared<CausalLM>(std::move(weights), CpuKernels::get(), gloo);
-    loaded.backend = std::make_shared<CpuBackend>(loaded.model);
+    loaded.backend = makeCpuBackend(loaded.model);
   }
   loaded.tokenizer = loadTokenizer(options.path);
   if (loaded.tokenizer && loaded.tokenizer->specialIds().eos)

@@ -2,7 +2,7 @@
 
 #include "nnsc/Runtime/Engine/LLMEngine.h"
 
-#include "nnsc/Runtime/Backend/CpuBackend.h"
+#include "nnsc/Runtime/Backend/DeviceBackend.h"
 
 #include <algorithm>
 
@@ -29,7 +29,7 @@ LLMEngine::LLMEngine(std::shared_ptr<ModelBackend> model, SchedulerConfig config
 
 LLMEngine::LLMEngine(std::shared_ptr<const CausalLM> model, SchedulerConfig config,
                      uint64_t samplerSeed)
-    : LLMEngine(std::make_shared<CpuBackend>(std::move(model)), config, samplerSeed) {}
+    : LLMEngine(makeCpuBackend(std::move(model)), config, samplerSeed) {}
 
 std::unique_ptr<Sequence> LLMEngine::makeSequence(int64_t id, std::vector<int32_t> prompt,
                                                   const SamplingParams &params,

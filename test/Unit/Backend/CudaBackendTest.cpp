@@ -10,10 +10,10 @@
 
 #include "TinyModel.h"
 
-#include "nnsc/Runtime/Backend/CpuBackend.h"
 #include "nnsc/Runtime/Backend/CpuKernels.h"
 #include "nnsc/Runtime/Backend/CudaBackend.h"
 #include "nnsc/Runtime/Backend/CudaKernels.h"
+#include "nnsc/Runtime/Backend/DeviceBackend.h"
 #include "nnsc/Runtime/Engine/LLMEngine.h"
 
 #include <gtest/gtest.h>
@@ -28,7 +28,7 @@ class CudaBackendTest : public ::testing::TestWithParam<torch::ScalarType> {
 protected:
   void SetUp() override {
     std::string reason;
-    if (CudaBackend::deviceCount(reason) == 0)
+    if (cudaDeviceCount(reason) == 0)
       GTEST_SKIP() << "no CUDA device: " << reason;
     torch::manual_seed(1);
   }
@@ -169,10 +169,8 @@ TEST_P(CudaBackendTest, TinyModelMatchesTheCpuBackend) {
     return tokens;
   };
   std::vector<torch::Tensor> cpuLogits, gpuLogits;
-  auto cpu =
-      run(std::make_shared<CpuBackend>(std::make_shared<CausalLM>(test::tinyWeights(dtype()))),
-          cpuLogits);
-  auto gpu = run(std::make_shared<CudaBackend>(test::tinyWeights(dtype())), gpuLogits);
+  auto cpu = run(makeCpuBackend(std::make_shared<CausalLM>(test::tinyWeights(dtype()))), cpuLogits);
+  auto gpu = run(makeCudaBackend(test::tinyWeights(dtype())), gpuLogits);
   EXPECT_EQ(gpu, cpu);
   ASSERT_EQ(gpuLogits.size(), cpuLogits.size());
   // Both engines schedule identically, so the i-th logits row is the same request and step.

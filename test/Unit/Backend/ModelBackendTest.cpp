@@ -8,8 +8,8 @@
 
 #include "TinyModel.h"
 
-#include "nnsc/Runtime/Backend/CpuBackend.h"
 #include "nnsc/Runtime/Backend/CudaBackendLoader.h"
+#include "nnsc/Runtime/Backend/DeviceBackend.h"
 #include "nnsc/Runtime/Engine/LLMEngine.h"
 
 #include <gtest/gtest.h>
@@ -18,8 +18,8 @@ using namespace nnsc;
 
 namespace {
 
-std::shared_ptr<CpuBackend> tinyBackend() {
-  return std::make_shared<CpuBackend>(std::make_shared<CausalLM>(test::tinyWeights()));
+std::shared_ptr<DeviceBackend> tinyBackend() {
+  return makeCpuBackend(std::make_shared<CausalLM>(test::tinyWeights()));
 }
 
 /// The error message of `fn`, or "no error".
@@ -47,7 +47,7 @@ AttentionMetadata oneSequence(int64_t cached, int64_t queries, bool prefill) {
 }
 
 TEST(ModelBackend, RefusesStepsItCannotRun) {
-  std::shared_ptr<CpuBackend> backend = tinyBackend();
+  std::shared_ptr<DeviceBackend> backend = tinyBackend();
   torch::Tensor tokens = torch::ones({3}, torch::kInt64);
   AttentionMetadata prefill = oneSequence(0, 3, true);
   EXPECT_EQ(errorOf([&] { backend->prefillForward(tokens, prefill, nullptr); }),
@@ -91,7 +91,7 @@ TEST(ModelBackend, EngineFitsTheSchedulerToCapabilities) {
 }
 
 TEST(ModelBackend, DecodeStepEqualsAFreshPrefill) {
-  std::shared_ptr<CpuBackend> backend = tinyBackend();
+  std::shared_ptr<DeviceBackend> backend = tinyBackend();
   SchedulerConfig config;
   config.numBlocks = 16;
   config.blockSize = 16;

@@ -8,7 +8,7 @@
 
 #include "Backend/TinyModel.h"
 
-#include "nnsc/Runtime/Backend/CpuBackend.h"
+#include "nnsc/Runtime/Backend/DeviceBackend.h"
 #include "nnsc/Runtime/Distributed/TensorParallelGroup.h"
 #include "nnsc/Runtime/Engine/LLMEngine.h"
 
@@ -98,14 +98,14 @@ void onRanks(int size, const std::function<void(int, int)> &body) {
 }
 
 /// The tiny model (Backend/TinyModel.h) on the CPU: whole, or `group`'s rank's shard.
-std::shared_ptr<CpuBackend> tinyModel(std::shared_ptr<TensorParallelGroup> group = nullptr) {
+std::shared_ptr<DeviceBackend> tinyModel(std::shared_ptr<TensorParallelGroup> group = nullptr) {
   ShardRank rank = group ? ShardRank{group->rank(), group->size()} : ShardRank{};
-  return std::make_shared<CpuBackend>(std::make_shared<CausalLM>(
-      test::tinyWeights(torch::kFloat32, rank), CpuKernels::get(), std::move(group)));
+  return makeCpuBackend(std::make_shared<CausalLM>(test::tinyWeights(torch::kFloat32, rank),
+                                                   CpuKernels::get(), std::move(group)));
 }
 
 /// Greedy completions of two prompts through the engine.
-std::vector<std::vector<int32_t>> complete(std::shared_ptr<CpuBackend> backend,
+std::vector<std::vector<int32_t>> complete(std::shared_ptr<DeviceBackend> backend,
                                            std::vector<int32_t> second = {7, 8, 9}) {
   SchedulerConfig config;
   config.numBlocks = 16;
@@ -192,7 +192,7 @@ TEST(TensorParallel, APortInUseIsAnError) {
 void expectShardedMatchesWhole(int size) {
   onRanks(size, [&](int rank, int port) {
     auto group = TensorParallelGroup::connect(optionsFor(rank, size, port));
-    std::shared_ptr<CpuBackend> backend = tinyModel(group);
+    std::shared_ptr<DeviceBackend> backend = tinyModel(group);
     backend->allocateKVCache(4, 16);
     Sequence seq(0, {1, 2, 3, 4, 5}, SamplingParams{});
     seq.numScheduledTokens = 5;
@@ -208,7 +208,7 @@ void expectShardedMatchesWhole(int size) {
       EXPECT_EQ(logits.size(1), 0); // only rank 0 samples
       return;
     }
-    std::shared_ptr<CpuBackend> whole = tinyModel();
+    std::shared_ptr<DeviceBackend> whole = tinyModel();
     whole->allocateKVCache(4, 16);
     torch::Tensor expected = whole->prefillForward(tokens, meta, nullptr);
     EXPECT_TRUE(torch::allclose(logits, expected, 1e-5, 1e-5))
@@ -225,7 +225,7 @@ TEST(TensorParallel, FourRanksGenerateWhatTheWholeModelDoes) { expectShardedMatc
 TEST(TensorParallel, RanksGivenDifferentRequestsStopInsteadOfDiverging) {
   onRanks(2, [&](int rank, int port) {
     auto group = TensorParallelGroup::connect(optionsFor(rank, 2, port, 5));
-    std::shared_ptr<CpuBackend> backend = tinyModel(group);
+    std::shared_ptr<DeviceBackend> backend = tinyModel(group);
     try {
       complete(backend,
                rank == 0 ? std::vector<int32_t>{7, 8, 9} : std::vector<int32_t>{7, 8, 9, 10});

@@ -9,7 +9,7 @@
 
 #include "Backend/TinyModel.h"
 
-#include "nnsc/Runtime/Backend/CpuBackend.h"
+#include "nnsc/Runtime/Backend/DeviceBackend.h"
 #include "nnsc/Server/EngineLoop.h"
 
 #include <gtest/gtest.h>
@@ -22,9 +22,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::shared_ptr<CpuBackend> tinyBackend() {
+std::shared_ptr<DeviceBackend> tinyBackend() {
   static std::shared_ptr<CausalLM> model = std::make_shared<CausalLM>(test::tinyWeights());
-  return std::make_shared<CpuBackend>(model);
+  return makeCpuBackend(model);
 }
 
 SchedulerConfig tinyConfig() {
@@ -152,7 +152,7 @@ public:
 };
 
 TEST(LLMEngineAbort, ReleasesHooksWithoutTheResultPhase) {
-  std::shared_ptr<CpuBackend> backend = tinyBackend();
+  std::shared_ptr<DeviceBackend> backend = tinyBackend();
   LLMEngine engine(backend, tinyConfig());
   auto samples = std::make_shared<CountingHook>();
   auto result = std::make_shared<CountingHook>();
@@ -175,7 +175,7 @@ TEST(LLMEngineAbort, ReleasesHooksWithoutTheResultPhase) {
 }
 
 TEST(LLMEngineAbort, AFinishedRequestReleasesItsHooksOnce) {
-  std::shared_ptr<CpuBackend> backend = tinyBackend();
+  std::shared_ptr<DeviceBackend> backend = tinyBackend();
   LLMEngine engine(backend, tinyConfig());
   auto hook = std::make_shared<CountingHook>();
   auto table = std::make_shared<HookTable>(backend->architecture());
