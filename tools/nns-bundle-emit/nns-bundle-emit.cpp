@@ -3,11 +3,11 @@
 //   nns-bundle-emit KERNELS.mlir -emit=llvm-dialect|llvm|bundle [-o OUT] [--target=cpu|cuda]
 //   [--cpu=NAME]
 //
-// The back end of nnsc on kernel-level IR (docs/Compiler.md); see EmitBundle.h.
+// The back end of nnsc on kernel-level IR (docs/Compiler.md); see KernelIRDriver.h.
 //
 //===----------------------------------------------------------------------===//
 
-#include "EmitBundle.h"
+#include "nnsc/Target/Bundle/KernelIRDriver.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -17,12 +17,14 @@ namespace cl = llvm::cl;
 static cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<kernel-level .mlir>"),
                                           cl::init("-"), cl::value_desc("filename"));
 
-static cl::opt<nnsc::KernelIREmit> emitAction(
-    "emit", cl::desc("What to produce"), cl::init(nnsc::KernelIREmit::LLVM),
-    cl::values(clEnumValN(nnsc::KernelIREmit::LLVMDialect, "llvm-dialect",
-                          "the kernels after nns-lower-to-llvm"),
-               clEnumValN(nnsc::KernelIREmit::LLVM, "llvm", "optimized LLVM IR of the bundle"),
-               clEnumValN(nnsc::KernelIREmit::Bundle, "bundle", "the bundle (.nnsb), with -o")));
+static cl::opt<nnsc::bundle::KernelIREmit>
+    emitAction("emit", cl::desc("What to produce"), cl::init(nnsc::bundle::KernelIREmit::LLVM),
+               cl::values(clEnumValN(nnsc::bundle::KernelIREmit::LLVMDialect, "llvm-dialect",
+                                     "the kernels after nns-lower-to-llvm"),
+                          clEnumValN(nnsc::bundle::KernelIREmit::LLVM, "llvm",
+                                     "optimized LLVM IR of the bundle"),
+                          clEnumValN(nnsc::bundle::KernelIREmit::Bundle, "bundle",
+                                     "the bundle (.nnsb), with -o")));
 
 static cl::opt<bool> verifyDiagnostics(
     "verify-diagnostics",
@@ -36,6 +38,9 @@ static cl::opt<bool>
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  nnsc::bundle::registerBackendCLOptions();
   cl::ParseCommandLineOptions(argc, argv, "nnsc back end: kernel-level IR to bundles\n");
-  return nnsc::emitFromKernelIR(inputFilename, emitAction, verifyDiagnostics, splitInputFile);
+  return nnsc::bundle::emitFromKernelIR(inputFilename, emitAction,
+                                        nnsc::bundle::backendOptionsFromCL(), verifyDiagnostics,
+                                        splitInputFile);
 }

@@ -9,12 +9,12 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include "EmitBundle.h"
 #include "nnsc/Dialect/NNS/NNSDialect.h"
 #include "nnsc/Driver/Pipeline.h"
 #include "nnsc/Frontend/Parser.h"
 #include "nnsc/Schema/Architecture.h"
 #include "nnsc/Target/Bundle/KernelIR.h"
+#include "nnsc/Target/Bundle/KernelIRDriver.h"
 
 #include <cstdlib>
 
@@ -86,8 +86,8 @@ static void printSiteTable(const nnsc::schema::Architecture &arch) {
 }
 
 /// Schedules verified nns IR into per-site kernels and, past -emit=scheduled, hands the
-/// kernel-level IR to the back end (tools/nns-bundle-emit/EmitBundle.h, which owns -o and
-/// --target).
+/// kernel-level IR to the back end (nnsc/Target/Bundle/KernelIRDriver.h, whose options are
+/// -o and --target).
 static mlir::LogicalResult compileToBundle(mlir::ModuleOp module,
                                            const nnsc::schema::Architecture &arch,
                                            llvm::StringRef source, llvm::raw_ostream &os) {
@@ -99,8 +99,10 @@ static mlir::LogicalResult compileToBundle(mlir::ModuleOp module,
     os << "\n";
     return mlir::success();
   }
-  return nnsc::emitFromModule(module, emitAction == Action::LLVM ? nnsc::KernelIREmit::LLVM
-                                                                 : nnsc::KernelIREmit::Bundle);
+  using nnsc::bundle::KernelIREmit;
+  return nnsc::bundle::emitFromModule(
+      module, emitAction == Action::LLVM ? KernelIREmit::LLVM : KernelIREmit::Bundle,
+      nnsc::bundle::backendOptionsFromCL());
 }
 
 /// Parses, checks and lowers one buffer; diagnostics go through `context`'s handler.
@@ -142,6 +144,7 @@ static mlir::LogicalResult compile(llvm::SourceMgr &sourceMgr, mlir::MLIRContext
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  nnsc::bundle::registerBackendCLOptions();
   cl::ParseCommandLineOptions(argc, argv, "nns trace compiler\n");
 
   std::optional<nnsc::schema::Architecture> arch;
