@@ -143,11 +143,14 @@ std::string runCudaSiteCall(DevicePort &port, const CudaSiteBuffers &buffers,
     if (status.sink_used < 0 || status.sink_used > buffers.sinkBytes)
       return "the kernel reports " + std::to_string(status.sink_used) + " sink bytes used of " +
              std::to_string(buffers.sinkBytes);
+    // No empty copies: an empty vector's data() may be null, which memcpy must not get.
     events.resize(size_t(status.num_events));
-    port.toHost(events.data(), buffers.events,
-                status.num_events * int64_t(sizeof(nnsc_cuda_event)));
+    if (status.num_events > 0)
+      port.toHost(events.data(), buffers.events,
+                  status.num_events * int64_t(sizeof(nnsc_cuda_event)));
     sink.resize(size_t(status.sink_used));
-    port.toHost(sink.data(), buffers.sink, status.sink_used);
+    if (status.sink_used > 0)
+      port.toHost(sink.data(), buffers.sink, status.sink_used);
 
     const bool suspended = status.resume != 0;
     Replay replay(buffers, code, rt, sink, status.sink_used);
@@ -160,7 +163,8 @@ std::string runCudaSiteCall(DevicePort &port, const CudaSiteBuffers &buffers,
     if (!replay.calledModule)
       return "the kernel suspended without a module call";
     void *output = port.moduleOutput(int64_t(replay.outputBytes.size()));
-    port.toDevice(output, replay.outputBytes.data(), int64_t(replay.outputBytes.size()));
+    if (!replay.outputBytes.empty())
+      port.toDevice(output, replay.outputBytes.data(), int64_t(replay.outputBytes.size()));
     status.module_output = output;
     status.module_status = replay.moduleStatus;
     status.num_events = 0;

@@ -27,9 +27,10 @@ namespace nnsc {
 class DevicePort {
 public:
   virtual ~DevicePort() = default;
-  /// Copies `bytes` from device address `source` to host memory `dest`.
+  /// Copies `bytes` (> 0; runCudaSiteCall makes no empty copies, whose pointers may be null)
+  /// from device address `source` to host memory `dest`.
   virtual void toHost(void *dest, const void *source, int64_t bytes) = 0;
-  /// Copies `bytes` from host memory `source` to device address `dest`.
+  /// Copies `bytes` (> 0) from host memory `source` to device address `dest`.
   virtual void toDevice(void *dest, const void *source, int64_t bytes) = 0;
   /// A device buffer of at least `bytes` for module outputs, valid until the next call (which
   /// may move it); the status points the kernel at it before each resume.
