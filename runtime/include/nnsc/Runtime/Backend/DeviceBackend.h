@@ -3,9 +3,9 @@
 // The one model backend: a CausalLM whose weights are on a device, its paged KV cache on the
 // same device, and the forward pass run there with that model's DeviceKernels. It is the
 // same class for every device; what differs is decided where the model is made (the CPU:
-// cachedHostAllocator and oneDNN packing, in makeCpuBackend; CUDA: weights moved to the GPU
-// and CudaKernels, in the CUDA backend library's makeCudaBackend) and by the optional bundle
-// launcher (device copies of bundle kernels).
+// the caching HostAllocator and oneDNN packing, in makeCpuBackend; CUDA: weights moved to
+// the GPU and CudaKernels, in the CUDA backend library's makeCudaBackend) and by the
+// optional bundle launcher (device copies of bundle kernels).
 //
 // Step inputs arrive on the CPU and the logits return there (ModelBackend.h); on another
 // device the step's tokens and metadata are copied there first, under a device guard.
