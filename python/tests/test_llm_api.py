@@ -111,12 +111,18 @@ def test_gil_is_released_while_the_engine_runs(llm):
 
 
 def test_ctrl_c_cancels_and_the_llm_keeps_working(llm):
-    plain = llm.generate(PROMPT, max_tokens=3, temperature=0, use_tqdm=False)[0].token_ids
-    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
-    start = time.monotonic()
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        llm.generate([PROMPT] * 4, max_tokens=1000, ignore_eos=True, use_tqdm=False)
+    # A background job of a non-interactive shell starts with SIGINT ignored, and Python then
+    # installs no KeyboardInterrupt handler: give the test the one an interactive user has.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        plain = llm.generate(PROMPT, max_tokens=3, temperature=0, use_tqdm=False)[0].token_ids
+        timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+        start = time.monotonic()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            llm.generate([PROMPT] * 4, max_tokens=1000, ignore_eos=True, use_tqdm=False)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - start < 5, "Ctrl-C took too long to land"
     assert llm._engine.finished, "requests of the cancelled call are still queued"
     assert llm.generate(PROMPT, max_tokens=3, temperature=0,
