@@ -22,14 +22,13 @@ AttentionMetadata toDevice(const AttentionMetadata &meta, torch::Device device) 
 } // namespace
 
 DeviceBackend::DeviceBackend(std::shared_ptr<const CausalLM> model, LauncherFactory launcher)
-    : lm(std::move(model)), where(lm ? lm->device() : torch::Device(torch::kCPU)),
-      launcher(std::move(launcher)) {
+    : lm(std::move(model)), launcher(std::move(launcher)) {
   TORCH_CHECK(lm, "DeviceBackend: no model");
 }
 
 BackendCapabilities DeviceBackend::capabilities() const {
   BackendCapabilities caps;
-  caps.device = where;
+  caps.device = device();
   caps.dtypes = {torch::kFloat32, torch::kBFloat16};
   caps.prefixCaching = true;
   caps.bundleKernels = true;
@@ -42,11 +41,12 @@ DeviceBackend::bundleLauncher(std::shared_ptr<const Bundle> bundle) const {
 }
 
 void DeviceBackend::allocateCache(int64_t numBlocks, int64_t blockSize) {
-  cache = KVCache(lm->shardConfig(), numBlocks, blockSize, lm->dtype(), where);
+  cache = KVCache(lm->shardConfig(), numBlocks, blockSize, lm->dtype(), device());
 }
 
 torch::Tensor DeviceBackend::forward(const torch::Tensor &tokens, const AttentionMetadata &meta,
                                      const HookDispatch *hooks) {
+  const torch::Device where = device();
   if (where.is_cpu())
     return lm->forward(tokens, meta, cache, hooks);
   c10::DeviceGuard guard(where);

@@ -46,7 +46,7 @@ public:
   std::shared_ptr<const CausalLM> causalLM() const override { return lm; }
   TensorParallelGroup *tensorParallel() const override { return lm->tensorParallel(); }
   const CausalLM &model() const { return *lm; }
-  torch::Device device() const { return where; }
+  torch::Device device() const { return lm->device(); }
   KVCache &kvCache() { return cache; }
 
 protected:
@@ -56,7 +56,6 @@ protected:
 
 private:
   std::shared_ptr<const CausalLM> lm;
-  torch::Device where;
   LauncherFactory launcher;
   KVCache cache;
 };
