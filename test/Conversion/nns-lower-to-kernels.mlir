@@ -22,7 +22,7 @@ module attributes {
   nns.target = {arch = "llama", dims = {head_dim = 64 : i64, heads = 9 : i64, hidden = 576 : i64,
                 intermediate = 1536 : i64, kv_heads = 3 : i64, layers = 30 : i64, vocab = 49152 : i64},
                 modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
-  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 0 : i64, invokes = [],
+  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 0 : i64, frame_heap_slots = array<i64>, invokes = [],
                  name = "main", saves = []}]} {
   nns.param @steer : tensor<576xf32>
   nns.kernel @main_339 trace @main site 339 "model.layers.12.output" forward access ["read", "write"] {
@@ -51,7 +51,7 @@ module attributes {
   nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
                 intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
                 modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
-  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 0 : i64, invokes = [],
+  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 0 : i64, frame_heap_slots = array<i64>, invokes = [],
                  name = "main", saves = []}]} {
   nns.param @v : tensor<64xf32>
   nns.param @a : tensor<f32>
@@ -86,7 +86,7 @@ module attributes {
   nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
                 intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
                 modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
-  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 264 : i64,
+  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 264 : i64, frame_heap_slots = array<i64>,
                  invokes = ["clean", "corrupt"], name = "patch", saves = []}]} {
   nns.kernel @patch_183 trace @patch site 183 "model.layers.6.output" forward access ["read", "write"] {
     %h = nns.site.read "model.layers.6.output" at 183 forward {nns.invoke = 0 : i64, nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32>
@@ -111,7 +111,7 @@ module attributes {
   nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
                 intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
                 modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
-  nns.traces = [{flags = ["writes_prompt"], frame_bytes = 16 : i64, invokes = [], name = "main",
+  nns.traces = [{flags = ["writes_prompt"], frame_bytes = 16 : i64, frame_heap_slots = array<i64>, invokes = [], name = "main",
                  saves = []}]} {
   nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access ["write"] {
     %l = nns.frame.load 0 {nns.guard = array<i64: 0, -1, 1>, nns.stored_guard = array<i64: 0, 1, 1>} : tensor<f32>
@@ -142,7 +142,7 @@ module attributes {
   nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
                 intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
                 modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
-  nns.traces = [{flags = ["reads_prompt"], frame_bytes = 0 : i64, invokes = [], name = "main",
+  nns.traces = [{flags = ["reads_prompt"], frame_bytes = 0 : i64, frame_heap_slots = array<i64>, invokes = [], name = "main",
                  saves = [{name = "y", per_step = true, type = tensor<?x64xf32>}]}]} {
   nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access ["read"] {
     %h = nns.site.read "model.layers.3.output" at 121 forward {nns.guard = array<i64: 0, -1, 1>} : tensor<?x64xf32>
@@ -172,7 +172,7 @@ module attributes {
   nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
                 intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
                 modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
-  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 0 : i64, invokes = [],
+  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 0 : i64, frame_heap_slots = array<i64>, invokes = [],
                  name = "main", saves = []}]} {
   nns.param @a : tensor<f32>
   nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access ["read", "write"] {
@@ -212,7 +212,7 @@ module attributes {
   nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
                 intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
                 modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
-  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 0 : i64, invokes = [],
+  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 0 : i64, frame_heap_slots = array<i64>, invokes = [],
                  name = "main", saves = []}]} {
   nns.kernel @main_130 trace @main site 130 "model.layers.3.self_attn.o_proj.input" forward access ["read", "write"] {
     %zero = arith.constant dense<0.000000e+00> : tensor<f32>

@@ -119,6 +119,12 @@ void printTrace(int index, const nnsc_trace_desc &trace) {
   std::printf("trace %d '%s' invokes=%d flags=%s frame_bytes=%" PRId64 "\n", index, trace.name,
               trace.num_invokes, flagString(trace.flags, traceFlagNames, traceFlagBits, 3).c_str(),
               trace.frame_bytes);
+  if (trace.num_frame_heap_slots > 0) {
+    std::printf("  frame heap slots at");
+    for (int32_t i = 0; i < trace.num_frame_heap_slots; ++i)
+      std::printf(" %" PRId64, trace.frame_heap_slots[i]);
+    std::printf("\n");
+  }
   for (int32_t i = 0; i < trace.num_invokes; ++i)
     std::printf("  invoke %d '%s'\n", i, trace.invoke_names[i]);
   for (int32_t i = 0; i < trace.num_params; ++i) {

@@ -28,6 +28,7 @@ struct AllocateFrame : impl::NNSAllocateFrameBase<AllocateFrame> {
     OpBuilder builder(&getContext());
     for (auto trace : getOperation().getOps<TraceOp>()) {
       int64_t bytes = 0;
+      SmallVector<int64_t> heapPointers;
       SiteRuns runs(trace);
       trace.walk([&](Operation *op) {
         if (op->getNumResults() == 0 || siteOf(op) < 0 || isa<TraceOp>(op))
@@ -39,7 +40,10 @@ struct AllocateFrame : impl::NNSAllocateFrameBase<AllocateFrame> {
                                       [&](Operation *user) { return !runs.sameRun(op, user); });
           offsets.push_back(crosses ? bytes : -1);
           if (crosses) {
-            bytes += slotBytes(cast<RankedTensorType>(result.getType()));
+            auto type = cast<RankedTensorType>(result.getType());
+            if (!type.hasStaticShape())
+              heapPointers.push_back(bytes + 8);
+            bytes += slotBytes(type);
             any = true;
           }
         }
@@ -47,6 +51,7 @@ struct AllocateFrame : impl::NNSAllocateFrameBase<AllocateFrame> {
           op->setAttr(kFrameAttr, builder.getDenseI64ArrayAttr(offsets));
       });
       trace->setAttr(kFrameBytesAttr, builder.getI64IntegerAttr(bytes));
+      trace->setAttr(kFrameHeapAttr, builder.getDenseI64ArrayAttr(heapPointers));
     }
   }
 };

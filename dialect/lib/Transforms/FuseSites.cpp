@@ -270,7 +270,7 @@ struct FuseSites : impl::NNSFuseSitesBase<FuseSites> {
     return sites;
   }
 
-  /// The manifest facts of a trace: name, invokes, frame size, flags, saves.
+  /// The manifest facts of a trace: name, invokes, frame size and heap slots, flags, saves.
   Attribute describeTrace(TraceOp trace, OpBuilder &builder) {
     bool readsPrompt = false, writesPrompt = false, stops = false;
     SmallVector<Attribute> saves;
@@ -324,6 +324,7 @@ struct FuseSites : impl::NNSFuseSitesBase<FuseSites> {
         {builder.getNamedAttr("name", trace.getSymNameAttr()),
          builder.getNamedAttr("invokes", invokes ? invokes : builder.getArrayAttr({})),
          builder.getNamedAttr("frame_bytes", trace->getAttr(kFrameBytesAttr)),
+         builder.getNamedAttr("frame_heap_slots", trace->getAttr(kFrameHeapAttr)),
          builder.getNamedAttr("flags", builder.getArrayAttr(flags)),
          builder.getNamedAttr("saves", builder.getArrayAttr(saves))});
   }

@@ -97,6 +97,8 @@ void BundleHook::run(int site, torch::Tensor &value, std::span<const TokenGroup>
       failure = "its value is on " + site32.device().str() + " and no launcher runs it there";
     else
       failure = launcher->run(traceDesc, *entry, view, batch, runtime);
+    for (BundleRequest *r : members)
+      r->noteDeviceFrame();
   } else if (int32_t rc = entry->kernel(&view, batch.data(), int32_t(batch.size()), &runtime)) {
     failure = "code " + std::to_string(rc);
   }

@@ -89,13 +89,25 @@ std::optional<BundleTrace> TableReader::readTrace(const nnsc_trace_desc &desc, i
   std::string where = "trace " + std::to_string(index);
   if (!desc.name || desc.num_invokes < 0 || desc.frame_bytes < 0 || desc.num_params < 0 ||
       desc.num_saves < 0 || desc.num_sites < 0 || (desc.num_invokes && !desc.invoke_names) ||
+      desc.num_frame_heap_slots < 0 || (desc.num_frame_heap_slots && !desc.frame_heap_slots) ||
       (desc.num_params && !desc.params) || (desc.num_saves && !desc.saves) ||
       (desc.num_sites && !desc.sites)) {
     fail(where + " has a malformed table");
     return std::nullopt;
   }
   where = "trace '" + std::string(desc.name) + "'";
-  BundleTrace trace{desc.name, desc.num_invokes, {}, desc.flags, desc.frame_bytes, {}, {}, {}};
+  BundleTrace trace{desc.name, desc.num_invokes, {}, desc.flags, desc.frame_bytes, {}, {}, {}, {}};
+  for (int32_t i = 0; i < desc.num_frame_heap_slots; ++i) {
+    const int64_t offset = desc.frame_heap_slots[i];
+    const int64_t previous = i ? desc.frame_heap_slots[i - 1] : -1;
+    if (offset <= previous || offset % 8 || offset > desc.frame_bytes - 8) {
+      fail(where + " has frame heap slot " + std::to_string(offset) +
+           ", not an ascending, 8-aligned pointer inside its frame of " +
+           std::to_string(desc.frame_bytes) + " bytes");
+      return std::nullopt;
+    }
+    trace.frameHeapSlots.push_back(offset);
+  }
   for (int32_t i = 0; i < desc.num_invokes; ++i)
     trace.invokeNames.emplace_back(desc.invoke_names[i] ? desc.invoke_names[i] : "");
   for (int32_t i = 0; i < desc.num_params; ++i) {

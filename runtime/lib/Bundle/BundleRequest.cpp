@@ -2,6 +2,9 @@
 
 #include "nnsc/Runtime/Bundle/BundleRequest.h"
 
+#include <cstdlib>
+#include <cstring>
+
 namespace nnsc {
 
 torch::ScalarType toTorchDtype(nnsc_dtype dtype) {
@@ -64,6 +67,20 @@ BundleRequest::BundleRequest(const BundleTrace &trace, std::vector<torch::Tensor
   }
 }
 
+BundleRequest::~BundleRequest() { releaseFrameHeap(); }
+
+void BundleRequest::releaseFrameHeap() {
+  if (deviceFrame)
+    return;
+  auto *frame = static_cast<uint8_t *>(this->frame());
+  for (int64_t offset : traceDesc.frameHeapSlots) {
+    void *copy = nullptr;
+    std::memcpy(&copy, frame + offset, sizeof copy);
+    std::free(copy); // the kernels' memref.alloc is the C library's malloc
+    std::memset(frame + offset, 0, sizeof copy);
+  }
+}
+
 std::optional<std::string> BundleRequest::save(int32_t index, int64_t step,
                                                const nnsc_tensor &value) {
   if (index < 0 || size_t(index) >= traceDesc.saves.size())
@@ -100,6 +117,7 @@ std::map<std::string, torch::Tensor> BundleRequest::saves() const {
 }
 
 void BundleRequest::restart() {
+  releaseFrameHeap();
   frameBytes.zero_();
   saved.clear();
   failure.reset();

@@ -38,7 +38,8 @@ class SiteEntry(C.Structure):
 class TraceDesc(C.Structure):
     _fields_ = [("name", C.c_char_p), ("num_invokes", C.c_int32),
                 ("invoke_names", C.POINTER(C.c_char_p)), ("flags", C.c_uint32),
-                ("frame_bytes", C.c_int64), ("num_params", C.c_int32),
+                ("frame_bytes", C.c_int64), ("num_frame_heap_slots", C.c_int32),
+                ("frame_heap_slots", C.POINTER(C.c_int64)), ("num_params", C.c_int32),
                 ("params", C.POINTER(ParamDesc)), ("num_saves", C.c_int32),
                 ("saves", C.POINTER(SaveDesc)), ("num_sites", C.c_int32),
                 ("sites", C.POINTER(SiteEntry))]

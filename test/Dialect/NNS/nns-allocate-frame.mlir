@@ -2,9 +2,10 @@
 
 // Values used at a later site or another step guard get 8-byte aligned slots: the step the
 // value was stored at (8 bytes), then the value; T-shaped values take a pointer and a row count
-// (16 bytes); values used where they are made take none.
+// (16 bytes), and the trace lists where those pointers are (nns.frame_heap: the runtime frees
+// the heap copies at request end); values used where they are made take none.
 // CHECK-LABEL: nns.trace @main
-// CHECK-SAME: nns.frame_bytes = 2352 : i64
+// CHECK-SAME: nns.frame_bytes = 2352 : i64, nns.frame_heap = array<i64: 8>
 // CHECK: nns.site.read "model.layers.1.output" {{.*}}nns.frame = array<i64: 0>
 // CHECK: %[[LAST:.*]] = nns.select {{.*}}nns.frame = array<i64: 24>
 // CHECK: %[[SUM:.*]] = nns.reduce sum {{.*}}nns.frame = array<i64: 2336>
@@ -27,7 +28,7 @@ nns.trace @main {
 // A use at the same site and guard after an op of another guard is in another run of the
 // site's kernel (another group loop): the value gets a slot too.
 // CHECK-LABEL: nns.trace @main
-// CHECK-SAME: nns.frame_bytes = 24 : i64
+// CHECK-SAME: nns.frame_bytes = 24 : i64, nns.frame_heap = array<i64: 8>
 // CHECK: nns.site.read "model.layers.5.input" {{.*}}nns.frame = array<i64: 0>
 // CHECK-NOT: nns.frame =
 nns.trace @main {
@@ -44,7 +45,7 @@ nns.trace @main {
 
 // Without an op of another guard in between, the same use needs no slot.
 // CHECK-LABEL: nns.trace @main
-// CHECK-SAME: nns.frame_bytes = 0 : i64
+// CHECK-SAME: nns.frame_bytes = 0 : i64, nns.frame_heap = array<i64>
 // CHECK-NOT: nns.frame =
 nns.trace @main {
   %h = nns.site.read "model.layers.5.input" at 152 forward : tensor<?x576xf32>

@@ -3,7 +3,7 @@
 // One kernel per site in firing order; values crossing sites go through the frame; constants
 // and params are recomputed in each kernel that needs them; the trace's manifest facts move
 // to nns.traces.
-// CHECK: nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 2312 : i64, invokes = [], name = "main", saves = [{name = "top", per_step = true, type = tensor<i64>}]}]
+// CHECK: nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 2312 : i64, frame_heap_slots = array<i64>, invokes = [], name = "main", saves = [{name = "top", per_step = true, type = tensor<i64>}]}]
 // CHECK-NOT: nns.trace @
 // CHECK-LABEL: nns.kernel @main_79 trace @main site 79 "model.layers.2.output" forward access ["read"]
 // CHECK: %[[M1:.*]] = arith.constant

@@ -26,14 +26,14 @@ module attributes {nnsc.manifest = {
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3,
           head_dim = 64, vocab = 49152},
   traces = [{
-    name = "lens", num_invokes = 0, invoke_names = [], flags = ["reads_prompt"], frame_bytes = 0,
+    name = "lens", num_invokes = 0, invoke_names = [], flags = ["reads_prompt"], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [],
     saves = [{name = "h", dtype = "f32", shape = array<i64: 576>, flags = ["per_step"]}],
     sites = [{site = 109, path = "model.layers.3.output", phase = "forward", access = ["read"],
               kernel = @capture_last}]
   }, {
     name = "patch", num_invokes = 2, invoke_names = ["clean", "corrupt"],
-    flags = ["reads_prompt", "writes_prompt", "stops"], frame_bytes = 2304,
+    flags = ["reads_prompt", "writes_prompt", "stops"], frame_bytes = 2304, frame_heap_slots = array<i64>,
     params = [{name = "k", dtype = "i64", shape = array<i64>, default = dense<7> : tensor<i64>},
               {name = "on", dtype = "bool", shape = array<i64: 3>,
                default = dense<[true, false, true]> : tensor<3xi1>},

@@ -22,7 +22,7 @@ module attributes {nnsc.manifest = ["traces"]} {
 module attributes {nnsc.manifest = {
   source_hash = "00", arch = "llama", schema_hash = 1,
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
-  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0,
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [], saves = [],
     sites = [{site = 27, path = "model.layers.0.output", phase = "forward", access = ["read"], kernel = @k}]}]
 }} {
@@ -38,7 +38,7 @@ module attributes {nnsc.manifest = {
 module attributes {nnsc.manifest = {
   source_hash = "00", schema_hash = 1 : ui64,
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
-  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0,
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [], saves = [],
     sites = [{site = 27, path = "model.layers.0.output", phase = "forward", access = ["read"], kernel = @k}]}]
 }} {
@@ -54,7 +54,7 @@ module attributes {nnsc.manifest = {
 module attributes {nnsc.manifest = {
   source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64},
-  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0,
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [], saves = [],
     sites = [{site = 27, path = "model.layers.0.output", phase = "forward", access = ["read"], kernel = @k}]}]
 }} {
@@ -70,7 +70,7 @@ module attributes {nnsc.manifest = {
 module attributes {nnsc.manifest = {
   source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
   dims = {hidden = 0, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
-  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0,
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [], saves = [],
     sites = [{site = 27, path = "model.layers.0.output", phase = "forward", access = ["read"], kernel = @k}]}]
 }} {
@@ -86,7 +86,7 @@ module attributes {nnsc.manifest = {
 module attributes {nnsc.manifest = {
   source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
-  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0,
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [{name = "v", dtype = "f64", shape = array<i64: 576>}], saves = [],
     sites = [{site = 27, path = "model.layers.0.output", phase = "forward", access = ["read"], kernel = @k}]}]
 }} {
@@ -102,7 +102,7 @@ module attributes {nnsc.manifest = {
 module attributes {nnsc.manifest = {
   source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
-  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0,
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [{name = "v", dtype = "f32", shape = array<i64: -1>}], saves = [],
     sites = [{site = 27, path = "model.layers.0.output", phase = "forward", access = ["read"], kernel = @k}]}]
 }} {
@@ -118,7 +118,7 @@ module attributes {nnsc.manifest = {
 module attributes {nnsc.manifest = {
   source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
-  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0,
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [{name = "v", dtype = "f32", shape = array<i64: 576>, default = dense<0.0> : tensor<4xf32>}], saves = [],
     sites = [{site = 27, path = "model.layers.0.output", phase = "forward", access = ["read"], kernel = @k}]}]
 }} {
@@ -134,7 +134,7 @@ module attributes {nnsc.manifest = {
 module attributes {nnsc.manifest = {
   source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
-  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0,
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [{name = "v", dtype = "f32", shape = array<i64>}, {name = "v", dtype = "i64", shape = array<i64>}], saves = [],
     sites = [{site = 27, path = "model.layers.0.output", phase = "forward", access = ["read"], kernel = @k}]}]
 }} {
@@ -150,7 +150,7 @@ module attributes {nnsc.manifest = {
 module attributes {nnsc.manifest = {
   source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
-  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0,
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [], saves = [{name = "h", dtype = "f32", shape = array<i64: -1, 576>, flags = ["every_step"]}],
     sites = [{site = 27, path = "model.layers.0.output", phase = "forward", access = ["read"], kernel = @k}]}]
 }} {
@@ -166,7 +166,7 @@ module attributes {nnsc.manifest = {
 module attributes {nnsc.manifest = {
   source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
-  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0,
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [], saves = [],
     sites = [{site = 27, path = "model.layers.0.output", phase = "prefill", access = ["read"], kernel = @k}]}]
 }} {
@@ -182,7 +182,7 @@ module attributes {nnsc.manifest = {
 module attributes {nnsc.manifest = {
   source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
-  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0,
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [], saves = [],
     sites = [{site = 27, path = "model.layers.0.output", phase = "forward", access = [], kernel = @k}]}]
 }} {
@@ -198,7 +198,7 @@ module attributes {nnsc.manifest = {
 module attributes {nnsc.manifest = {
   source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
-  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0,
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [], saves = [],
     sites = [{site = 27, path = "model.layers.0.output", phase = "forward", access = ["read"], kernel = @missing}]}]
 }} {
@@ -214,7 +214,7 @@ module attributes {nnsc.manifest = {
 module attributes {nnsc.manifest = {
   source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
-  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0,
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [], saves = [],
     sites = [{site = 27, path = "model.layers.0.output", phase = "forward", access = ["read"], kernel = @k}]}]
 }} {
@@ -230,7 +230,7 @@ module attributes {nnsc.manifest = {
 module attributes {nnsc.manifest = {
   source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
-  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0,
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [], saves = [],
     sites = [{site = 27, path = "model.layers.0.output", phase = "forward", access = ["read"], kernel = @k}, {site = 27, path = "model.layers.0.output", phase = "forward", access = ["read"], kernel = @k}]}]
 }} {
@@ -246,7 +246,7 @@ module attributes {nnsc.manifest = {
 module attributes {nnsc.manifest = {
   source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
-  traces = [{name = "", num_invokes = 2, invoke_names = ["a"], flags = [], frame_bytes = 0, params = [], saves = [], sites = []}]
+  traces = [{name = "", num_invokes = 2, invoke_names = ["a"], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>, params = [], saves = [], sites = []}]
 }} {
   func.func @k(%v: !llvm.ptr, %g: !llvm.ptr, %n: i32, %rt: !llvm.ptr) -> i32 {
     %ok = arith.constant 0 : i32
@@ -260,7 +260,7 @@ module attributes {nnsc.manifest = {
 module attributes {nnsc.manifest = {
   source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
-  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = ["reads"], frame_bytes = 0, params = [], saves = [], sites = []}]
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = ["reads"], frame_bytes = 0, frame_heap_slots = array<i64>, params = [], saves = [], sites = []}]
 }} {
   func.func @k(%v: !llvm.ptr, %g: !llvm.ptr, %n: i32, %rt: !llvm.ptr) -> i32 {
     %ok = arith.constant 0 : i32
@@ -274,7 +274,7 @@ module attributes {nnsc.manifest = {
 module attributes {nnsc.manifest = {
   source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
-  traces = [{name = "t", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, params = [], saves = [], sites = []}, {name = "t", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, params = [], saves = [], sites = []}]
+  traces = [{name = "t", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>, params = [], saves = [], sites = []}, {name = "t", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>, params = [], saves = [], sites = []}]
 }} {
   func.func @k(%v: !llvm.ptr, %g: !llvm.ptr, %n: i32, %rt: !llvm.ptr) -> i32 {
     %ok = arith.constant 0 : i32
@@ -288,7 +288,78 @@ module attributes {nnsc.manifest = {
 module attributes {nnsc.manifest = {
   source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
-  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = -8, params = [], saves = [], sites = []}]
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = -8, frame_heap_slots = array<i64>, params = [], saves = [], sites = []}]
+}} {
+  func.func @k(%v: !llvm.ptr, %g: !llvm.ptr, %n: i32, %rt: !llvm.ptr) -> i32 {
+    %ok = arith.constant 0 : i32
+    return %ok : i32
+  }
+}
+
+// -----
+
+// expected-error @+1 {{nnsc.manifest: traces[0].frame_heap_slots: missing}}
+module attributes {nnsc.manifest = {
+  source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
+  dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 24, params = [], saves = [], sites = []}]
+}} {
+  func.func @k(%v: !llvm.ptr, %g: !llvm.ptr, %n: i32, %rt: !llvm.ptr) -> i32 {
+    %ok = arith.constant 0 : i32
+    return %ok : i32
+  }
+}
+
+// -----
+
+// expected-error @+1 {{nnsc.manifest: traces[0].frame_heap_slots: expected array<i64: ...>, got [8]}}
+module attributes {nnsc.manifest = {
+  source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
+  dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 24, frame_heap_slots = [8], params = [], saves = [], sites = []}]
+}} {
+  func.func @k(%v: !llvm.ptr, %g: !llvm.ptr, %n: i32, %rt: !llvm.ptr) -> i32 {
+    %ok = arith.constant 0 : i32
+    return %ok : i32
+  }
+}
+
+// -----
+
+// A heap pointer must lie inside the frame.
+// expected-error @+1 {{nnsc.manifest: traces[0].frame_heap_slots: offset 24 is not a pointer inside the frame of 24 bytes}}
+module attributes {nnsc.manifest = {
+  source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
+  dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 24, frame_heap_slots = array<i64: 8, 24>, params = [], saves = [], sites = []}]
+}} {
+  func.func @k(%v: !llvm.ptr, %g: !llvm.ptr, %n: i32, %rt: !llvm.ptr) -> i32 {
+    %ok = arith.constant 0 : i32
+    return %ok : i32
+  }
+}
+
+// -----
+
+// expected-error @+1 {{nnsc.manifest: traces[0].frame_heap_slots: offset 12 is not 8-aligned}}
+module attributes {nnsc.manifest = {
+  source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
+  dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 48, frame_heap_slots = array<i64: 12>, params = [], saves = [], sites = []}]
+}} {
+  func.func @k(%v: !llvm.ptr, %g: !llvm.ptr, %n: i32, %rt: !llvm.ptr) -> i32 {
+    %ok = arith.constant 0 : i32
+    return %ok : i32
+  }
+}
+
+// -----
+
+// expected-error @+1 {{nnsc.manifest: traces[0].frame_heap_slots: offset 8 follows 32 (offsets ascend)}}
+module attributes {nnsc.manifest = {
+  source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
+  dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152},
+  traces = [{name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 48, frame_heap_slots = array<i64: 32, 8>, params = [], saves = [], sites = []}]
 }} {
   func.func @k(%v: !llvm.ptr, %g: !llvm.ptr, %n: i32, %rt: !llvm.ptr) -> i32 {
     %ok = arith.constant 0 : i32

@@ -5,7 +5,7 @@
 // RUN: nns-bundle-emit %s -emit=bundle -o %t.nnsb
 // RUN: nns-bundle-info %t.nnsb | FileCheck %s
 
-// CHECK:      abi_version: 3
+// CHECK:      abi_version: 4
 // CHECK-NEXT: source_hash: 5f1c0ffee0ddba11
 // CHECK-NEXT: arch: llama
 // CHECK-NEXT: schema_hash: 17293822569102704642
@@ -27,7 +27,7 @@ module attributes {nnsc.manifest = {
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3,
           head_dim = 64, vocab = 49152},
   traces = [{
-    name = "", num_invokes = 0, invoke_names = [], flags = ["writes_prompt"], frame_bytes = 0,
+    name = "", num_invokes = 0, invoke_names = [], flags = ["writes_prompt"], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [{name = "vec", dtype = "f32", shape = array<i64: 576>,
                default = dense<0.5> : tensor<576xf32>}],
     saves = [],

@@ -35,7 +35,7 @@ module attributes {nnsc.manifest = {
           head_dim = 64, vocab = 49152},
   traces = [{
     name = "", num_invokes = 0, invoke_names = [], flags = ["reads_prompt", "writes_prompt"],
-    frame_bytes = 0, params = [],
+    frame_bytes = 0, frame_heap_slots = array<i64>, params = [],
     saves = [{name = "h", dtype = "f32", shape = array<i64: -1, 576>, flags = []}],
     sites = [{site = 28, path = "model.layers.0.output", phase = "forward",
               access = ["read", "write"], kernel = @events}]

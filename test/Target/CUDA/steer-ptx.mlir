@@ -25,7 +25,7 @@ module attributes {nnsc.manifest = {
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3,
           head_dim = 64, vocab = 49152},
   traces = [{
-    name = "", num_invokes = 0, invoke_names = [], flags = ["writes_prompt"], frame_bytes = 0,
+    name = "", num_invokes = 0, invoke_names = [], flags = ["writes_prompt"], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [{name = "vec", dtype = "f32", shape = array<i64: 576>,
                default = dense<0.5> : tensor<576xf32>}],
     saves = [],

@@ -7,7 +7,7 @@ module attributes {nnsc.manifest = {
   dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3,
           head_dim = 64, vocab = 49152},
   traces = [{
-    name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0,
+    name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [], saves = [],
     sites = [{site = 28, path = "model.layers.0.output", phase = "forward", access = ["read"],
               kernel = @dynamic_stack}]

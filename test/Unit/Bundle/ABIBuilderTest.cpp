@@ -193,7 +193,7 @@ constexpr const char *kManifest = R"({
   source_hash = "ab", arch = "llama", schema_hash = 5 : ui64,
   dims = {hidden = 40, intermediate = 80, layers = 2, heads = 4, kv_heads = 2, head_dim = 10,
           vocab = 100},
-  traces = [{name = "", num_invokes = 2, invoke_names = ["a", "b"], flags = [], frame_bytes = 0,
+  traces = [{name = "", num_invokes = 2, invoke_names = ["a", "b"], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
     params = [{name = "vec", dtype = "f32", shape = array<i64: 40>}],
     saves = [{name = "h", dtype = "f32", shape = array<i64: 1, 40>, flags = ["per_step"]}],
     sites = [{site = 1, path = "p1", phase = "forward", access = ["read", "write"], kernel = @steer},

@@ -79,14 +79,16 @@ void expectManifestTypesMatchHeader(const llvm::DataLayout &layout) {
       (std::vector<uint64_t>{offsetof(nnsc_site_entry, site), offsetof(nnsc_site_entry, site_path),
                              offsetof(nnsc_site_entry, phase), offsetof(nnsc_site_entry, access),
                              offsetof(nnsc_site_entry, kernel), sizeof(nnsc_site_entry)}));
-  EXPECT_EQ(offsets(layout, types.traceDesc),
-            (std::vector<uint64_t>{
-                offsetof(nnsc_trace_desc, name), offsetof(nnsc_trace_desc, num_invokes),
-                offsetof(nnsc_trace_desc, invoke_names), offsetof(nnsc_trace_desc, flags),
-                offsetof(nnsc_trace_desc, frame_bytes), offsetof(nnsc_trace_desc, num_params),
-                offsetof(nnsc_trace_desc, params), offsetof(nnsc_trace_desc, num_saves),
-                offsetof(nnsc_trace_desc, saves), offsetof(nnsc_trace_desc, num_sites),
-                offsetof(nnsc_trace_desc, sites), sizeof(nnsc_trace_desc)}));
+  EXPECT_EQ(
+      offsets(layout, types.traceDesc),
+      (std::vector<uint64_t>{
+          offsetof(nnsc_trace_desc, name), offsetof(nnsc_trace_desc, num_invokes),
+          offsetof(nnsc_trace_desc, invoke_names), offsetof(nnsc_trace_desc, flags),
+          offsetof(nnsc_trace_desc, frame_bytes), offsetof(nnsc_trace_desc, num_frame_heap_slots),
+          offsetof(nnsc_trace_desc, frame_heap_slots), offsetof(nnsc_trace_desc, num_params),
+          offsetof(nnsc_trace_desc, params), offsetof(nnsc_trace_desc, num_saves),
+          offsetof(nnsc_trace_desc, saves), offsetof(nnsc_trace_desc, num_sites),
+          offsetof(nnsc_trace_desc, sites), sizeof(nnsc_trace_desc)}));
   EXPECT_EQ(offsets(layout, types.bundle),
             (std::vector<uint64_t>{
                 offsetof(nnsc_bundle, abi_version), offsetof(nnsc_bundle, source_hash),

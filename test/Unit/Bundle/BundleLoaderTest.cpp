@@ -149,7 +149,7 @@ TEST_F(BundleLoaderTest, RefusesMalformedTables) {
   nnsc_site_entry sites[2] = {
       {109, "model.layers.3.output", NNSC_PHASE_FORWARD, NNSC_ACCESS_READ, kernel},
       {28, "model.layers.0.output", NNSC_PHASE_FORWARD, NNSC_ACCESS_READ, kernel}};
-  nnsc_trace_desc trace{"t", 0, nullptr, 0, 0, 0, nullptr, 0, nullptr, 2, sites};
+  nnsc_trace_desc trace{"t", 0, nullptr, 0, 0, 0, nullptr, 0, nullptr, 0, nullptr, 2, sites};
   nnsc_bundle table{NNSC_BUNDLE_ABI_VERSION,
                     "00",
                     "llama",
@@ -179,6 +179,23 @@ TEST_F(BundleLoaderTest, RefusesMalformedTables) {
 
   trace.num_params = 0;
   EXPECT_TRUE(checkBundle(table, architecture, error)) << error;
+
+  // Heap slots: pointers inside the frame, 8-aligned, ascending; the runtime frees them.
+  int64_t heapSlots[2] = {8, 16};
+  trace.frame_bytes = 24;
+  trace.num_frame_heap_slots = 2;
+  EXPECT_FALSE(checkBundle(table, architecture, error));
+  EXPECT_EQ(error, "trace 0 has a malformed table");
+  trace.frame_heap_slots = heapSlots;
+  EXPECT_TRUE(checkBundle(table, architecture, error)) << error;
+  for (auto [first, second] : {std::pair{8, 20}, {16, 8}, {8, 24}}) {
+    heapSlots[0] = first;
+    heapSlots[1] = second;
+    EXPECT_FALSE(checkBundle(table, architecture, error));
+    EXPECT_EQ(error, "trace 't' has frame heap slot " + std::to_string(second) +
+                         ", not an ascending, 8-aligned pointer inside its frame of 24 bytes");
+  }
+  trace.num_frame_heap_slots = 0;
 
   // A CUDA bundle must carry a device copy of every site kernel.
   nnsc_cuda_kernel device{kernel, "k", 0, 0};

@@ -106,6 +106,7 @@ struct LowerToKernels : impl::NNSLowerToKernelsBase<LowerToKernels> {
           builder.getNamedAttr("invoke_names", invokes),
           builder.getNamedAttr("flags", trace.get("flags")),
           builder.getNamedAttr("frame_bytes", trace.get("frame_bytes")),
+          builder.getNamedAttr("frame_heap_slots", trace.get("frame_heap_slots")),
           builder.getNamedAttr("params", builder.getArrayAttr(params)),
           builder.getNamedAttr("saves", builder.getArrayAttr(saves)),
           builder.getNamedAttr("sites", builder.getArrayAttr(sites[name.getValue()])),

@@ -159,13 +159,16 @@ std::optional<TraceDesc> ManifestReader::readTrace(Attribute attr, const std::st
                                             {"writes_prompt", abi::kTraceWritesPrompt},
                                             {"stops", abi::kTraceStops}});
   std::optional<int64_t> frameBytes = flags ? getInt(*dict, where, "frame_bytes", 0) : std::nullopt;
-  std::optional<ArrayAttr> params = frameBytes ? getArray(*dict, where, "params") : std::nullopt;
+  std::optional<std::vector<int64_t>> heapSlots =
+      frameBytes ? getFrameHeapSlots(*dict, where, *frameBytes) : std::nullopt;
+  std::optional<ArrayAttr> params = heapSlots ? getArray(*dict, where, "params") : std::nullopt;
   std::optional<ArrayAttr> saves = params ? getArray(*dict, where, "saves") : std::nullopt;
   std::optional<ArrayAttr> sites = saves ? getArray(*dict, where, "sites") : std::nullopt;
   if (!sites)
     return std::nullopt;
   trace.flags = *flags;
   trace.frameBytes = *frameBytes;
+  trace.frameHeapSlots = std::move(*heapSlots);
 
   std::set<std::string> names;
   for (auto [index, attr] : llvm::enumerate(*params)) {

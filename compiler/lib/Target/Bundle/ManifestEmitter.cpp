@@ -24,7 +24,7 @@ ManifestTypes ManifestTypes::get(llvm::LLVMContext &context) {
   types.saveDesc = named("nnsc_save_desc", {ptr, i32, i32, shape, i32});
   types.siteEntry = named("nnsc_site_entry", {i32, ptr, i32, i32, ptr});
   types.traceDesc =
-      named("nnsc_trace_desc", {ptr, i32, ptr, i32, i64, i32, ptr, i32, ptr, i32, ptr});
+      named("nnsc_trace_desc", {ptr, i32, ptr, i32, i64, i32, ptr, i32, ptr, i32, ptr, i32, ptr});
   types.bundle =
       named("nnsc_bundle", {i32, ptr, ptr, i64, i64, i64, i64, i64, i64, i64, i64, i32, ptr, ptr});
   types.cudaKernel = named("nnsc_cuda_kernel", {ptr, ptr, i64, i32});
@@ -116,9 +116,11 @@ llvm::Constant *Emitter::defaultValue(const ParamDesc &param, const llvm::Twine 
 
 llvm::Constant *Emitter::trace(const TraceDesc &trace, unsigned index) {
   std::string prefix = "nnsc_trace" + std::to_string(index);
-  llvm::SmallVector<llvm::Constant *> invokeNames, params, saves, sites;
+  llvm::SmallVector<llvm::Constant *> invokeNames, heapSlots, params, saves, sites;
   for (auto [i, name] : llvm::enumerate(trace.invokeNames))
     invokeNames.push_back(string(name, prefix + ".invoke" + llvm::Twine(i)));
+  for (int64_t offset : trace.frameHeapSlots)
+    heapSlots.push_back(c64(offset));
   for (auto [i, param] : llvm::enumerate(trace.params))
     params.push_back(llvm::ConstantStruct::get(
         types.paramDesc,
@@ -142,6 +144,7 @@ llvm::Constant *Emitter::trace(const TraceDesc &trace, unsigned index) {
       types.traceDesc,
       {string(trace.name, prefix + ".name"), c32(trace.numInvokes),
        table(ptr, invokeNames, prefix + ".invoke_names"), c32(trace.flags), c64(trace.frameBytes),
+       c32(trace.frameHeapSlots.size()), table(i64, heapSlots, prefix + ".frame_heap_slots"),
        c32(trace.params.size()), table(types.paramDesc, params, prefix + ".params"),
        c32(trace.saves.size()), table(types.saveDesc, saves, prefix + ".saves"),
        c32(trace.sites.size()), table(types.siteEntry, sites, prefix + ".sites")});

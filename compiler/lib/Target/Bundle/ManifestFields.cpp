@@ -68,6 +68,36 @@ std::optional<ArrayAttr> ManifestReader::getArray(DictionaryAttr dict, const std
   return array;
 }
 
+std::optional<std::vector<int64_t>> ManifestReader::getFrameHeapSlots(DictionaryAttr dict,
+                                                                      const std::string &prefix,
+                                                                      int64_t frameBytes) {
+  Attribute attr = require(dict, prefix, "frame_heap_slots");
+  if (!attr)
+    return std::nullopt;
+  auto offsets = dyn_cast<DenseI64ArrayAttr>(attr);
+  if (!offsets) {
+    error(field(prefix, "frame_heap_slots")) << "expected array<i64: ...>, got " << attr;
+    return std::nullopt;
+  }
+  ArrayRef<int64_t> slots = offsets.asArrayRef();
+  for (auto [index, offset] : llvm::enumerate(slots)) {
+    auto bad = [&] { return error(field(prefix, "frame_heap_slots")) << "offset " << offset; };
+    if (offset % 8 != 0) {
+      bad() << " is not 8-aligned";
+      return std::nullopt;
+    }
+    if (offset < 0 || offset > frameBytes - 8) {
+      bad() << " is not a pointer inside the frame of " << frameBytes << " bytes";
+      return std::nullopt;
+    }
+    if (index > 0 && offset <= slots[index - 1]) {
+      bad() << " follows " << slots[index - 1] << " (offsets ascend)";
+      return std::nullopt;
+    }
+  }
+  return std::vector<int64_t>(offsets.asArrayRef());
+}
+
 std::optional<DictionaryAttr> ManifestReader::asDict(Attribute attr, const std::string &where) {
   auto dict = dyn_cast<DictionaryAttr>(attr);
   if (!dict) {

@@ -39,6 +39,9 @@ private:
                                 llvm::StringRef key, int64_t min);
   std::optional<mlir::ArrayAttr> getArray(mlir::DictionaryAttr dict, const std::string &prefix,
                                           llvm::StringRef key);
+  /// The frame's heap-pointer offsets: ascending, 8-aligned, inside `frameBytes`.
+  std::optional<std::vector<int64_t>>
+  getFrameHeapSlots(mlir::DictionaryAttr dict, const std::string &prefix, int64_t frameBytes);
   std::optional<mlir::DictionaryAttr> asDict(mlir::Attribute attr, const std::string &where);
   std::optional<abi::DType> getDType(mlir::DictionaryAttr dict, const std::string &prefix);
   std::optional<std::vector<int64_t>> getShape(mlir::DictionaryAttr dict, const std::string &prefix,

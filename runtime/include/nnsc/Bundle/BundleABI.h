@@ -22,7 +22,7 @@ extern "C" {
 
 /* Bumped on any change to the layout or meaning of the structures below. The runtime refuses
  * a bundle whose abi_version differs from its own. */
-#define NNSC_BUNDLE_ABI_VERSION 3u
+#define NNSC_BUNDLE_ABI_VERSION 4u
 
 #define NNSC_BUNDLE_QUERY_SYMBOL "nnsc_bundle_query"
 
@@ -120,6 +120,12 @@ typedef struct nnsc_trace_desc {
   const char *const *invoke_names;
   uint32_t flags;      /* NNSC_TRACE_* */
   int64_t frame_bytes; /* per-request scratch holding values that cross sites and invokes */
+  /* Byte offsets in the frame of the pointers to the heap copies (malloc) that host kernels
+   * keep for values whose shape is known only at run time, ascending and 8-aligned. A kernel
+   * frees a slot's previous copy when it writes the slot again; the runtime frees what is left
+   * (each non-null pointer) when it releases or restarts the request. */
+  int32_t num_frame_heap_slots;
+  const int64_t *frame_heap_slots;
   int32_t num_params;
   const nnsc_param_desc *params;
   int32_t num_saves;

@@ -55,6 +55,7 @@ struct TraceDesc {
   std::vector<std::string> invokeNames;
   uint32_t flags; ///< abi::kTrace*
   int64_t frameBytes;
+  std::vector<int64_t> frameHeapSlots; ///< offsets of heap pointers in the frame
   std::vector<ParamDesc> params;
   std::vector<SaveDesc> saves;
   std::vector<SiteEntry> sites; ///< sorted by `site`

@@ -26,6 +26,8 @@ constexpr const char *kGuardAttr = "nns.guard";
 constexpr const char *kInvokeAttr = "nns.invoke";
 constexpr const char *kFrameAttr = "nns.frame";
 constexpr const char *kFrameBytesAttr = "nns.frame_bytes";
+/// On a trace: the frame offsets of heap-copy pointers (slots of run-time shape), ascending.
+constexpr const char *kFrameHeapAttr = "nns.frame_heap";
 /// On a frame load: the step guard of the value's store, and its invoke's name if any.
 constexpr const char *kStoredGuardAttr = "nns.stored_guard";
 constexpr const char *kStoredInvokeAttr = "nns.stored_invoke";

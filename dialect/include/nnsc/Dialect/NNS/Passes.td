@@ -52,9 +52,11 @@ def NNSAllocateFrame : Pass<"nns-allocate-frame", "mlir::ModuleOp"> {
     A value used at another site event, under another step guard, by another invoke, or in
     another run of its site's kernel (an op of another guard or invoke comes between: each
     run is its own loop over the groups) than the one that computes it gets a frame slot:
-    `nns.frame = array<i64: offset, ...>` on its defining op (-1 for results that need none) and the trace's `nns.frame_bytes`. A static
-    shape is stored inline (8-byte aligned); a shape with the token dimension as a pointer to
-    a heap copy and its row count (16 bytes).
+    `nns.frame = array<i64: offset, ...>` on its defining op (-1 for results that need
+    none), and on the trace `nns.frame_bytes` and `nns.frame_heap` (the offsets of the heap
+    pointers, which the runtime frees at request end). A slot starts with the 8-byte step
+    stamp; a static shape follows inline (8-byte aligned); a shape with a dynamic dimension
+    (T, an attention pattern's S) as a pointer to a heap copy and each dynamic size.
   }];
   let dependentDialects = ["nnsc::nns::NNSDialect"];
 }

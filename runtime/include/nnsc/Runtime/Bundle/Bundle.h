@@ -57,6 +57,8 @@ struct BundleTrace {
   std::vector<std::string> invokeNames;
   uint32_t flags; ///< NNSC_TRACE_*
   int64_t frameBytes;
+  /// Offsets in the frame of pointers to the kernels' heap copies (freed at request end).
+  std::vector<int64_t> frameHeapSlots;
   std::vector<BundleParam> params;
   std::vector<BundleSave> saves;
   /// Sorted by `site`.

@@ -29,6 +29,10 @@ class BundleRequest {
 public:
   /// `params` in the trace's param order, already checked (bindParams).
   BundleRequest(const BundleTrace &trace, std::vector<torch::Tensor> params);
+  /// Frees the heap copies the frame still points to (BundleABI.md, "The frame").
+  ~BundleRequest();
+  BundleRequest(const BundleRequest &) = delete;
+  BundleRequest &operator=(const BundleRequest &) = delete;
 
   const BundleTrace &trace() const { return traceDesc; }
   void *frame() { return frameBytes.numel() ? frameBytes.data_ptr() : nullptr; }
@@ -59,11 +63,18 @@ public:
   /// Whether kernels still run for this request (it neither failed nor stopped).
   bool live() const { return !failure && !stopRequested; }
 
-  /// Back to the state of a request that has not run: zeroed frame, no saves, no error,
-  /// stop or finish (the request restarts from its prompt after preemption). Params stay.
+  /// Back to the state of a request that has not run: zeroed frame (its heap copies freed),
+  /// no saves, no error, stop or finish (the request restarts from its prompt after
+  /// preemption). Params stay.
   void restart();
+  /// A device kernel ran on the frame: its heap slots may hold device-heap pointers, which
+  /// the host must not free (they stay, a documented limit of the CUDA path).
+  void noteDeviceFrame() { deviceFrame = true; }
 
 private:
+  /// Frees the frame's heap copies unless a device kernel ran on it; nulls the pointers.
+  void releaseFrameHeap();
+
   const BundleTrace &traceDesc;
   std::vector<torch::Tensor> paramValues;
   std::vector<nnsc_tensor> views;
@@ -73,6 +84,7 @@ private:
   std::optional<std::string> failure;
   bool stopRequested = false;
   bool finishRequested = false;
+  bool deviceFrame = false;
 };
 
 /// The torch dtype of an ABI dtype and back (nullopt for dtypes the ABI has no name for).
