@@ -47,7 +47,7 @@ public:
   /// Copies the trace's ops of this site; its top-level caches go last, since a cache records
   /// the value the model continues with, after every write of the program there.
   void copyTrace(TraceOp trace, OpBuilder &builder) {
-    invokeNames = trace->getAttrOfType<ArrayAttr>("nns.invokes");
+    invokeNames = trace->getAttrOfType<ArrayAttr>(kInvokesAttr);
     SmallVector<Operation *> caches;
     copyBlock(trace.getBody().front(), builder, &caches);
     for (Operation *cache : caches)
@@ -306,7 +306,7 @@ struct FuseSites : impl::NNSFuseSitesBase<FuseSites> {
         return;
       }
       bool perStep = op->hasAttr(kPerStepAttr);
-      op->setAttr("nns.save_index", builder.getI64IntegerAttr(saveIndex++));
+      op->setAttr(kSaveIndexAttr, builder.getI64IntegerAttr(saveIndex++));
       saves.push_back(builder.getDictionaryAttr(
           {builder.getNamedAttr("name", builder.getStringAttr(name)),
            builder.getNamedAttr("type", TypeAttr::get(type)),
@@ -319,7 +319,7 @@ struct FuseSites : impl::NNSFuseSitesBase<FuseSites> {
       flags.push_back(builder.getStringAttr("writes_prompt"));
     if (stops)
       flags.push_back(builder.getStringAttr("stops"));
-    auto invokes = trace->getAttrOfType<ArrayAttr>("nns.invokes");
+    auto invokes = trace->getAttrOfType<ArrayAttr>(kInvokesAttr);
     return builder.getDictionaryAttr(
         {builder.getNamedAttr("name", trace.getSymNameAttr()),
          builder.getNamedAttr("invokes", invokes ? invokes : builder.getArrayAttr({})),

@@ -27,7 +27,7 @@ struct OrderInvokes : impl::NNSOrderInvokesBase<OrderInvokes> {
       SmallVector<Attribute> names;
       for (InvokeOp invoke : invokes)
         names.push_back(invoke.getNameAttr());
-      trace->setAttr("nns.invokes", builder.getArrayAttr(names));
+      trace->setAttr(kInvokesAttr, builder.getArrayAttr(names));
       for (InvokeOp invoke : invokes) {
         Block &body = invoke.getBody().front();
         auto yield = cast<YieldOp>(body.getTerminator());

@@ -358,3 +358,24 @@ nns.trace @transpose_type {
   // expected-error @+1 {{'nns.transpose' op result type must be 'tensor<3x2xf32>'}}
   %r = nns.transpose %a dims 0, 1 : tensor<2x3xf32> -> tensor<2x3xf32>
 }
+
+// -----
+
+// The attributes the passes exchange are declared (NNSDialect.td) and checked for their type.
+nns.trace @undeclared_attribute {
+  // expected-error @+1 {{unknown attribute 'nns.gaurd' (the nns dialect declares its attributes in NNSDialect.td)}}
+  %a = arith.constant {nns.gaurd = array<i64: 0, 1, 1>} dense<1.0> : tensor<f32>
+}
+
+// -----
+
+nns.trace @attribute_of_another_type {
+  // expected-error @+1 {{attribute 'nns.at' must be mlir::IntegerAttr, got "model.layers.1.output"}}
+  %a = arith.constant {nns.at = "model.layers.1.output"} dense<1.0> : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{attribute 'nns.traces' must be mlir::ArrayAttr, got {name = "main"}}}
+module attributes {nns.traces = {name = "main"}} {
+}

@@ -10,14 +10,15 @@
 #ifndef NNSC_CONVERSION_TARGETINFO_H
 #define NNSC_CONVERSION_TARGETINFO_H
 
+#include "nnsc/Dialect/NNS/NNSDialect.h"
 #include "nnsc/Schema/Architecture.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
 namespace nnsc::kernels {
 
-/// Name of the module attribute written by annotateTarget.
-constexpr const char *kTargetAttr = "nns.target";
+/// Name of the module attribute written by annotateTarget (declared in NNSDialect.td).
+inline constexpr llvm::StringLiteral kTargetAttr = nns::NNSDialect::TargetAttrHelper::getNameStr();
 
 /// Sets `nns.target` on `module`: source_hash (hex SHA-256 of `source`), arch, schema_hash,
 /// dims and modules (path -> schema index of each `nns.call_module`). Fails with an error

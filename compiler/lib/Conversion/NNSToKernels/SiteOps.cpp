@@ -200,7 +200,8 @@ Value KernelEmitter::emitFrameLoad(nns::FrameLoadOp op) {
 
 LogicalResult KernelEmitter::emitSiteOp(Operation *op) {
   Location loc = op->getLoc();
-  auto saveIndex = [&] { return op->getAttrOfType<IntegerAttr>("nns.save_index").getInt(); };
+  // Present on every save and cache (checked in emitOp), an IntegerAttr (NNSDialect.td).
+  auto saveIndex = [&] { return op->getAttrOfType<IntegerAttr>(nns::kSaveIndexAttr).getInt(); };
   if (auto read = dyn_cast<nns::SiteReadOp>(op)) {
     Value view = siteView;
     // Value semantics: a read that a later write of the same site could change is copied,
@@ -286,6 +287,9 @@ LogicalResult KernelEmitter::emitOp(Operation *op) {
     values[load.getValue()] = emitFrameLoad(load);
     return success();
   }
+  if (isa<nns::CacheOp, nns::SaveOp>(op) && !op->hasAttr(nns::kSaveIndexAttr))
+    return op->emitError() << "has no '" << nns::kSaveIndexAttr
+                           << "' (nns-fuse-sites numbers the trace's saves)";
   if (succeeded(emitSiteOp(op)))
     return success();
   return emitMath(op);

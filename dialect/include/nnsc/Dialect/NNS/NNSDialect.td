@@ -21,6 +21,35 @@ def NNS_Dialect : Dialect {
     Constants (literals, static indices) are `arith.constant` tensors.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
+
+  // What the scheduling passes (Passes.td) and the lowering to kernels tell each other,
+  // declared once with its type: the dialect verifier refuses an `nns.*` attribute that is
+  // not declared here or has another type, so a pass reads them with checked accessors.
+  let discardableAttrs = (ins
+    // nns-assign-sites: the site event an op runs at (-1: recomputed where used).
+    "::mlir::IntegerAttr":$at,
+    // nns-step-guards: [start, stop or -1, stride] of the steps an op runs at.
+    "::mlir::DenseI64ArrayAttr":$guard,
+    // nns-step-guards, on a save or cache that was in a steps loop: saved per step.
+    "::mlir::UnitAttr":$per_step,
+    // nns-order-invokes: an op's invoke index; on a trace, its invokes' names.
+    "::mlir::IntegerAttr":$invoke,
+    "::mlir::ArrayAttr":$invokes,
+    // nns-allocate-frame: frame offsets of an op's results (-1: none); on a trace, the
+    // frame's size and the offsets of its heap pointers.
+    "::mlir::DenseI64ArrayAttr":$frame,
+    "::mlir::IntegerAttr":$frame_bytes,
+    "::mlir::DenseI64ArrayAttr":$frame_heap,
+    // nns-fuse-sites: on a frame load, its store's guard and invoke name; on a save or
+    // cache, its index in the trace's save table; on the module, the traces' manifests.
+    "::mlir::DenseI64ArrayAttr":$stored_guard,
+    "::mlir::StringAttr":$stored_invoke,
+    "::mlir::IntegerAttr":$save_index,
+    "::mlir::ArrayAttr":$traces,
+    // annotateTarget (compiler/Conversion): what the bundle is compiled for.
+    "::mlir::DictionaryAttr":$target
+  );
+  let hasOperationAttrVerify = 1;
 }
 
 class NNS_Op<string mnemonic, list<Trait> traits = []>

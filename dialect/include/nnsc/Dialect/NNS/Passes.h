@@ -20,20 +20,23 @@ namespace nnsc::nns {
 /// frame, fuse sites.
 void buildSchedulePipeline(mlir::OpPassManager &pm);
 
-/// Names of the attributes the scheduling passes attach.
-constexpr const char *kAtAttr = "nns.at";
-constexpr const char *kGuardAttr = "nns.guard";
-constexpr const char *kInvokeAttr = "nns.invoke";
-constexpr const char *kFrameAttr = "nns.frame";
-constexpr const char *kFrameBytesAttr = "nns.frame_bytes";
-/// On a trace: the frame offsets of heap-copy pointers (slots of run-time shape), ascending.
-constexpr const char *kFrameHeapAttr = "nns.frame_heap";
-/// On a frame load: the step guard of the value's store, and its invoke's name if any.
-constexpr const char *kStoredGuardAttr = "nns.stored_guard";
-constexpr const char *kStoredInvokeAttr = "nns.stored_invoke";
-constexpr const char *kTracesAttr = "nns.traces";
-/// On a save or cache that was in a steps loop: saved once per step, as `NAME.<step>`.
-constexpr const char *kPerStepAttr = "nns.per_step";
+/// Names of the attributes the scheduling passes attach, declared with their types in
+/// NNSDialect.td (discardableAttrs; the dialect verifier checks them).
+inline constexpr llvm::StringLiteral kAtAttr = NNSDialect::AtAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kGuardAttr = NNSDialect::GuardAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kPerStepAttr = NNSDialect::PerStepAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kInvokeAttr = NNSDialect::InvokeAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kInvokesAttr = NNSDialect::InvokesAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kFrameAttr = NNSDialect::FrameAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kFrameBytesAttr =
+    NNSDialect::FrameBytesAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kFrameHeapAttr = NNSDialect::FrameHeapAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kStoredGuardAttr =
+    NNSDialect::StoredGuardAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kStoredInvokeAttr =
+    NNSDialect::StoredInvokeAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kSaveIndexAttr = NNSDialect::SaveIndexAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kTracesAttr = NNSDialect::TracesAttrHelper::getNameStr();
 
 } // namespace nnsc::nns
 
