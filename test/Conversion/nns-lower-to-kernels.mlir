@@ -236,9 +236,25 @@ module attributes {
                 modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
   nns.traces = [{flags = ["reads_prompt"], frame_bytes = 0 : i64, frame_heap_slots = array<i64>, invokes = [],
                  name = "main", saves = [{name = "h", per_step = false, type = tensor<?x576xf32>}]}]} {
+  // expected-error @+1 {{failed to legalize operation 'nns.kernel'}}
   nns.kernel @main_339 trace @main site 339 "model.layers.12.output" forward access ["read"] {
     %h = nns.site.read "model.layers.12.output" at 339 forward {nns.guard = array<i64: 0, 1, 1>} : tensor<?x576xf32>
     // expected-error @+1 {{has no 'nns.save_index' (nns-fuse-sites numbers the trace's saves)}}
     nns.save "h", %h {nns.guard = array<i64: 0, 1, 1>} : tensor<?x576xf32>
+  }
+}
+
+// -----
+
+// What no pattern lowers is reported: here a trace the scheduling passes never fused.
+module attributes {
+  nns.target = {arch = "llama", dims = {head_dim = 64 : i64, heads = 9 : i64, hidden = 576 : i64,
+                intermediate = 1536 : i64, kv_heads = 3 : i64, layers = 30 : i64, vocab = 49152 : i64},
+                modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
+  nns.traces = []} {
+  // expected-error @+1 {{failed to legalize operation 'nns.trace'}}
+  nns.trace @main {
+    %h = nns.site.read "model.layers.12.output" at 339 forward : tensor<?x576xf32>
+    nns.save "h", %h : tensor<?x576xf32>
   }
 }

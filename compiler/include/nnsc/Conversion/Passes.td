@@ -15,7 +15,10 @@ def NNSLowerToKernels : Pass<"nns-lower-to-kernels", "mlir::ModuleOp"> {
     runtime callbacks. Index and shape checks report an error for one request and never access
     memory outside the buffers. Builds the module attribute `nnsc.manifest` from `nns.traces`,
     the `nns.param` ops and `nns.target` (arch, schema hash, dimensions, source hash, module
-    indices; see nnsc::kernels::annotateTarget). The result has upstream dialects only.
+    indices; see nnsc::kernels::annotateTarget). A dialect conversion does it (patterns for
+    `nns.kernel` and `nns.param`, every nns op illegal), so an op no pattern lowers, such as
+    an `nns.trace` the scheduling passes did not fuse, is reported as not legalized. The
+    result has upstream dialects only.
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::func::FuncDialect", "mlir::LLVM::LLVMDialect",

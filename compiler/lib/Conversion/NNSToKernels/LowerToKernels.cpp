@@ -9,6 +9,8 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 
@@ -35,6 +37,46 @@ DenseI64ArrayAttr manifestShape(Builder &b, RankedTensorType type) {
 }
 
 StringRef phaseName(nns::Phase phase) { return nns::stringifyPhase(phase); }
+
+/// One `nns.kernel` to a func.func of the bundle ABI (KernelEmitter), recording its manifest
+/// entry under its trace. The emitter builds through the conversion's rewriter.
+struct LowerKernel : OpConversionPattern<nns::KernelOp> {
+  LowerKernel(MLIRContext *ctx, const kernels::KernelContext &context,
+              llvm::StringMap<SmallVector<Attribute>> &sites)
+      : OpConversionPattern(ctx), context(context), sites(sites) {}
+
+  LogicalResult matchAndRewrite(nns::KernelOp kernel, OpAdaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto module = kernel->getParentOfType<ModuleOp>();
+    func::FuncOp func =
+        bundle::ABIBuilder::createKernel(rewriter, module, kernel.getLoc(), kernel.getSymName());
+    kernels::KernelEmitter emitter(rewriter, func, kernel, context);
+    if (failed(emitter.emit()))
+      return failure(); // the emitter reported why
+    sites[kernel.getTrace()].push_back(rewriter.getDictionaryAttr({
+        rewriter.getNamedAttr("site", rewriter.getI64IntegerAttr(kernel.getSite())),
+        rewriter.getNamedAttr("path", kernel.getPathAttr()),
+        rewriter.getNamedAttr("phase", rewriter.getStringAttr(phaseName(kernel.getPhase()))),
+        rewriter.getNamedAttr("access", kernel.getAccess()),
+        rewriter.getNamedAttr("kernel", FlatSymbolRefAttr::get(func.getSymNameAttr())),
+    }));
+    rewriter.eraseOp(kernel);
+    return success();
+  }
+
+  const kernels::KernelContext &context;
+  llvm::StringMap<SmallVector<Attribute>> &sites;
+};
+
+/// Params live on in the manifest (built before the conversion) and the groups' param tables.
+struct EraseParam : OpConversionPattern<nns::ParamOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(nns::ParamOp param, OpAdaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    rewriter.eraseOp(param);
+    return success();
+  }
+};
 
 struct LowerToKernels : impl::NNSLowerToKernelsBase<LowerToKernels> {
   void runOnOperation() override {
@@ -64,23 +106,26 @@ struct LowerToKernels : impl::NNSLowerToKernelsBase<LowerToKernels> {
       for (NamedAttribute entry : modules)
         context.moduleIndex[entry.getName()] = cast<IntegerAttr>(entry.getValue()).getInt();
 
-    // Kernels, grouped by trace, in site order (the fuse pass creates them in that order).
+    // Every nns op goes: kernels become functions, params are erased (their manifest entries
+    // are above). What no pattern lowers is reported by the conversion ("failed to legalize
+    // operation 'nns.trace'": the scheduling passes did not run).
     llvm::StringMap<SmallVector<Attribute>> sites;
-    for (auto kernel : llvm::make_early_inc_range(module.getOps<nns::KernelOp>())) {
-      func::FuncOp func =
-          bundle::ABIBuilder::createKernel(builder, module, kernel.getLoc(), kernel.getSymName());
-      kernels::KernelEmitter emitter(builder, func, kernel, context);
-      if (failed(emitter.emit()))
-        return signalPassFailure();
-      sites[kernel.getTrace()].push_back(builder.getDictionaryAttr({
-          builder.getNamedAttr("site", builder.getI64IntegerAttr(kernel.getSite())),
-          builder.getNamedAttr("path", kernel.getPathAttr()),
-          builder.getNamedAttr("phase", builder.getStringAttr(phaseName(kernel.getPhase()))),
-          builder.getNamedAttr("access", kernel.getAccess()),
-          builder.getNamedAttr("kernel", FlatSymbolRefAttr::get(func.getSymNameAttr())),
-      }));
-      kernel.erase();
-    }
+    ConversionTarget legality(getContext());
+    legality.addIllegalDialect<nns::NNSDialect>();
+    legality.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    RewritePatternSet patterns(&getContext());
+    patterns.add<LowerKernel>(&getContext(), context, sites);
+    patterns.add<EraseParam>(&getContext());
+    if (failed(applyFullConversion(module, legality, std::move(patterns))))
+      return signalPassFailure();
+    // Site order within a trace (the manifest's; the fuse pass creates kernels in that order).
+    for (auto &entry : sites)
+      llvm::stable_sort(entry.second, [](Attribute a, Attribute b) {
+        auto site = [](Attribute d) {
+          return cast<DictionaryAttr>(d).getAs<IntegerAttr>("site").getInt();
+        };
+        return site(a) < site(b);
+      });
 
     SmallVector<Attribute> traceDescs;
     for (auto trace : traces.getAsRange<DictionaryAttr>()) {
@@ -112,8 +157,6 @@ struct LowerToKernels : impl::NNSLowerToKernelsBase<LowerToKernels> {
           builder.getNamedAttr("sites", builder.getArrayAttr(sites[name.getValue()])),
       }));
     }
-    for (auto param : llvm::make_early_inc_range(module.getOps<nns::ParamOp>()))
-      param.erase();
     module->setAttr(bundle::kManifestAttrName,
                     builder.getDictionaryAttr({
                         builder.getNamedAttr("source_hash", target.get("source_hash")),
