@@ -24,7 +24,10 @@ func::FuncOp ABIBuilder::createKernel(OpBuilder &builder, ModuleOp module, Locat
       builder.getFunctionType({ptr, ptr, builder.getI32Type(), ptr}, {builder.getI32Type()});
   builder.setInsertionPointToEnd(module.getBody());
   auto func = func::FuncOp::create(builder, loc, name, type);
-  builder.setInsertionPointToStart(func.addEntryBlock());
+  // Through the builder, so that a rewriter building the kernel (nns-lower-to-kernels' dialect
+  // conversion) tracks the block and can roll it back.
+  SmallVector<Location> argLocs(type.getNumInputs(), loc);
+  builder.createBlock(&func.getBody(), {}, type.getInputs(), argLocs);
   return func;
 }
 
