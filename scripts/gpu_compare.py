@@ -38,6 +38,9 @@ GPU_PROGRAMS = {
     "probe-stop": "trace { p = layers[1].output.sum(dim=-1).save(); stop() }",
 }
 TINY = ("tiny", (64, 4, 4, 2, 96, 128))
+# Compiled for WIDE (wide rows make heap copies large) and run by device_heap().
+HEAP_PROGRAM = "trace { layers[2].skip(layers[1].output) }"
+WIDE = ("wide", (1024, 3, 8, 8, 64, 128))
 # (name, (hidden, layers, heads, kv_heads, intermediate, vocab), tied embeddings): the bundled
 # SmolLM2's shapes (its GGUF is larger than what a call to the GPU machine carries).
 COMPARED = [TINY + (False,), ("small", (256, 6, 8, 4, 512, 1000), False),
@@ -62,7 +65,8 @@ def make_llama(path, hidden, layers, heads, kv_heads, intermediate, vocab, dtype
     return path
 
 
-def nns_run(build, model, device, prompts, extra):
+def run_nns(build, model, device, prompts, extra):
+    """nns-run over `prompts` (dicts of prompts.jsonl); the finished process, whatever its exit."""
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
         for p in prompts:
             f.write(json.dumps(p) + "\n")
@@ -74,8 +78,14 @@ def nns_run(build, model, device, prompts, extra):
         raise RunFailed(f"{' '.join(cmd)} ran past 240 s:\n{(e.stderr or b'')[-3000:]}")
     finally:
         os.unlink(f.name)
+    proc.command = " ".join(cmd)
+    return proc
+
+
+def nns_run(build, model, device, prompts, extra):
+    proc = run_nns(build, model, device, prompts, extra)
     if proc.returncode != 0:
-        raise RunFailed(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+        raise RunFailed(f"{proc.command} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
     ids = [json.loads(line)["ids"] for line in proc.stdout.splitlines()]
     stats = parse_stats(proc.stderr)  # ttft and decode are None when nothing was generated
     return ids, stats["generated"], stats["seconds"], stats["ttft"], stats["decode"]
@@ -112,17 +122,21 @@ def compare(build, work):
 
 
 def compile_bundles(nnsc, out):
-    """Here, on the development machine: GPU_PROGRAMS as --target=cuda bundles for TINY."""
+    """Here, on the development machine: GPU_PROGRAMS as --target=cuda bundles for TINY, and
+    HEAP_PROGRAM for WIDE."""
     os.makedirs(out, exist_ok=True)
     with tempfile.TemporaryDirectory() as work:
-        model = make_llama(os.path.join(work, TINY[0]), *TINY[1], torch.float32)
-        for name, source in GPU_PROGRAMS.items():
+        tiny = make_llama(os.path.join(work, TINY[0]), *TINY[1], torch.float32)
+        wide = make_llama(os.path.join(work, WIDE[0]), *WIDE[1], torch.float32)
+        programs = [(name, source, tiny) for name, source in GPU_PROGRAMS.items()]
+        programs.append(("device-heap", HEAP_PROGRAM, wide))
+        for name, source, model in programs:
             src = os.path.join(work, name + ".nns")
             with open(src, "w") as f:
                 f.write(source + "\n")
             subprocess.run([nnsc, src, "-emit=bundle", "--target=cuda", "--model", model, "-o",
                             os.path.join(out, name + ".nnsb")], check=True)
-    log(f"gpu bundles: {len(GPU_PROGRAMS)} compiled into {out}")
+    log(f"gpu bundles: {len(programs)} compiled into {out}")
 
 
 def compare_bundles(build, work, bundles):
@@ -151,6 +165,51 @@ def compare_bundles(build, work, bundles):
         failed += error is not None
         log(f"{'FAIL' if error else 'PASS'} bundle {name} on cuda vs cpu: "
             f"{error or f'saves and tokens equal, max abs difference {worst:.2e}'}")
+    return failed
+
+
+def device_heap(build, work, bundles):
+    """The device heap behind frame values of run-time shape (docs/BundleABI.md, "The frame").
+    HEAP_PROGRAM keeps layer 1's output, [T, 1024] f32, for layer 2's skip: 4 KiB a prompt
+    token, in the CUDA context's device heap, 8 MiB (cudaLimitMallocHeapSize's default).
+    1. 48 requests of 200 tokens, 4 at a time: 800 KiB each, 38 MiB in all. They pass only if
+       each finished request's copy is freed (by CudaBundleLauncher::freeFrameHeap).
+    2. One 2200-token prompt (8.6 MiB, more than the heap) between two short ones: the long one
+       fails with the kernel's "out of heap memory" error, the short ones finish."""
+    path = os.path.join(bundles, "device-heap.nnsb")
+    model = make_llama(os.path.join(work, WIDE[0]), *WIDE[1], torch.float32)
+    vocab = WIDE[1][-1]
+    rng = random.Random(2)
+    prompts = [{"ids": [rng.randrange(1, vocab) for _ in range(200)]} for _ in range(48)]
+    extra = ["--max-tokens", "2", "--bundle", path, "--max-num-seqs", "4",
+             "--max-num-batched-tokens", "4096", "--max-model-len", "4096"]
+    failed = 0
+    try:
+        tokens = {device: nns_run(build, model, device, prompts, extra)[0]
+                  for device in ("cpu", "cuda")}
+        ok = tokens["cpu"] == tokens["cuda"]
+        log(f"{'PASS' if ok else 'FAIL'} device heap: 48 requests x 800 KiB of heap copies "
+            f"through an 8 MiB heap, tokens {'equal' if ok else 'DIFFER'} on cuda and cpu")
+        failed += not ok
+    except RunFailed as e:
+        failed += 1
+        log(f"FAIL device heap, 48 requests: {e}")
+    try:
+        mixed = [prompts[0], {"ids": [rng.randrange(1, vocab) for _ in range(2200)]}, prompts[1]]
+        proc = run_nns(build, model, "cuda", mixed, extra)
+        records = [json.loads(line) for line in proc.stdout.splitlines()]
+        errors = [line for line in proc.stderr.splitlines() if "nns-run: error: request" in line]
+        ok = (proc.returncode == 1 and len(records) == 3 and len(errors) == 1
+              and "request 1:" in errors[0] and "out of heap memory" in errors[0]
+              and all(len(records[i]["ids"]) == 2 for i in (0, 2)))
+        failed += not ok
+        log(f"{'PASS' if ok else 'FAIL'} device heap, one 8.6 MiB copy: exit {proc.returncode}, "
+            f"{errors or 'no request error'}")
+        if not ok:
+            log(proc.stderr[-3000:])
+    except RunFailed as e:
+        failed += 1
+        log(f"FAIL device heap, one long prompt: {e}")
     return failed
 
 
@@ -245,6 +304,7 @@ def main():
         log(f"({time.time() - start:.0f} s)")
         if a.bundles:
             failed += compare_bundles(a.build, work, a.bundles)
+            failed += device_heap(a.build, work, a.bundles)
             log(f"({time.time() - start:.0f} s)")
         if a.bench:
             measure(a.build, work)

@@ -258,3 +258,32 @@ module attributes {
     nns.save "h", %h : tensor<?x576xf32>
   }
 }
+
+// -----
+
+// A value of run-time shape is kept in the frame as a heap copy, the previous one freed. A
+// failed malloc (device code's heap is 8 MiB by default) fails the request: the slot holds
+// null and nothing is copied.
+// CHECK: llvm.mlir.global internal constant @keep_121.msg{{[0-9]*}}("{{.*}}: out of heap memory for a value kept for a later site or step\00")
+// CHECK-LABEL: func.func @keep_121
+// CHECK: %[[OLD:.*]] = llvm.load %{{.*}} : !llvm.ptr -> !llvm.ptr
+// CHECK: memref.dealloc
+// CHECK: %[[HEAP:.*]] = memref.alloc(%{{.*}}) : memref<?x64xf32>
+// CHECK: %[[ADDRESS:.*]] = arith.index_cast %{{.*}} : index to i64
+// CHECK: %[[PTR:.*]] = llvm.inttoptr %[[ADDRESS]] : i64 to !llvm.ptr
+// CHECK-NEXT: llvm.store %[[PTR]], %{{.*}} : !llvm.ptr, !llvm.ptr
+// CHECK: %[[NONNULL:.*]] = arith.cmpi ne, %[[ADDRESS]], %c0_i64{{.*}} : i64
+// CHECK: %[[EMPTY:.*]] = arith.cmpi eq, %{{.*}}, %c0_i64{{.*}} : i64
+// CHECK-NEXT: %[[OK:.*]] = arith.ori %[[NONNULL]], %[[EMPTY]] : i1
+// CHECK-NEXT: scf.if %[[OK]] {
+module attributes {
+  nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
+                intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
+                modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
+  nns.traces = [{flags = ["reads_prompt"], frame_bytes = 24 : i64, frame_heap_slots = array<i64: 8>,
+                 invokes = [], name = "keep", saves = []}]} {
+  nns.kernel @keep_121 trace @keep site 121 "model.layers.2.output" forward access ["read"] {
+    %h = nns.site.read "model.layers.2.output" at 121 forward {nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32>
+    nns.frame.store %h, 0 {nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32>
+  }
+}

@@ -4,6 +4,7 @@
 
 #include "nnsc/Runtime/Backend/BackendError.h"
 #include "nnsc/Runtime/Bundle/CudaSiteCall.h"
+#include "nnsc/Runtime/Kernels/DeviceHeapCuda.h"
 
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -305,6 +306,29 @@ std::string CudaBundleLauncher::run(const BundleTrace &trace, const BundleSite &
                       size_t(frameBytes));
     }
     return failure;
+  } catch (const std::exception &e) {
+    return e.what();
+  }
+}
+
+std::string CudaBundleLauncher::freeFrameHeap(std::span<void *const> pointers) {
+  if (pointers.empty())
+    return "";
+  try {
+    c10::cuda::CUDAGuard guard(device);
+    CUstream stream = c10::cuda::getCurrentCUDAStream(device.index()).stream();
+    // After every site call of the request on this stream; the list's memory goes back to the
+    // caching allocator, which reuses it only for work queued after the free kernel.
+    const auto bytes = int64_t(pointers.size_bytes());
+    torch::Tensor list = torch::empty({bytes}, torch::dtype(torch::kUInt8).device(device));
+    check(driver().memcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(list.data_ptr()), pointers.data(),
+                                   size_t(bytes), stream),
+          "copying device-heap pointers to the device");
+    cudaError_t error = kernels::freeDeviceHeapCuda(static_cast<void *const *>(list.data_ptr()),
+                                                    int64_t(pointers.size()), stream);
+    if (error != cudaSuccess)
+      return std::string("launching the device-heap free kernel: ") + cudaGetErrorString(error);
+    return "";
   } catch (const std::exception &e) {
     return e.what();
   }

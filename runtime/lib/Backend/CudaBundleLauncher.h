@@ -9,6 +9,8 @@
 //   2. runs runCudaSiteCall (launch on the engine's current stream, replay the events through
 //      BundleHook's callbacks, module calls, relaunch);
 //   3. copies the frames back into the requests' host frames.
+// When a request ends or restarts, the device-heap copies its frame still points to are freed
+// by a kernel on the same stream (freeFrameHeap).
 // Device buffers come from LibTorch's caching allocator and are kept, growing, between calls.
 //
 //===----------------------------------------------------------------------===//
@@ -35,6 +37,8 @@ public:
 
   std::string run(const BundleTrace &trace, const BundleSite &site, const nnsc_tensor &value,
                   std::span<const nnsc_group> groups, const nnsc_runtime &rt) override;
+  /// Device free() on each pointer, by a kernel on the engine's stream (DeviceHeapCuda.h).
+  std::string freeFrameHeap(std::span<void *const> pointers) override;
 
 private:
   struct DeviceKernel {

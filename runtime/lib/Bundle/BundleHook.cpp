@@ -98,7 +98,7 @@ void BundleHook::run(int site, torch::Tensor &value, std::span<const TokenGroup>
     else
       failure = launcher->run(traceDesc, *entry, view, batch, runtime);
     for (BundleRequest *r : members)
-      r->noteDeviceFrame();
+      r->noteDeviceFrame(launcher);
   } else if (int32_t rc = entry->kernel(&view, batch.data(), int32_t(batch.size()), &runtime)) {
     failure = "code " + std::to_string(rc);
   }

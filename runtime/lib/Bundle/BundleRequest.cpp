@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 
 namespace nnsc {
 
@@ -70,15 +71,27 @@ BundleRequest::BundleRequest(const BundleTrace &trace, std::vector<torch::Tensor
 BundleRequest::~BundleRequest() { releaseFrameHeap(); }
 
 void BundleRequest::releaseFrameHeap() {
-  if (deviceFrame)
-    return;
   auto *frame = static_cast<uint8_t *>(this->frame());
+  std::vector<void *> copies;
   for (int64_t offset : traceDesc.frameHeapSlots) {
     void *copy = nullptr;
     std::memcpy(&copy, frame + offset, sizeof copy);
-    std::free(copy); // the kernels' memref.alloc is the C library's malloc
+    if (copy)
+      copies.push_back(copy);
     std::memset(frame + offset, 0, sizeof copy);
   }
+  if (!deviceHeap) {
+    for (void *copy : copies)
+      std::free(copy); // the host kernels' memref.alloc is the C library's malloc
+    return;
+  }
+  // Device kernels ran on the frame; a slot the host kernels wrote last holds a host copy, but
+  // no site of one trace runs on both (a backend keeps a site's value on one device).
+  if (copies.empty())
+    return;
+  if (std::string why = deviceHeap->freeFrameHeap(copies); !why.empty())
+    std::cerr << "nnsc: trace '" << traceDesc.name << "' left " << copies.size()
+              << " device-heap copies unfreed: " << why << "\n";
 }
 
 std::optional<std::string> BundleRequest::save(int32_t index, int64_t step,

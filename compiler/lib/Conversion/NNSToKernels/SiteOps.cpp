@@ -116,6 +116,12 @@ void KernelEmitter::emitFrameStore(nns::FrameStoreOp op) {
         builder, loc, i64, memref::ExtractAlignedPointerAsIndexOp::create(builder, loc, heap));
     data = LLVM::IntToPtrOp::create(builder, loc, ptr, address);
     LLVM::StoreOp::create(builder, loc, data, slot);
+    // A failed malloc fails the request (the slot holds null). Device code's heap is small: the
+    // CUDA context's, 8 MiB unless the runtime raises it.
+    Value nonNull = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::ne, address, c(0));
+    Value empty = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, stride, c(0));
+    check(arith::OrIOp::create(builder, loc, nonNull, empty),
+          "out of heap memory for a value kept for a later site or step", loc);
     // Then each dynamic size, in order (T, and an attention pattern's S).
     int32_t next = 8;
     for (int64_t d = 0; d < type.getRank(); ++d) {

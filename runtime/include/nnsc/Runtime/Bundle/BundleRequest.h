@@ -13,11 +13,13 @@
 #define NNSC_RUNTIME_BUNDLE_BUNDLEREQUEST_H
 
 #include "nnsc/Runtime/Bundle/Bundle.h"
+#include "nnsc/Runtime/Bundle/DeviceKernelLauncher.h"
 #include "nnsc/Runtime/Bundle/SaveStore.h"
 
 #include <torch/torch.h>
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,12 +69,15 @@ public:
   /// no saves, no error, stop or finish (the request restarts from its prompt after
   /// preemption). Params stay.
   void restart();
-  /// A device kernel ran on the frame: its heap slots may hold device-heap pointers, which
-  /// the host must not free (they stay, a documented limit of the CUDA path).
-  void noteDeviceFrame() { deviceFrame = true; }
+  /// A device kernel of `launcher` ran on the frame: its heap slots may hold device-heap
+  /// pointers, which only the device can free; the request frees them through `launcher`.
+  void noteDeviceFrame(std::shared_ptr<DeviceKernelLauncher> launcher) {
+    deviceHeap = std::move(launcher);
+  }
 
 private:
-  /// Frees the frame's heap copies unless a device kernel ran on it; nulls the pointers.
+  /// Frees the frame's heap copies (on the device when a device kernel ran on it); nulls the
+  /// pointers.
   void releaseFrameHeap();
 
   const BundleTrace &traceDesc;
@@ -84,7 +89,8 @@ private:
   std::optional<std::string> failure;
   bool stopRequested = false;
   bool finishRequested = false;
-  bool deviceFrame = false;
+  /// Set once a device kernel ran on the frame: what frees its heap copies.
+  std::shared_ptr<DeviceKernelLauncher> deviceHeap;
 };
 
 /// The torch dtype of an ABI dtype and back (nullopt for dtypes the ABI has no name for).

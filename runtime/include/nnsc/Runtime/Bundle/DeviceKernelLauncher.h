@@ -4,7 +4,8 @@
 // (the CUDA backend's token-level sites), BundleHook hands the call to the backend's launcher
 // instead, which runs the kernel's device copy (docs/BundleABI.md, "CUDA execution"). The
 // launcher owns whatever the device needs (the loaded module, device buffers); the requests'
-// frames and params stay in host memory, so host and device calls of one request share them.
+// frames and params stay in host memory, so host and device calls of one request share them;
+// what device code allocated for a frame is freed through the launcher too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +32,11 @@ public:
   virtual std::string run(const BundleTrace &trace, const BundleSite &site,
                           const nnsc_tensor &value, std::span<const nnsc_group> groups,
                           const nnsc_runtime &rt) = 0;
+  /// Frees the device-heap copies a request's frame still points to when the request ends or
+  /// restarts: `pointers` are read from its heap slots (docs/BundleABI.md, "The frame"); null
+  /// ones are skipped. Queued on the device after every kernel run so far. Returns "" or why
+  /// they could not be freed; never throws (a request's destructor calls it).
+  virtual std::string freeFrameHeap(std::span<void *const> pointers) = 0;
 };
 
 } // namespace nnsc
