@@ -33,12 +33,13 @@ template <typename T>
 __global__ void __launch_bounds__(kAttentionThreads)
     decodeAttentionKernel(const T *__restrict__ q, const T *__restrict__ kCache,
                           const T *__restrict__ vCache, const int32_t *__restrict__ contextLens,
-                          const int32_t *__restrict__ blockTables, T *__restrict__ out,
+                          const int32_t *__restrict__ blockTables,
+                          const uint8_t *__restrict__ absent, T *__restrict__ out,
                           DecodeAttentionShape shape, float scale) {
   const int64_t head = blockIdx.x, seq = blockIdx.y;
   const int64_t row = (seq * shape.numHeads + head) * shape.headDim;
-  attendQuery(q + row, kCache, vCache, blockTables + seq * shape.maxBlocksPerSeq, contextLens[seq],
-              head / (shape.numHeads / shape.numKvHeads), out + row,
+  attendQuery(q + row, kCache, vCache, blockTables + seq * shape.maxBlocksPerSeq, absent,
+              contextLens[seq], head / (shape.numHeads / shape.numKvHeads), out + row,
               detail::CacheShape{shape.numKvHeads, shape.headDim, shape.blockSize}, scale);
 }
 
@@ -55,16 +56,16 @@ cudaError_t launchStore(const T *key, const T *value, T *kCache, T *vCache,
 
 template <typename T>
 cudaError_t launchDecode(const T *q, const T *kCache, const T *vCache, const int32_t *contextLens,
-                         const int32_t *blockTables, T *out, const DecodeAttentionShape &shape,
-                         float scale, cudaStream_t stream) {
+                         const int32_t *blockTables, const uint8_t *absent, T *out,
+                         const DecodeAttentionShape &shape, float scale, cudaStream_t stream) {
   if (shape.headDim > kMaxCudaHeadDim || shape.numKvHeads <= 0 ||
       shape.numHeads % shape.numKvHeads != 0)
     return cudaErrorInvalidValue;
   if (shape.numSeqs == 0)
     return cudaSuccess;
   dim3 grid(static_cast<unsigned>(shape.numHeads), static_cast<unsigned>(shape.numSeqs));
-  decodeAttentionKernel<T><<<grid, kAttentionThreads, 0, stream>>>(q, kCache, vCache, contextLens,
-                                                                   blockTables, out, shape, scale);
+  decodeAttentionKernel<T><<<grid, kAttentionThreads, 0, stream>>>(
+      q, kCache, vCache, contextLens, blockTables, absent, out, shape, scale);
   return cudaGetLastError();
 }
 
@@ -86,18 +87,21 @@ cudaError_t storeKVCacheCuda(const __nv_bfloat16 *key, const __nv_bfloat16 *valu
 }
 
 cudaError_t decodeAttentionCuda(const float *q, const float *kCache, const float *vCache,
-                                const int32_t *contextLens, const int32_t *blockTables, float *out,
+                                const int32_t *contextLens, const int32_t *blockTables,
+                                const uint8_t *absent, float *out,
                                 const DecodeAttentionShape &shape, float scale,
                                 cudaStream_t stream) {
-  return launchDecode(q, kCache, vCache, contextLens, blockTables, out, shape, scale, stream);
+  return launchDecode(q, kCache, vCache, contextLens, blockTables, absent, out, shape, scale,
+                      stream);
 }
 
 cudaError_t decodeAttentionCuda(const __nv_bfloat16 *q, const __nv_bfloat16 *kCache,
                                 const __nv_bfloat16 *vCache, const int32_t *contextLens,
-                                const int32_t *blockTables, __nv_bfloat16 *out,
-                                const DecodeAttentionShape &shape, float scale,
+                                const int32_t *blockTables, const uint8_t *absent,
+                                __nv_bfloat16 *out, const DecodeAttentionShape &shape, float scale,
                                 cudaStream_t stream) {
-  return launchDecode(q, kCache, vCache, contextLens, blockTables, out, shape, scale, stream);
+  return launchDecode(q, kCache, vCache, contextLens, blockTables, absent, out, shape, scale,
+                      stream);
 }
 
 } // namespace nnsc::kernels

@@ -5,7 +5,9 @@
 // thread block of kAttentionThreads threads per (query row, head): the context is walked in
 // chunks of kAttentionThreads keys, each thread scores one key, the block reduces the chunk's
 // max and sum for an online softmax, then each thread accumulates its share of the head
-// dimensions over the chunk's values (coalesced reads of a V row).
+// dimensions over the chunk's values (coalesced reads of a V row). Positions whose slot is
+// marked in `absent` (rows of a skipped layer or self-attention, which leave no K/V) are left
+// out of the softmax, as in the CPU kernels; a query that sees no key gets zeros.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,12 +58,13 @@ struct CacheShape {
 
 /// out = softmax(q . K[0, contextLen)^T * scale) V[0, contextLen) for one head: q and out
 /// point at head_dim values, `table` at the sequence's block table, `kvHead` selects the
-/// cache rows. Called by all kAttentionThreads threads of a block.
+/// cache rows, `absent` (null: none) marks slots without K/V. Called by all
+/// kAttentionThreads threads of a block.
 template <typename T>
 __device__ void attendQuery(const T *__restrict__ q, const T *__restrict__ kCache,
                             const T *__restrict__ vCache, const int32_t *__restrict__ table,
-                            int64_t contextLen, int64_t kvHead, T *__restrict__ out,
-                            const CacheShape &shape, float scale) {
+                            const uint8_t *__restrict__ absent, int64_t contextLen, int64_t kvHead,
+                            T *__restrict__ out, const CacheShape &shape, float scale) {
   const int64_t dim = shape.headDim;
   const int64_t tokenStride = shape.numKvHeads * dim;
 
@@ -72,27 +75,29 @@ __device__ void attendQuery(const T *__restrict__ q, const T *__restrict__ kCach
     query[i] = toFloat(q[i]) * scale;
   __syncthreads();
 
-  // Offset of position `pos`'s row for this KV head in either cache.
-  auto rowOffset = [&](int64_t pos) {
-    int64_t block = table[pos / shape.blockSize];
-    return (block * shape.blockSize + pos % shape.blockSize) * tokenStride + kvHead * dim;
+  // Slot of position `pos`, and the offset of its row for this KV head in either cache.
+  auto slotOf = [&](int64_t pos) {
+    return int64_t(table[pos / shape.blockSize]) * shape.blockSize + pos % shape.blockSize;
   };
+  auto rowOffset = [&](int64_t pos) { return slotOf(pos) * tokenStride + kvHead * dim; };
 
   float acc[kDimsPerThread] = {};
   float runningMax = -INFINITY, runningSum = 0.f;
   for (int64_t chunk = 0; chunk < contextLen; chunk += kAttentionThreads) {
     const int64_t pos = chunk + threadIdx.x;
+    const bool seen = pos < contextLen && !(absent && absent[slotOf(pos)]);
     float score = -INFINITY;
-    if (pos < contextLen) {
+    if (seen) {
       const T *keyRow = kCache + rowOffset(pos);
       score = 0.f;
       for (int64_t i = 0; i < dim; ++i)
         score += query[i] * toFloat(keyRow[i]);
     }
+    // newMax stays -inf while every position so far is absent: nothing to add or rescale.
     const float newMax = fmaxf(runningMax, blockReduce<true>(score, reduction));
-    const float p = pos < contextLen ? __expf(score - newMax) : 0.f;
+    const float p = seen ? __expf(score - newMax) : 0.f;
     probs[threadIdx.x] = p;
-    const float correction = __expf(runningMax - newMax);
+    const float correction = runningMax == -INFINITY ? 0.f : __expf(runningMax - newMax);
     runningSum = runningSum * correction + blockReduce<false>(p, reduction);
     runningMax = newMax;
     const int64_t inChunk = min(static_cast<int64_t>(kAttentionThreads), contextLen - chunk);
@@ -110,7 +115,7 @@ __device__ void attendQuery(const T *__restrict__ q, const T *__restrict__ kCach
   for (int j = 0; j < kDimsPerThread; ++j) {
     const int64_t i = threadIdx.x + j * kAttentionThreads;
     if (i < dim)
-      out[i] = fromFloat<T>(acc[j] / runningSum);
+      out[i] = fromFloat<T>(runningSum > 0.f ? acc[j] / runningSum : 0.f);
   }
 }
 

@@ -23,7 +23,8 @@ __global__ void __launch_bounds__(kAttentionThreads)
     prefillAttentionKernel(const T *__restrict__ q, const T *__restrict__ kCache,
                            const T *__restrict__ vCache, const int32_t *__restrict__ cuSeqlensQ,
                            const int32_t *__restrict__ cuSeqlensK,
-                           const int32_t *__restrict__ blockTables, T *__restrict__ out,
+                           const int32_t *__restrict__ blockTables,
+                           const uint8_t *__restrict__ absent, T *__restrict__ out,
                            PrefillAttentionShape shape, float scale) {
   const int64_t row = blockIdx.x, head = blockIdx.y;
   // The last sequence whose first row is at or before `row` (sequences with no rows this
@@ -41,15 +42,16 @@ __global__ void __launch_bounds__(kAttentionThreads)
   const int64_t keys = cuSeqlensK[seq + 1] - cuSeqlensK[seq];
   const int64_t contextLen = keys - queries + (row - cuSeqlensQ[seq]) + 1;
   const int64_t offset = (row * shape.numHeads + head) * shape.headDim;
-  detail::attendQuery(q + offset, kCache, vCache, blockTables + seq * shape.maxBlocksPerSeq,
+  detail::attendQuery(q + offset, kCache, vCache, blockTables + seq * shape.maxBlocksPerSeq, absent,
                       contextLen, head / (shape.numHeads / shape.numKvHeads), out + offset,
                       detail::CacheShape{shape.numKvHeads, shape.headDim, shape.blockSize}, scale);
 }
 
 template <typename T>
 cudaError_t launchPrefill(const T *q, const T *kCache, const T *vCache, const int32_t *cuSeqlensQ,
-                          const int32_t *cuSeqlensK, const int32_t *blockTables, T *out,
-                          const PrefillAttentionShape &shape, float scale, cudaStream_t stream) {
+                          const int32_t *cuSeqlensK, const int32_t *blockTables,
+                          const uint8_t *absent, T *out, const PrefillAttentionShape &shape,
+                          float scale, cudaStream_t stream) {
   if (shape.headDim > kMaxCudaHeadDim || shape.numKvHeads <= 0 ||
       shape.numHeads % shape.numKvHeads != 0)
     return cudaErrorInvalidValue;
@@ -57,7 +59,7 @@ cudaError_t launchPrefill(const T *q, const T *kCache, const T *vCache, const in
     return cudaSuccess;
   dim3 grid(static_cast<unsigned>(shape.numTokens), static_cast<unsigned>(shape.numHeads));
   prefillAttentionKernel<T><<<grid, kAttentionThreads, 0, stream>>>(
-      q, kCache, vCache, cuSeqlensQ, cuSeqlensK, blockTables, out, shape, scale);
+      q, kCache, vCache, cuSeqlensQ, cuSeqlensK, blockTables, absent, out, shape, scale);
   return cudaGetLastError();
 }
 
@@ -65,20 +67,21 @@ cudaError_t launchPrefill(const T *q, const T *kCache, const T *vCache, const in
 
 cudaError_t prefillAttentionCuda(const float *q, const float *kCache, const float *vCache,
                                  const int32_t *cuSeqlensQ, const int32_t *cuSeqlensK,
-                                 const int32_t *blockTables, float *out,
+                                 const int32_t *blockTables, const uint8_t *absent, float *out,
                                  const PrefillAttentionShape &shape, float scale,
                                  cudaStream_t stream) {
-  return launchPrefill(q, kCache, vCache, cuSeqlensQ, cuSeqlensK, blockTables, out, shape, scale,
-                       stream);
+  return launchPrefill(q, kCache, vCache, cuSeqlensQ, cuSeqlensK, blockTables, absent, out, shape,
+                       scale, stream);
 }
 
 cudaError_t prefillAttentionCuda(const __nv_bfloat16 *q, const __nv_bfloat16 *kCache,
                                  const __nv_bfloat16 *vCache, const int32_t *cuSeqlensQ,
                                  const int32_t *cuSeqlensK, const int32_t *blockTables,
-                                 __nv_bfloat16 *out, const PrefillAttentionShape &shape,
-                                 float scale, cudaStream_t stream) {
-  return launchPrefill(q, kCache, vCache, cuSeqlensQ, cuSeqlensK, blockTables, out, shape, scale,
-                       stream);
+                                 const uint8_t *absent, __nv_bfloat16 *out,
+                                 const PrefillAttentionShape &shape, float scale,
+                                 cudaStream_t stream) {
+  return launchPrefill(q, kCache, vCache, cuSeqlensQ, cuSeqlensK, blockTables, absent, out, shape,
+                       scale, stream);
 }
 
 } // namespace nnsc::kernels

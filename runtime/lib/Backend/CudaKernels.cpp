@@ -154,8 +154,10 @@ torch::Tensor CudaKernels::attention(const torch::Tensor &q, const torch::Tensor
                                      const torch::Tensor &vCache, const AttentionMetadata &meta,
                                      double scale, const torch::Tensor &absent) const {
   const char *name = meta.isPrefill ? "prefillAttention" : "decodeAttention";
-  // Absent positions come from skipped layers, i.e. bundles, which run on the CPU only.
-  TORCH_CHECK(!absent.defined(), name, ": absent K/V positions are not supported on CUDA");
+  TORCH_CHECK(!absent.defined() || (absent.scalar_type() == torch::kUInt8 &&
+                                    absent.numel() == kCache.size(0) * kCache.size(1)),
+              name, ": absent must be uint8 of num_blocks * block_size (",
+              kCache.size(0) * kCache.size(1), "), got ", absent.sizes());
   checkDevice(
       name, q.device(),
       {{"q", &q}, {"kCache", &kCache}, {"vCache", &vCache}, {"blockTables", &meta.blockTables}});
@@ -179,6 +181,11 @@ torch::Tensor CudaKernels::attention(const torch::Tensor &q, const torch::Tensor
   torch::Tensor query = q.contiguous(), tables = meta.blockTables.contiguous();
   torch::Tensor out = torch::empty(query.sizes(), query.options());
   const float s = float(scale);
+  // The skipped rows' slots (KVCache keeps the map on the host; only layers with a skip have
+  // one, so plain steps copy nothing).
+  torch::Tensor absentOnDevice = absent.defined() ? absent.to(q.device()).contiguous() : absent;
+  const uint8_t *absentSlots =
+      absentOnDevice.defined() ? absentOnDevice.data_ptr<uint8_t>() : nullptr;
   if (meta.isPrefill) {
     checkDevice(name, q.device(),
                 {{"cuSeqlensQ", &meta.cuSeqlensQ}, {"cuSeqlensK", &meta.cuSeqlensK}});
@@ -195,8 +202,8 @@ torch::Tensor CudaKernels::attention(const torch::Tensor &q, const torch::Tensor
       using T = std::remove_pointer_t<decltype(type)>;
       checkLaunch(kernels::prefillAttentionCuda(ptr<T>(query), ptr<T>(kCache), ptr<T>(vCache),
                                                 cuQ.data_ptr<int32_t>(), cuK.data_ptr<int32_t>(),
-                                                tables.data_ptr<int32_t>(), mutablePtr<T>(out),
-                                                shape, s, currentStream(query)),
+                                                tables.data_ptr<int32_t>(), absentSlots,
+                                                mutablePtr<T>(out), shape, s, currentStream(query)),
                   name);
     });
     return out;
@@ -214,7 +221,8 @@ torch::Tensor CudaKernels::attention(const torch::Tensor &q, const torch::Tensor
     using T = std::remove_pointer_t<decltype(type)>;
     checkLaunch(kernels::decodeAttentionCuda(ptr<T>(query), ptr<T>(kCache), ptr<T>(vCache),
                                              lens.data_ptr<int32_t>(), tables.data_ptr<int32_t>(),
-                                             mutablePtr<T>(out), shape, s, currentStream(query)),
+                                             absentSlots, mutablePtr<T>(out), shape, s,
+                                             currentStream(query)),
                 name);
   });
   return out;

@@ -176,7 +176,9 @@ private:
   /// The rows of a skipped layer or self-attention leave no K/V in this layer for later
   /// steps, as in transformers, where the skipped module never updates its cache.
   void leaveNoKV(std::initializer_list<const SkippedRows *> skippedModules) {
-    const torch::Tensor slotMapping = step.meta.slotMapping.to(torch::kInt64).contiguous();
+    // On a device backend the step's slot mapping lives on the device; the map is the host's.
+    const torch::Tensor slotMapping =
+        step.meta.slotMapping.to(torch::kCPU, torch::kInt64).contiguous();
     const int64_t *mapping = slotMapping.data_ptr<int64_t>();
     std::vector<int64_t> slots;
     for (const SkippedRows *skipped : skippedModules)

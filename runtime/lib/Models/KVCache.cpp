@@ -61,7 +61,7 @@ void KVCache::markAbsent(int64_t layer, const std::vector<int64_t> &slots) {
 void KVCache::clearAbsent(const torch::Tensor &slotMapping) {
   if (absent.empty())
     return;
-  const torch::Tensor slots = slotMapping.to(torch::kInt64).contiguous();
+  const torch::Tensor slots = slotMapping.to(torch::kCPU, torch::kInt64).contiguous();
   const int64_t *s = slots.data_ptr<int64_t>();
   for (torch::Tensor &map : absent) {
     if (!map.defined())

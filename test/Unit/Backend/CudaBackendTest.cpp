@@ -1,9 +1,9 @@
 //===- CudaBackendTest.cpp - the CUDA backend against the CPU backend -----===//
 //
-// Every CUDA kernel (RMSNorm, RoPE, KV store, varlen prefill and decode attention, fp32 and
-// bf16) against its CPU counterpart on the same inputs, and a whole tiny model run by the
-// engine on both backends: same greedy tokens, logits within fp32 tolerance (bf16: within 8
-// units in the last place of the row's largest logit). Needs a GPU:
+// Every CUDA kernel (RMSNorm, RoPE, KV store, varlen prefill and decode attention, with and
+// without absent K/V positions, fp32 and bf16) against its CPU counterpart on the same inputs, and
+// a whole tiny model run by the engine on both backends: same greedy tokens, logits within fp32
+// tolerance (bf16: within 8 units in the last place of the row's largest logit). Needs a GPU:
 // without one every test skips, saying so.
 //
 //===----------------------------------------------------------------------===//
@@ -140,6 +140,47 @@ TEST_P(CudaBackendTest, DecodeAttention) {
   torch::Tensor q = random({3, 4, 16});
   expectClose(CudaKernels::get().attention(cuda(q), cuda(kc), cuda(vc), toCuda(step.meta), 0.25),
               CpuKernels::get().attention(q, kc, vc, step.meta, 0.25), "decode attention");
+}
+
+/// The absent map (KVCache::markAbsent's) of `step`'s sequences, whose lengths are `total`:
+/// sequence 0 has every third position absent, sequence 1 its first `leading`, sequence 2 all.
+torch::Tensor absentMap(const Step &step, const std::vector<int64_t> &total, int64_t leading) {
+  torch::Tensor map = torch::zeros({97 * 4}, torch::kUInt8);
+  const int64_t *slots = step.allSlots.data_ptr<int64_t>();
+  int64_t at = 0;
+  for (size_t i = 0; i < total.size(); ++i)
+    for (int64_t p = 0; p < total[i]; ++p, ++at)
+      if ((i == 0 && p % 3 == 1) || (i == 1 && p < leading) || i == 2)
+        map[slots[at]] = 1;
+  return map;
+}
+
+TEST_P(CudaBackendTest, AttentionLeavesOutAbsentPositions) {
+  // Rows of a skipped layer leave no K/V (leaveNoKV): the CPU kernels drop them from the
+  // softmax and give a query that sees no key zeros. Decode: sequence 1's first 130 positions
+  // are absent, so its whole first 128-key chunk sees nothing.
+  for (bool prefill : {true, false}) {
+    std::vector<int64_t> cached =
+        prefill ? std::vector<int64_t>{5, 0, 9} : std::vector<int64_t>{6, 140, 30};
+    std::vector<int64_t> queries =
+        prefill ? std::vector<int64_t>{3, 7, 1} : std::vector<int64_t>{1, 1, 1};
+    Step step = makeStep(cached, queries, prefill);
+    std::vector<int64_t> total;
+    for (size_t i = 0; i < cached.size(); ++i)
+      total.push_back(cached[i] + queries[i]);
+    torch::Tensor absent = absentMap(step, total, prefill ? 4 : 130);
+    torch::Tensor kc = torch::zeros({97, 4, 2, 16}, dtype()), vc = torch::zeros_like(kc);
+    fillCache(step, kc, vc, dtype());
+    torch::Tensor q = random({prefill ? 11 : 3, 4, 16});
+    torch::Tensor want = CpuKernels::get().attention(q, kc, vc, step.meta, 0.25, absent);
+    expectClose(
+        CudaKernels::get().attention(cuda(q), cuda(kc), cuda(vc), toCuda(step.meta), 0.25, absent),
+        want,
+        prefill ? "prefill attention, absent positions" : "decode attention, absent positions");
+    // Sequence 2 sees no key at all.
+    const int64_t last = prefill ? 10 : 2;
+    EXPECT_EQ(want[last].abs().max().item<float>(), 0.f);
+  }
 }
 
 TEST_P(CudaBackendTest, TinyModelMatchesTheCpuBackend) {

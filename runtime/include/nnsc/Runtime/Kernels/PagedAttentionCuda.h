@@ -43,16 +43,18 @@ struct DecodeAttentionShape {
 };
 
 /// One query per sequence attending to its first contextLens[i] cached tokens (GQA: head h
-/// reads KV head h / (numHeads / numKvHeads)). Returns cudaErrorInvalidValue for a head_dim
-/// above kMaxCudaHeadDim.
+/// reads KV head h / (numHeads / numKvHeads)), leaving out the slots `absent` marks (null, or
+/// num_blocks * block_size bytes in device memory: a skipped layer's rows, which hold no K/V).
+/// Returns cudaErrorInvalidValue for a head_dim above kMaxCudaHeadDim.
 cudaError_t decodeAttentionCuda(const float *q, const float *kCache, const float *vCache,
-                                const int32_t *contextLens, const int32_t *blockTables, float *out,
+                                const int32_t *contextLens, const int32_t *blockTables,
+                                const uint8_t *absent, float *out,
                                 const DecodeAttentionShape &shape, float scale,
                                 cudaStream_t stream);
 cudaError_t decodeAttentionCuda(const __nv_bfloat16 *q, const __nv_bfloat16 *kCache,
                                 const __nv_bfloat16 *vCache, const int32_t *contextLens,
-                                const int32_t *blockTables, __nv_bfloat16 *out,
-                                const DecodeAttentionShape &shape, float scale,
+                                const int32_t *blockTables, const uint8_t *absent,
+                                __nv_bfloat16 *out, const DecodeAttentionShape &shape, float scale,
                                 cudaStream_t stream);
 
 } // namespace nnsc::kernels

@@ -31,19 +31,20 @@ struct PrefillAttentionShape {
   int64_t maxBlocksPerSeq;
 };
 
-/// Causal varlen attention of every query row (GQA as the decode kernel). Returns
-/// cudaErrorInvalidValue for a head_dim above kMaxCudaHeadDim or heads not a multiple of the
-/// KV heads.
+/// Causal varlen attention of every query row (GQA and `absent` as the decode kernel).
+/// Returns cudaErrorInvalidValue for a head_dim above kMaxCudaHeadDim or heads not a multiple
+/// of the KV heads.
 cudaError_t prefillAttentionCuda(const float *q, const float *kCache, const float *vCache,
                                  const int32_t *cuSeqlensQ, const int32_t *cuSeqlensK,
-                                 const int32_t *blockTables, float *out,
+                                 const int32_t *blockTables, const uint8_t *absent, float *out,
                                  const PrefillAttentionShape &shape, float scale,
                                  cudaStream_t stream);
 cudaError_t prefillAttentionCuda(const __nv_bfloat16 *q, const __nv_bfloat16 *kCache,
                                  const __nv_bfloat16 *vCache, const int32_t *cuSeqlensQ,
                                  const int32_t *cuSeqlensK, const int32_t *blockTables,
-                                 __nv_bfloat16 *out, const PrefillAttentionShape &shape,
-                                 float scale, cudaStream_t stream);
+                                 const uint8_t *absent, __nv_bfloat16 *out,
+                                 const PrefillAttentionShape &shape, float scale,
+                                 cudaStream_t stream);
 
 } // namespace nnsc::kernels
 
