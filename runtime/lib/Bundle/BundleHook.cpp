@@ -126,7 +126,19 @@ void BundleHook::restart(int64_t request) {
     it->second.request->restart();
 }
 
-void BundleHook::release(int64_t request) { requests.erase(request); }
+void BundleHook::release(int64_t request) {
+  auto it = requests.find(request);
+  if (it == requests.end())
+    return;
+  std::shared_ptr<BundleRequest> released = std::move(it->second.request);
+  requests.erase(it);
+  // Once the request's last sequence (one per invoke) has ended, no kernel reads its frame
+  // again: its heap copies go now, not when the caller drops the request with its saves.
+  for (const auto &[id, attached] : requests)
+    if (attached.request == released)
+      return;
+  released->releaseFrameHeap();
+}
 
 int32_t BundleHook::callModule(void *ctx, int32_t module, const nnsc_tensor *input,
                                nnsc_tensor *output) {

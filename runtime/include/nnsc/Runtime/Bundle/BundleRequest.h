@@ -74,12 +74,12 @@ public:
   void noteDeviceFrame(std::shared_ptr<DeviceKernelLauncher> launcher) {
     deviceHeap = std::move(launcher);
   }
-
-private:
-  /// Frees the frame's heap copies (on the device when a device kernel ran on it); nulls the
-  /// pointers.
+  /// Frees the frame's heap copies (on the device when a device kernel ran on it) and nulls
+  /// the pointers: when the engine is done with the request (BundleHook::release), on
+  /// restart() and in the destructor.
   void releaseFrameHeap();
 
+private:
   const BundleTrace &traceDesc;
   std::vector<torch::Tensor> paramValues;
   std::vector<nnsc_tensor> views;
