@@ -15,31 +15,23 @@ BPEModel::create(const std::vector<std::pair<std::string, int32_t>> &vocab,
                  std::string &error) {
   std::unique_ptr<BPEModel> model(new BPEModel());
   model->options = options;
-  int32_t maxId = -1;
+  model->tokens.reserve(vocab.size());
   for (const auto &[token, id] : vocab) {
     if (id < 0) {
       error = "token '" + token + "' has negative id " + std::to_string(id);
       return nullptr;
     }
-    maxId = std::max(maxId, id);
-  }
-  model->tokens.resize(static_cast<size_t>(maxId + 1));
-  model->present.assign(static_cast<size_t>(maxId + 1), false);
-  for (const auto &[token, id] : vocab) {
-    if (model->present[id]) {
-      error =
-          "tokens '" + model->tokens[id] + "' and '" + token + "' share id " + std::to_string(id);
+    if (auto [it, added] = model->tokens.emplace(id, token); !added) {
+      error = "tokens '" + it->second + "' and '" + token + "' share id " + std::to_string(id);
       return nullptr;
     }
     if (!model->ids.emplace(token, id).second) {
       error = "token '" + token + "' appears twice in the vocabulary";
       return nullptr;
     }
-    model->tokens[id] = token;
-    model->present[id] = true;
+    model->maxId = std::max(model->maxId, id);
   }
-  if (options.unknownId && (*options.unknownId < 0 || *options.unknownId > maxId ||
-                            !model->present[*options.unknownId])) {
+  if (options.unknownId && !model->tokens.count(*options.unknownId)) {
     error = "unknown-token id " + std::to_string(*options.unknownId) + " is not in the vocabulary";
     return nullptr;
   }
@@ -183,9 +175,8 @@ std::optional<int32_t> BPEModel::tokenToId(std::string_view token) const {
 }
 
 const std::string *BPEModel::idToToken(int32_t id) const {
-  if (id < 0 || static_cast<size_t>(id) >= tokens.size() || !present[id])
-    return nullptr;
-  return &tokens[id];
+  auto it = tokens.find(id);
+  return it == tokens.end() ? nullptr : &it->second;
 }
 
 } // namespace nnsc::tokenizer

@@ -89,4 +89,17 @@ TEST(BPEModel, RejectsMergesOutsideTheVocabulary) {
   EXPECT_FALSE(BPEModel::create(Abc, {}, options, error));
   EXPECT_EQ(error, "unknown-token id 9 is not in the vocabulary");
 }
+
+TEST(BPEModel, IdsMayHaveGapsWithoutATableOfTheLargestId) {
+  // As in `tokenizers`, whose vocabulary is a hash map. A fuzzed tokenizer.json with one id of
+  // 277440761 once made the id -> token table 8.9 GB (test/Fuzz/corpus/fuzz-tokenizer-json).
+  std::string error;
+  auto model = BPEModel::create({{"a", 0}, {"b", 277440761}, {"ab", 7}}, {{"a", "b"}}, {}, error);
+  ASSERT_TRUE(model) << error;
+  EXPECT_EQ(model->size(), 277440762u);
+  EXPECT_EQ(*model->idToToken(277440761), "b");
+  EXPECT_EQ(model->idToToken(1), nullptr);
+  EXPECT_EQ(model->idToToken(-1), nullptr);
+  EXPECT_EQ(tokenize(*model, "abb"), (std::vector<int32_t>{7, 277440761}));
+}
 } // namespace

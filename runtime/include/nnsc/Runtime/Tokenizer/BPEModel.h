@@ -49,7 +49,7 @@ public:
   /// Null if no token has this id.
   const std::string *idToToken(int32_t id) const;
   /// One past the largest id.
-  size_t size() const { return tokens.size(); }
+  size_t size() const { return static_cast<size_t>(maxId + 1); }
 
 private:
   BPEModel() = default;
@@ -68,8 +68,10 @@ private:
 
   Options options;
   std::unordered_map<std::string, int32_t> ids;
-  std::vector<std::string> tokens;
-  std::vector<bool> present;
+  /// By id. A map, not a table: ids may have gaps, as in `tokenizers` (a table sized by the
+  /// largest id let a file with one id of 277440761 allocate 8.9 GB).
+  std::unordered_map<int32_t, std::string> tokens;
+  int32_t maxId = -1;
   std::unordered_map<uint64_t, Merge> merges;
   /// Ids of `<0x00>`..`<0xFF>`, -1 where the vocabulary lacks one.
   int32_t byteIds[256];
