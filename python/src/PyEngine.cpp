@@ -3,6 +3,8 @@
 #include "PyEngine.h"
 #include "TensorConvert.h"
 
+#include "nnsc/Runtime/Support/Error.h"
+
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -32,10 +34,10 @@ std::shared_ptr<PyRequest> PyEngine::add(std::vector<std::vector<int32_t>> promp
   auto request = std::make_shared<PyRequest>();
   if (!bundle) {
     if (prompts.size() != 1)
-      throw std::invalid_argument("a request without a program takes one prompt, got " +
-                                  std::to_string(prompts.size()));
+      throw nnsc::InvalidInput("a request without a program takes one prompt, got " +
+                               std::to_string(prompts.size()));
     if (!params.empty())
-      throw std::invalid_argument("params are given but there is no program to take them");
+      throw nnsc::InvalidInput("params are given but there is no program to take them");
     request->ids.push_back(engine->addRequest(std::move(prompts.front()), sampling));
     return request;
   }
@@ -45,7 +47,7 @@ std::shared_ptr<PyRequest> PyEngine::add(std::vector<std::vector<int32_t>> promp
     std::string names;
     for (const std::string &n : trace.invokeNames)
       names += (names.empty() ? "'" : ", '") + n + "'";
-    throw std::invalid_argument(
+    throw nnsc::InvalidInput(
         invokes == 1
             ? "trace '" + trace.name + "' takes one prompt per request, got " +
                   std::to_string(prompts.size())
@@ -58,7 +60,7 @@ std::shared_ptr<PyRequest> PyEngine::add(std::vector<std::vector<int32_t>> promp
       trace, params,
       [](const std::string &name) { return "give it with params={'" + name + "': VALUE}"; }, error);
   if (!bound)
-    throw std::invalid_argument(error);
+    throw nnsc::InvalidInput(error);
   std::shared_ptr<BundleHook> hook = bundle->hook(trace);
   request->bundle = bundle->bundle;
   request->state = std::make_shared<BundleRequest>(trace, std::move(*bound));

@@ -38,7 +38,7 @@ public:
   PyEngine(PyModel &model, SchedulerConfig config, uint64_t seed);
 
   /// Queues `prompts` (one per invoke of `trace` of `bundle`, or one for a plain request when
-  /// `bundle` is null) with `sampling` and the named params. Throws std::invalid_argument (a
+  /// `bundle` is null) with `sampling` and the named params. Throws InvalidInput (a
   /// Python ValueError) naming what is wrong: a param, the prompt count, a prompt too long.
   std::shared_ptr<PyRequest> add(std::vector<std::vector<int32_t>> prompts,
                                  const SamplingParams &sampling, PyBundle *bundle,

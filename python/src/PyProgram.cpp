@@ -4,6 +4,7 @@
 
 #include "nnsc/Runtime/Bundle/BundleLoader.h"
 #include "nnsc/Runtime/Bundle/BundleRequest.h"
+#include "nnsc/Runtime/Support/Error.h"
 
 #include <nanobind/stl/string.h>
 
@@ -15,12 +16,12 @@ namespace nnsc::python {
 
 PyBundle::PyBundle(const PyModel &m, const std::string &path) : path(path), model(m.loaded.model) {
   if (!model || !m.loaded.backend->capabilities().bundleKernels)
-    throw std::invalid_argument("programs run on the CPU backend only; load the LLM with "
-                                "device='cpu'");
+    throw nnsc::InvalidInput("programs run on the CPU backend only; load the LLM with "
+                             "device='cpu'");
   std::string error;
   std::unique_ptr<Bundle> loaded = loadBundle(path, model->architecture(), error);
   if (!loaded)
-    throw std::invalid_argument("'" + path + "': " + error);
+    throw nnsc::InvalidInput("'" + path + "': " + error);
   bundle = std::move(loaded);
 }
 
@@ -32,7 +33,7 @@ const BundleTrace &PyBundle::trace(const std::string &name) const {
   std::string names;
   for (const BundleTrace &t : bundle->traces())
     names += (names.empty() ? "'" : ", '") + t.name + "'";
-  throw std::invalid_argument(
+  throw nnsc::InvalidInput(
       name.empty() ? "the program has several traces (" + names + "); choose one with trace=NAME"
                    : "the program has no trace '" + name + "' (its traces: " + names + ")");
 }

@@ -23,11 +23,11 @@
 namespace nnsc::python {
 
 struct PyBundle {
-  /// Loads `path` for `model`; throws std::invalid_argument with the loader's message.
+  /// Loads `path` for `model`; throws InvalidInput with the loader's message.
   PyBundle(const PyModel &model, const std::string &path);
 
   /// The trace named `name`, or the only one when `name` is empty; throws
-  /// std::invalid_argument naming the traces there are.
+  /// InvalidInput naming the traces there are.
   const BundleTrace &trace(const std::string &name) const;
   /// The hook of `trace` (one of ours), made on first use.
   std::shared_ptr<BundleHook> hook(const BundleTrace &trace);

@@ -2,6 +2,8 @@
 
 #include "TensorConvert.h"
 
+#include "nnsc/Runtime/Support/Error.h"
+
 #include <string>
 #include <vector>
 
@@ -70,8 +72,8 @@ nb::dlpack::dtype dlpackOf(torch::ScalarType t) {
   case torch::kBFloat16:
     return {uint8_t(Code::Bfloat), 16, 1};
   default:
-    throw std::invalid_argument(std::string("cannot hand a ") + c10::toString(t) +
-                                " tensor to Python");
+    throw nnsc::InvalidInput(std::string("cannot hand a ") + c10::toString(t) +
+                             " tensor to Python");
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include "Options.h"
 
+#include "nnsc/Runtime/Support/Error.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -96,7 +98,7 @@ std::vector<int32_t> parseIds(const std::string &text) {
       size_t used = 0;
       long long v = std::stoll(item, &used);
       if (used != item.size() || v < 0 || v > INT32_MAX)
-        throw std::invalid_argument(item);
+        throw nnsc::InvalidInput(item);
       ids.push_back(int32_t(v));
     } catch (const std::exception &) {
       fail("--prompt-ids: '" + item + "' is not a token id");
@@ -264,7 +266,7 @@ Options parseOptions(int argc, char **argv) {
     fail("--capture and --scale cannot be combined with --trace, --bundle or --edit");
   try {
     o.sampling.validate();
-  } catch (const std::invalid_argument &e) {
+  } catch (const nnsc::InvalidInput &e) {
     fail(e.what());
   }
   return o;

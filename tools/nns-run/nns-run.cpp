@@ -15,6 +15,7 @@
 #include "nnsc/Runtime/Backend/BackendError.h"
 #include "nnsc/Runtime/Engine/LLMEngine.h"
 #include "nnsc/Runtime/Models/ModelLoader.h"
+#include "nnsc/Runtime/Support/Error.h"
 #include "nnsc/Runtime/Tokenizer/ChatTemplate.h"
 #include "nnsc/Runtime/Tokenizer/StreamingDecoder.h"
 #include "nnsc/Runtime/Tokenizer/Tokenizer.h"
@@ -105,7 +106,7 @@ void queueRequests(const Options &o, LLMEngine &engine, BoundTrace *bound, Bound
       }
       flagHooks.bind(hooks, i);
       attachEdit(edit, engine.addRequest(o.prompts[i].ids, params, hooks), i, editState);
-    } catch (const std::invalid_argument &e) {
+    } catch (const nnsc::InvalidInput &e) {
       fail("prompt " + std::to_string(i) + ": " + e.what());
     }
   }
@@ -181,7 +182,7 @@ int main(int argc, char **argv) {
   std::unique_ptr<LLMEngine> engine;
   try {
     engine = std::make_unique<LLMEngine>(backend, o.scheduler, o.seed);
-  } catch (const std::invalid_argument &e) {
+  } catch (const nnsc::InvalidInput &e) {
     fail(e.what());
   }
   queueRequests(o, *engine, bound.get(), edit.get(), flagHooks, backend->architecture());

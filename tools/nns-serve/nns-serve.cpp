@@ -10,6 +10,7 @@
 
 #ifdef NNSC_HAVE_COMPILER
 #include "nnsc/Driver/CompileSource.h"
+#include "nnsc/Runtime/Support/Error.h"
 #endif
 #include "nnsc/Runtime/Bundle/BundleParams.h"
 #include "nnsc/Runtime/Models/ModelLoader.h"
@@ -122,7 +123,7 @@ int main(int argc, char **argv) {
   std::unique_ptr<LLMEngine> engine;
   try {
     engine = std::make_unique<LLMEngine>(loaded.backend, o.scheduler, o.seed);
-  } catch (const std::invalid_argument &e) {
+  } catch (const nnsc::InvalidInput &e) {
     fail(e.what());
   }
   server::EngineLoop loop(std::move(engine), metrics);

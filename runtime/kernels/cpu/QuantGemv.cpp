@@ -12,6 +12,7 @@
 #include <string>
 
 #include "QuantGemvIsa.h"
+#include "nnsc/Runtime/Support/Error.h"
 
 #include <stdexcept>
 
@@ -94,9 +95,9 @@ namespace {
 template <typename T>
 void dispatch(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd, QuantIsa isa) {
   if (!quantIsaSupported(isa))
-    throw std::invalid_argument("quantGemv: this CPU does not run the requested kernels");
+    throw InvalidInput("quantGemv: this CPU does not run the requested kernels");
   if (a.cols % 32 != 0)
-    throw std::invalid_argument("quantGemv: cols must be a multiple of 32");
+    throw InvalidInput("quantGemv: cols must be a multiple of 32");
   if (isa == QuantIsa::Avx512)
     quantGemvAvx512(a, rowBegin, rowEnd);
   else

@@ -2,6 +2,8 @@
 
 #include "nnsc/Runtime/Engine/BlockManager.h"
 
+#include "nnsc/Runtime/Support/Error.h"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -36,11 +38,11 @@ BlockManager::BlockManager(int64_t numBlocks, int64_t blockSize, bool enablePref
                            BlockHashFn hash)
     : size(blockSize), prefixCaching(enablePrefixCaching), hashFn(hash) {
   if (numBlocks <= 0)
-    throw std::invalid_argument("block manager: the number of KV blocks must be positive, got " +
-                                std::to_string(numBlocks));
+    throw InvalidInput("block manager: the number of KV blocks must be positive, got " +
+                       std::to_string(numBlocks));
   if (blockSize <= 0)
-    throw std::invalid_argument("block manager: the block size must be positive, got " +
-                                std::to_string(blockSize));
+    throw InvalidInput("block manager: the block size must be positive, got " +
+                       std::to_string(blockSize));
   blocks.resize(numBlocks);
   freePos.resize(numBlocks);
   for (int32_t id = 0; id < numBlocks; ++id)

@@ -3,6 +3,7 @@
 #include "nnsc/Runtime/Engine/LLMEngine.h"
 
 #include "nnsc/Runtime/Backend/DeviceBackend.h"
+#include "nnsc/Runtime/Support/Error.h"
 
 #include <algorithm>
 
@@ -37,8 +38,8 @@ std::unique_ptr<Sequence> LLMEngine::makeSequence(int64_t id, std::vector<int32_
   const int64_t vocab = backend->config().vocab;
   for (int32_t token : prompt)
     if (token < 0 || token >= vocab)
-      throw std::invalid_argument("prompt token id " + std::to_string(token) +
-                                  " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+      throw InvalidInput("prompt token id " + std::to_string(token) +
+                         " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
   auto seq =
       std::make_unique<Sequence>(id, std::move(prompt), params, hooks ? hooks->cacheSalt() : 0);
   seq->allowPrefixHits = !hooks || hooks->allowsPrefixHits();
@@ -59,7 +60,7 @@ std::vector<int64_t> LLMEngine::addGang(std::vector<std::vector<int32_t>> prompt
                                         const SamplingParams &params,
                                         std::vector<std::shared_ptr<HookTable>> hooks) {
   if (hooks.size() != prompts.size())
-    throw std::invalid_argument("a multi-invoke request needs one hook table per prompt");
+    throw InvalidInput("a multi-invoke request needs one hook table per prompt");
   std::vector<std::unique_ptr<Sequence>> seqs;
   std::vector<Sequence *> gang;
   for (size_t i = 0; i < prompts.size(); ++i) {

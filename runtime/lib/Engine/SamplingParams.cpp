@@ -2,6 +2,8 @@
 
 #include "nnsc/Runtime/Engine/SamplingParams.h"
 
+#include "nnsc/Runtime/Support/Error.h"
+
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -12,7 +14,7 @@ namespace {
 
 [[noreturn]] void reject(const std::string &field, const std::string &rule,
                          const std::string &got) {
-  throw std::invalid_argument("sampling params: '" + field + "' must be " + rule + ", got " + got);
+  throw InvalidInput("sampling params: '" + field + "' must be " + rule + ", got " + got);
 }
 
 } // namespace

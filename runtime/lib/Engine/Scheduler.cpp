@@ -2,6 +2,8 @@
 
 #include "nnsc/Runtime/Engine/Scheduler.h"
 
+#include "nnsc/Runtime/Support/Error.h"
+
 #include <algorithm>
 #include <cassert>
 #include <stdexcept>
@@ -12,7 +14,7 @@ namespace nnsc {
 namespace {
 
 [[noreturn]] void rejectConfig(const std::string &what) {
-  throw std::invalid_argument("scheduler config: " + what);
+  throw InvalidInput("scheduler config: " + what);
 }
 
 const SchedulerConfig &checked(const SchedulerConfig &cfg) {
@@ -64,29 +66,29 @@ void Scheduler::add(Sequence *seq) {
 void Scheduler::check(const Sequence *seq) const {
   seq->samplingParams().validate();
   if (seq->numTokens() > cfg.maxModelLen)
-    throw std::invalid_argument("sequence " + std::to_string(seq->id()) + ": prompt of " +
-                                std::to_string(seq->numTokens()) +
-                                " tokens is longer than the context ('max_model_len' " +
-                                std::to_string(cfg.maxModelLen) + ")");
+    throw InvalidInput("sequence " + std::to_string(seq->id()) + ": prompt of " +
+                       std::to_string(seq->numTokens()) +
+                       " tokens is longer than the context ('max_model_len' " +
+                       std::to_string(cfg.maxModelLen) + ")");
   if (active.count(seq) || seq->status != SequenceStatus::Waiting)
-    throw std::invalid_argument("sequence " + std::to_string(seq->id()) + " was already added");
+    throw InvalidInput("sequence " + std::to_string(seq->id()) + " was already added");
 }
 
 void Scheduler::addGang(std::vector<Sequence *> seqs) {
   if (seqs.empty())
-    throw std::invalid_argument("a multi-invoke request needs at least one sequence");
+    throw InvalidInput("a multi-invoke request needs at least one sequence");
   int64_t tokens = 0;
   for (Sequence *seq : seqs)
     tokens += seq->numTokens();
   const std::string what = "a request of " + std::to_string(seqs.size()) + " invokes";
   if (static_cast<int64_t>(seqs.size()) > cfg.maxNumSeqs)
-    throw std::invalid_argument(what + " needs 'max_num_seqs' >= " + std::to_string(seqs.size()) +
-                                " (it is " + std::to_string(cfg.maxNumSeqs) + ")");
+    throw InvalidInput(what + " needs 'max_num_seqs' >= " + std::to_string(seqs.size()) +
+                       " (it is " + std::to_string(cfg.maxNumSeqs) + ")");
   // Its prompts run in one forward pass, so they must fit one step's token budget.
   if (tokens > cfg.maxNumBatchedTokens)
-    throw std::invalid_argument(what + " has " + std::to_string(tokens) +
-                                " prompt tokens, more than 'max_num_batched_tokens' (" +
-                                std::to_string(cfg.maxNumBatchedTokens) + ")");
+    throw InvalidInput(what + " has " + std::to_string(tokens) +
+                       " prompt tokens, more than 'max_num_batched_tokens' (" +
+                       std::to_string(cfg.maxNumBatchedTokens) + ")");
   for (const Sequence *seq : seqs)
     check(seq);
   for (Sequence *seq : seqs) {
@@ -238,13 +240,12 @@ std::vector<Sequence *> Scheduler::postprocess(const ScheduledBatch &batch,
                                                std::span<const int32_t> sampled) {
   size_t expected = batch.samplingSeqs().size();
   if (sampled.size() != expected)
-    throw std::invalid_argument("scheduler: postprocess got " + std::to_string(sampled.size()) +
-                                " sampled tokens for " + std::to_string(expected) +
-                                " sequences that sample this step");
+    throw InvalidInput("scheduler: postprocess got " + std::to_string(sampled.size()) +
+                       " sampled tokens for " + std::to_string(expected) +
+                       " sequences that sample this step");
   for (int32_t token : sampled)
     if (token < 0)
-      throw std::invalid_argument("scheduler: postprocess got negative token id " +
-                                  std::to_string(token));
+      throw InvalidInput("scheduler: postprocess got negative token id " + std::to_string(token));
 
   std::vector<Sequence *> finished;
   size_t next = 0;

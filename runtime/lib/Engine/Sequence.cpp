@@ -2,6 +2,8 @@
 
 #include "nnsc/Runtime/Engine/Sequence.h"
 
+#include "nnsc/Runtime/Support/Error.h"
+
 #include <algorithm>
 #include <cassert>
 #include <stdexcept>
@@ -29,12 +31,12 @@ Sequence::Sequence(int64_t id, std::vector<int32_t> promptTokenIds, SamplingPara
     : seqId(id), tokens(std::move(promptTokenIds)), numPrompt(numTokens()),
       params(std::move(sampling)), salt(cacheSalt) {
   if (tokens.empty())
-    throw std::invalid_argument("sequence " + std::to_string(id) + ": the prompt is empty");
+    throw InvalidInput("sequence " + std::to_string(id) + ": the prompt is empty");
   auto negative = std::find_if(tokens.begin(), tokens.end(), [](int32_t t) { return t < 0; });
   if (negative != tokens.end())
-    throw std::invalid_argument("sequence " + std::to_string(id) + ": negative token id " +
-                                std::to_string(*negative) + " at position " +
-                                std::to_string(negative - tokens.begin()));
+    throw InvalidInput("sequence " + std::to_string(id) + ": negative token id " +
+                       std::to_string(*negative) + " at position " +
+                       std::to_string(negative - tokens.begin()));
 }
 
 std::span<const int32_t> Sequence::blockTokens(int64_t index, int64_t blockSize) const {

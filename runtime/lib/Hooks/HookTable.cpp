@@ -2,6 +2,8 @@
 
 #include "nnsc/Runtime/Hooks/HookTable.h"
 
+#include "nnsc/Runtime/Support/Error.h"
+
 #include <algorithm>
 #include <atomic>
 #include <stdexcept>
@@ -37,13 +39,13 @@ HookTable::HookTable(const schema::Architecture &arch)
 void HookTable::bind(const std::string &path, std::shared_ptr<SiteHook> hook) {
   int site = arch.findSite(path);
   if (site < 0)
-    throw std::invalid_argument("no site '" + path + "' in this model");
+    throw InvalidInput("no site '" + path + "' in this model");
   bind(site, std::move(hook));
 }
 
 void HookTable::bind(int site, std::shared_ptr<SiteHook> hook) {
   if (site < 0 || site >= numSites())
-    throw std::invalid_argument("site index " + std::to_string(site) + " out of range");
+    throw InvalidInput("site index " + std::to_string(site) + " out of range");
   if (arch.sites()[size_t(site)].phase == schema::Phase::Forward)
     forward = true;
   if (!hook)

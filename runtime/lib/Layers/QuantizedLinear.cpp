@@ -3,6 +3,7 @@
 #include "nnsc/Runtime/Layers/QuantizedLinear.h"
 
 #include "nnsc/Runtime/Kernels/ThreadPool.h"
+#include "nnsc/Runtime/Support/Error.h"
 
 #include <sys/mman.h>
 
@@ -34,8 +35,7 @@ std::optional<int64_t> parseMaxRows(const char *value) {
   } catch (const std::exception &) {
   }
   if (used != v.size() || n < 0)
-    throw std::invalid_argument("NNSC_QUANT_DECODE must be on, off or a row count, got '" + v +
-                                "'");
+    throw InvalidInput("NNSC_QUANT_DECODE must be on, off or a row count, got '" + v + "'");
   return n;
 }
 

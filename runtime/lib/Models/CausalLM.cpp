@@ -7,6 +7,7 @@
 #include "nnsc/Runtime/Layers/Linear.h"
 #include "nnsc/Runtime/Layers/OneDnnLinear.h"
 #include "nnsc/Runtime/Models/PhaseProfile.h"
+#include "nnsc/Runtime/Support/Error.h"
 
 #include <cmath>
 #include <optional>
@@ -22,10 +23,9 @@ CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels,
     w.shard = TensorShard::whole(w.config);
   const int ranks = group ? group->size() : 1;
   if (ranks != w.shard.size || (group && group->rank() != w.shard.rank))
-    throw std::invalid_argument("the weights are rank " + std::to_string(w.shard.rank) + " of " +
-                                std::to_string(w.shard.size) + ", the process group rank " +
-                                std::to_string(group ? group->rank() : 0) + " of " +
-                                std::to_string(ranks));
+    throw InvalidInput("the weights are rank " + std::to_string(w.shard.rank) + " of " +
+                       std::to_string(w.shard.size) + ", the process group rank " +
+                       std::to_string(group ? group->rank() : 0) + " of " + std::to_string(ranks));
   if (ranks > 1)
     tp = std::move(group);
   local.heads = w.shard.heads;

@@ -10,6 +10,7 @@
 
 #include "nnsc/Runtime/Layers/Linear.h"
 #include "nnsc/Runtime/Layers/SiluMul.h"
+#include "nnsc/Runtime/Support/Error.h"
 
 #include <stdexcept>
 
@@ -18,7 +19,7 @@ namespace nnsc {
 torch::Tensor CausalLM::applyModule(int module, const torch::Tensor &input) const {
   const auto &modules = arch.modules();
   if (module < 0 || size_t(module) >= modules.size())
-    throw std::invalid_argument("module index " + std::to_string(module) + " out of range");
+    throw InvalidInput("module index " + std::to_string(module) + " out of range");
   const schema::Module &m = modules[size_t(module)];
   const schema::ModelConfig &c = w.config;
   // This rank's sizes (the whole model's on one rank).
@@ -37,8 +38,8 @@ torch::Tensor CausalLM::applyModule(int module, const torch::Tensor &input) cons
   };
   auto checkWidth = [&](int64_t width) {
     if (input.size(-1) != width)
-      throw std::invalid_argument("module '" + m.path + "' takes width " + std::to_string(width) +
-                                  ", got " + std::to_string(input.size(-1)));
+      throw InvalidInput("module '" + m.path + "' takes width " + std::to_string(width) + ", got " +
+                         std::to_string(input.size(-1)));
   };
   // The forward pass's linear() on the rows of a value of any rank.
   auto linear = [](const torch::Tensor &in, const torch::Tensor &weight, const torch::Tensor &bias,
@@ -81,7 +82,7 @@ torch::Tensor CausalLM::applyModule(int module, const torch::Tensor &input) cons
   if (m.path == "model.norm")
     return norm(w.norm);
   if (m.layer < 0)
-    throw std::invalid_argument("module '" + m.path + "' cannot be called");
+    throw InvalidInput("module '" + m.path + "' cannot be called");
   const LayerWeights &l = w.layers[size_t(m.layer)];
   const std::string &name = m.name;
   if (name == "input_layernorm")
@@ -119,8 +120,7 @@ torch::Tensor CausalLM::applyModule(int module, const torch::Tensor &input) cons
     reducePartial(out);
     return out.view(input.sizes());
   }
-  throw std::invalid_argument("module '" + m.path + "' (" + m.type +
-                              ") cannot be called from a bundle");
+  throw InvalidInput("module '" + m.path + "' (" + m.type + ") cannot be called from a bundle");
 }
 
 } // namespace nnsc

@@ -5,6 +5,7 @@
 #include "nnsc/Runtime/Backend/CudaBackendLoader.h"
 #include "nnsc/Runtime/Backend/DeviceBackend.h"
 #include "nnsc/Runtime/Models/ModelWeights.h"
+#include "nnsc/Runtime/Support/Error.h"
 #include "nnsc/Support/GGUFFile.h"
 
 #include <nlohmann/json.hpp>
@@ -63,9 +64,9 @@ std::vector<int32_t> configEosIds(const std::string &model) {
 
 LoadedModel loadModel(const ModelLoadOptions &options) {
   if (options.dtype != "fp32" && options.dtype != "bf16")
-    throw std::invalid_argument("dtype must be fp32 or bf16, got '" + options.dtype + "'");
+    throw InvalidInput("dtype must be fp32 or bf16, got '" + options.dtype + "'");
   if (options.device != "cpu" && options.device != "cuda")
-    throw std::invalid_argument("device must be cpu or cuda, got '" + options.device + "'");
+    throw InvalidInput("device must be cpu or cuda, got '" + options.device + "'");
   const DistributedOptions *ranks =
       options.distributed && options.distributed->worldSize > 1 ? &*options.distributed : nullptr;
   // On the CPU the ranks meet before loading, so that one rank's failure ends the others'

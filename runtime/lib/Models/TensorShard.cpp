@@ -2,6 +2,8 @@
 
 #include "nnsc/Runtime/Models/TensorShard.h"
 
+#include "nnsc/Runtime/Support/Error.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -18,22 +20,22 @@ TensorShard TensorShard::whole(const schema::ModelConfig &c) {
 
 TensorShard TensorShard::of(const schema::ModelConfig &c, int rank, int size) {
   if (size < 1 || rank < 0 || rank >= size)
-    throw std::invalid_argument("tensor parallel rank " + std::to_string(rank) + " of a group of " +
-                                std::to_string(size));
+    throw InvalidInput("tensor parallel rank " + std::to_string(rank) + " of a group of " +
+                       std::to_string(size));
   if (size == 1)
     return whole(c);
   auto refuse = [&](const std::string &what, int64_t value) {
-    throw std::invalid_argument("--tensor-parallel-size " + std::to_string(size) +
-                                " does not divide the model's " + std::to_string(value) + " " +
-                                what + "; each rank takes an equal share, so use a divisor of " +
-                                std::to_string(value));
+    throw InvalidInput("--tensor-parallel-size " + std::to_string(size) +
+                       " does not divide the model's " + std::to_string(value) + " " + what +
+                       "; each rank takes an equal share, so use a divisor of " +
+                       std::to_string(value));
   };
   if (c.heads % size)
     refuse("attention heads", c.heads);
   if (c.intermediate % size)
     refuse("intermediate size", c.intermediate);
   if (c.kvHeads >= size ? c.kvHeads % size : size % c.kvHeads)
-    throw std::invalid_argument(
+    throw InvalidInput(
         "--tensor-parallel-size " + std::to_string(size) + " and the model's " +
         std::to_string(c.kvHeads) +
         " KV heads: one must divide the other (KV heads are split, or replicated when there "

@@ -3,6 +3,7 @@
 #include "PreparedRequest.h"
 
 #include "nnsc/Runtime/Bundle/BundleParams.h"
+#include "nnsc/Runtime/Support/Error.h"
 #include "nnsc/Server/TensorJson.h"
 
 namespace nnsc::server {
@@ -203,7 +204,7 @@ std::optional<PreparedRequest> prepareRequest(OpenAIServer &server, const std::s
   }
   try {
     p.sampling.validate();
-  } catch (const std::invalid_argument &e) {
+  } catch (const InvalidInput &e) {
     error = invalidField("", e.what());
     return std::nullopt;
   }

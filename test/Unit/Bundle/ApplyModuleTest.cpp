@@ -11,6 +11,7 @@
 #include "nnsc/Runtime/Hooks/HookTable.h"
 
 #include "Support/RandomSource.h"
+#include "nnsc/Runtime/Support/Error.h"
 
 #include <gtest/gtest.h>
 
@@ -88,7 +89,7 @@ TEST(ApplyModule, RefusesWhatItCannotApply) {
   auto message = [&](const std::string &path, int64_t width) {
     try {
       model->applyModule(arch.findModule(path), torch::zeros({2, width}));
-    } catch (const std::invalid_argument &e) {
+    } catch (const nnsc::InvalidInput &e) {
       return std::string(e.what());
     }
     return std::string("no error");
@@ -98,7 +99,7 @@ TEST(ApplyModule, RefusesWhatItCannotApply) {
   EXPECT_EQ(message("model.norm", 31), "module 'model.norm' takes width 32, got 31");
   EXPECT_EQ(message("model.layers.0.self_attn", 32),
             "module 'model.layers.0.self_attn' (LlamaAttention) cannot be called from a bundle");
-  EXPECT_THROW(model->applyModule(-1, torch::zeros({1, 32})), std::invalid_argument);
+  EXPECT_THROW(model->applyModule(-1, torch::zeros({1, 32})), nnsc::InvalidInput);
 }
 
 } // namespace

@@ -2,6 +2,8 @@
 
 #include "nnsc/Runtime/Models/TensorShard.h"
 
+#include "nnsc/Runtime/Support/Error.h"
+
 #include <gtest/gtest.h>
 
 using namespace nnsc;
@@ -24,7 +26,7 @@ schema::ModelConfig smolLM2() {
 std::string errorOf(const schema::ModelConfig &c, int size) {
   try {
     TensorShard::of(c, 0, size);
-  } catch (const std::invalid_argument &e) {
+  } catch (const nnsc::InvalidInput &e) {
     return e.what();
   }
   return "no error";

@@ -2,6 +2,8 @@
 
 #include "nnsc/Runtime/Engine/BlockManager.h"
 
+#include "nnsc/Runtime/Support/Error.h"
+
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -255,23 +257,23 @@ TEST(BlockManager, AppendGrowsAtBlockBoundary) {
 }
 
 TEST(BlockManager, RejectsBadSizes) {
-  EXPECT_THROW(BlockManager(0, 16), std::invalid_argument);
-  EXPECT_THROW(BlockManager(8, 0), std::invalid_argument);
+  EXPECT_THROW(BlockManager(0, 16), nnsc::InvalidInput);
+  EXPECT_THROW(BlockManager(8, 0), nnsc::InvalidInput);
   try {
     BlockManager bm(8, -4);
     FAIL() << "expected an error for block size -4";
-  } catch (const std::invalid_argument &e) {
+  } catch (const nnsc::InvalidInput &e) {
     EXPECT_NE(std::string(e.what()).find("block size must be positive, got -4"), std::string::npos)
         << e.what();
   }
 }
 
 TEST(Sequence, RejectsBadPrompts) {
-  EXPECT_THROW(Sequence(0, {}), std::invalid_argument);
+  EXPECT_THROW(Sequence(0, {}), nnsc::InvalidInput);
   try {
     Sequence(3, {1, 2, -5});
     FAIL() << "expected an error for a negative token";
-  } catch (const std::invalid_argument &e) {
+  } catch (const nnsc::InvalidInput &e) {
     EXPECT_NE(std::string(e.what()).find("negative token id -5 at position 2"), std::string::npos)
         << e.what();
   }

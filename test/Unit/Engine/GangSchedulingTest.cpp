@@ -8,6 +8,8 @@
 
 #include "nnsc/Runtime/Engine/Scheduler.h"
 
+#include "nnsc/Runtime/Support/Error.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -115,11 +117,11 @@ TEST(GangScheduling, RefusesGangsThatCanNeverRunTogether) {
   try {
     s.addGang({&a, &b});
     FAIL() << "12 prompt tokens over a budget of 10 were accepted";
-  } catch (const std::invalid_argument &err) {
+  } catch (const nnsc::InvalidInput &err) {
     EXPECT_STREQ(err.what(), "a request of 2 invokes has 12 prompt tokens, more than "
                              "'max_num_batched_tokens' (10)");
   }
-  EXPECT_THROW(s.addGang({&c, &d, &e}), std::invalid_argument);
+  EXPECT_THROW(s.addGang({&c, &d, &e}), nnsc::InvalidInput);
   EXPECT_TRUE(s.isFinished()) << "a refused gang must leave nothing queued";
 }
 

@@ -2,6 +2,8 @@
 
 #include "nnsc/Runtime/Engine/Sampler.h"
 
+#include "nnsc/Runtime/Support/Error.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
@@ -191,14 +193,14 @@ TEST(Sampler, RejectsBadInput) {
   try {
     sampleOne(sampler, logits[0], bad, 0);
     FAIL() << "expected an error for top_p 1.5";
-  } catch (const std::invalid_argument &e) {
+  } catch (const nnsc::InvalidInput &e) {
     EXPECT_NE(std::string(e.what()).find("'top_p' must be in (0, 1]"), std::string::npos)
         << e.what();
   }
   SamplingParams negativeTemperature{.temperature = -1.0f};
-  EXPECT_THROW(sampleOne(sampler, logits[0], negativeTemperature, 0), std::invalid_argument);
+  EXPECT_THROW(sampleOne(sampler, logits[0], negativeTemperature, 0), nnsc::InvalidInput);
   SamplingParams negativeTopK{.topK = -2};
-  EXPECT_THROW(sampleOne(sampler, logits[0], negativeTopK, 0), std::invalid_argument);
+  EXPECT_THROW(sampleOne(sampler, logits[0], negativeTopK, 0), nnsc::InvalidInput);
 
   SamplingParams ok;
   std::vector<SamplingRow> two(2, SamplingRow{&ok, 0});

@@ -6,6 +6,8 @@
 
 #include "SchedulerHarness.h"
 
+#include "nnsc/Runtime/Support/Error.h"
+
 #include <cmath>
 #include <string>
 
@@ -25,17 +27,17 @@ TEST(Scheduler, RejectsImpossibleConfig) {
   try {
     Scheduler scheduler(cfg);
     FAIL() << "expected a KV cache size error";
-  } catch (const std::invalid_argument &e) {
+  } catch (const nnsc::InvalidInput &e) {
     EXPECT_NE(std::string(e.what()).find("cannot hold one sequence of 'max_model_len' 41"),
               std::string::npos)
         << e.what();
   }
   cfg = smallConfig();
   cfg.maxNumBatchedTokens = 4;
-  EXPECT_THROW(Scheduler{cfg}, std::invalid_argument);
+  EXPECT_THROW(Scheduler{cfg}, nnsc::InvalidInput);
   cfg = smallConfig();
   cfg.maxNumSeqs = 0;
-  EXPECT_THROW(Scheduler{cfg}, std::invalid_argument);
+  EXPECT_THROW(Scheduler{cfg}, nnsc::InvalidInput);
 }
 
 TEST(Scheduler, RejectsBadRequests) {
@@ -46,22 +48,22 @@ TEST(Scheduler, RejectsBadRequests) {
   try {
     scheduler.add(&tooLong);
     FAIL() << "expected a prompt length error";
-  } catch (const std::invalid_argument &e) {
+  } catch (const nnsc::InvalidInput &e) {
     EXPECT_NE(std::string(e.what()).find("prompt of 9 tokens is longer than the context"),
               std::string::npos)
         << e.what();
   }
   Sequence badParams(1, {1, 2}, SamplingParams{.temperature = -1.0f});
-  EXPECT_THROW(scheduler.add(&badParams), std::invalid_argument);
+  EXPECT_THROW(scheduler.add(&badParams), nnsc::InvalidInput);
 
   Sequence ok(2, {1, 2});
   scheduler.add(&ok);
-  EXPECT_THROW(scheduler.add(&ok), std::invalid_argument);
+  EXPECT_THROW(scheduler.add(&ok), nnsc::InvalidInput);
   ScheduledBatch batch = scheduler.schedule();
   try {
     scheduler.postprocess(batch, {});
     FAIL() << "expected a sampled-count error";
-  } catch (const std::invalid_argument &e) {
+  } catch (const nnsc::InvalidInput &e) {
     EXPECT_NE(std::string(e.what()).find("got 0 sampled tokens for 1 sequences"), std::string::npos)
         << e.what();
   }
@@ -71,7 +73,7 @@ TEST(SamplingParams, RejectsImpossibleValues) {
   auto message = [](const SamplingParams &p) -> std::string {
     try {
       p.validate();
-    } catch (const std::invalid_argument &e) {
+    } catch (const nnsc::InvalidInput &e) {
       return e.what();
     }
     return "";

@@ -16,6 +16,8 @@
 #include "nnsc/Runtime/Models/GGUFWeights.h"
 #include "nnsc/Schema/ModelConfig.h"
 
+#include "nnsc/Runtime/Support/Error.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -236,7 +238,7 @@ TEST(QuantGemvErrors, RejectsColumnsOffTheBlock) {
   a.cols = 40;
   a.rows = 1;
   a.batch = 1;
-  EXPECT_THROW(nnsc::kernels::quantGemv(a, 0, 1), std::invalid_argument);
+  EXPECT_THROW(nnsc::kernels::quantGemv(a, 0, 1), nnsc::InvalidInput);
 }
 
 TEST(QuantGemvErrors, QuantizedLinearNamesAMismatchedInput) {

@@ -5,6 +5,8 @@
 #include "nnsc/Runtime/Models/SafetensorsFile.h"
 #include "nnsc/Runtime/Models/SafetensorsWriter.h"
 
+#include "nnsc/Runtime/Support/Error.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -122,7 +124,7 @@ TEST(HookDispatch, OneCallPerHookWithTheGroupsOfItsRequests) {
   b.bind(site, shared);
   EXPECT_TRUE(a.bindsForward());
   EXPECT_NE(a.cacheSalt(), b.cacheSalt());
-  EXPECT_THROW(a.bind("model.layers.7.mlp.output", shared), std::invalid_argument);
+  EXPECT_THROW(a.bind("model.layers.7.mlp.output", shared), nnsc::InvalidInput);
 
   HookDispatch d(int(arch.sites().size()));
   d.add(a, {0, 3, 0, 10, 0}, std::nullopt);

@@ -29,7 +29,7 @@ namespace nnsc::server {
 class EngineLoop {
 public:
   /// Adds a request's sequences to the engine (on the engine thread) and returns their ids,
-  /// one per choice; throws std::invalid_argument to refuse the request.
+  /// one per choice; throws InvalidInput to refuse the request.
   using Admit = std::function<std::vector<int64_t>(LLMEngine &)>;
 
   /// Starts the engine thread.

@@ -3,15 +3,15 @@
 #ifndef NNSC_RUNTIME_BACKEND_BACKENDERROR_H
 #define NNSC_RUNTIME_BACKEND_BACKENDERROR_H
 
-#include <stdexcept>
+#include "nnsc/Runtime/Support/Error.h"
 
 namespace nnsc {
 
 /// A backend that cannot run here: the message says what is missing (a library not built, no
 /// device, an unsupported dtype) and what to do about it.
-class BackendError : public std::runtime_error {
+class BackendError : public Error {
 public:
-  using std::runtime_error::runtime_error;
+  using Error::Error;
 };
 
 } // namespace nnsc

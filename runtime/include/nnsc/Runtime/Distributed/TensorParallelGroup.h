@@ -14,6 +14,8 @@
 #ifndef NNSC_RUNTIME_DISTRIBUTED_TENSORPARALLELGROUP_H
 #define NNSC_RUNTIME_DISTRIBUTED_TENSORPARALLELGROUP_H
 
+#include "nnsc/Runtime/Support/Error.h"
+
 #include <torch/torch.h>
 
 #include <chrono>
@@ -27,9 +29,9 @@ namespace nnsc {
 
 /// A distributed run that cannot go on: rendezvous failed (address in use, a rank never
 /// came) or a collective failed (a rank died, the timeout passed).
-class DistributedError : public std::runtime_error {
+class DistributedError : public Error {
 public:
-  using std::runtime_error::runtime_error;
+  using Error::Error;
 };
 
 /// Where the ranks meet: torch.distributed's env:// rendezvous.

@@ -36,7 +36,7 @@ uint64_t hashBlock(uint64_t parentHash, std::span<const int32_t> tokens, uint64_
 /// Allocator of paged KV blocks with reference counts and prefix caching.
 class BlockManager {
 public:
-  /// `hash` is replaceable so tests can force collisions. Throws std::invalid_argument for a
+  /// `hash` is replaceable so tests can force collisions. Throws InvalidInput for a
   /// non-positive block count or block size.
   BlockManager(int64_t numBlocks, int64_t blockSize, bool enablePrefixCaching = true,
                BlockHashFn hash = hashBlock);

@@ -42,20 +42,20 @@ struct RequestResult {
 class LLMEngine {
 public:
   /// Runs `backend`, with `config` fitted to its capabilities (fitToBackend). Throws
-  /// std::invalid_argument for an impossible scheduler config.
+  /// InvalidInput for an impossible scheduler config.
   LLMEngine(std::shared_ptr<ModelBackend> backend, SchedulerConfig config,
             uint64_t samplerSeed = 0);
   /// Runs `model` on the CPU backend.
   LLMEngine(std::shared_ptr<const CausalLM> model, SchedulerConfig config,
             uint64_t samplerSeed = 0);
 
-  /// Queues a request and returns its id. Throws std::invalid_argument for impossible
+  /// Queues a request and returns its id. Throws InvalidInput for impossible
   /// sampling params or a prompt longer than the context.
   int64_t addRequest(std::vector<int32_t> prompt, const SamplingParams &params,
                      std::shared_ptr<HookTable> hooks = nullptr);
   /// Queues the prompts of one multi-invoke request, in invoke order, with one hook table
   /// each; the scheduler keeps them in the same forward passes (Scheduler::addGang). Returns
-  /// their ids. Throws std::invalid_argument as addRequest does, or when they could never be
+  /// their ids. Throws InvalidInput as addRequest does, or when they could never be
   /// scheduled together.
   std::vector<int64_t> addGang(std::vector<std::vector<int32_t>> prompts,
                                const SamplingParams &params,

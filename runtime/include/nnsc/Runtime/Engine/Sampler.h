@@ -47,7 +47,7 @@ public:
   explicit Sampler(uint64_t seed = std::random_device{}());
 
   /// logits: [rows.size(), vocab] float32 or bfloat16 (any device; copied to the CPU).
-  /// Throws c10::Error for a bad logits shape or dtype and std::invalid_argument for
+  /// Throws c10::Error for a bad logits shape or dtype and InvalidInput for
   /// impossible sampling params.
   std::vector<int32_t> sample(const torch::Tensor &logits, std::span<const SamplingRow> rows);
   /// Same, with the params and step of each sequence (e.g. batch.samplingSeqs()).

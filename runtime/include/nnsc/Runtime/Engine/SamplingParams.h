@@ -36,7 +36,7 @@ struct SamplingParams {
   /// top-p); -1 returns none.
   int32_t logprobs = -1;
 
-  /// Throws std::invalid_argument naming the first impossible field, e.g.
+  /// Throws InvalidInput naming the first impossible field, e.g.
   /// "sampling params: 'top_p' must be in (0, 1], got 1.5".
   void validate() const;
 };

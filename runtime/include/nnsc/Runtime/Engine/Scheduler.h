@@ -65,16 +65,16 @@ struct ScheduledBatch {
 /// Waiting and running queues over a BlockManager.
 class Scheduler {
 public:
-  /// Throws std::invalid_argument for impossible limits, including a KV cache too small to
+  /// Throws InvalidInput for impossible limits, including a KV cache too small to
   /// hold a single sequence of maxModelLen tokens.
   explicit Scheduler(SchedulerConfig config);
 
-  /// Queues `seq` (which must stay alive until it finishes). Throws std::invalid_argument if
+  /// Queues `seq` (which must stay alive until it finishes). Throws InvalidInput if
   /// its sampling params are impossible, its prompt is longer than maxModelLen, or it
   /// was added before.
   void add(Sequence *seq);
   /// Queues the sequences of one multi-invoke request as a gang, in invoke order. Throws
-  /// std::invalid_argument as add() does, and when the gang could never be scheduled whole
+  /// InvalidInput as add() does, and when the gang could never be scheduled whole
   /// (more sequences than maxNumSeqs, or more prompt tokens than maxNumBatchedTokens).
   void addGang(std::vector<Sequence *> seqs);
   /// Ends `seq` (waiting or running) and the rest of its gang now, between steps: their
@@ -89,7 +89,7 @@ public:
   /// the prefix cache, appends `sampled` (one token per batch.samplingSeqs(), in order) and
   /// finishes sequences that hit a stop token, max_tokens or maxModelLen, or whose
   /// `endAfterStep` is set (their blocks are freed). Returns the sequences that finished. Throws
-  /// std::invalid_argument if `sampled` has the wrong length.
+  /// InvalidInput if `sampled` has the wrong length.
   std::vector<Sequence *> postprocess(const ScheduledBatch &batch,
                                       std::span<const int32_t> sampled);
 
@@ -103,7 +103,7 @@ public:
 private:
   ScheduledBatch schedulePrefill();
   ScheduledBatch scheduleDecode();
-  /// Throws std::invalid_argument when `seq` cannot be added (see add()).
+  /// Throws InvalidInput when `seq` cannot be added (see add()).
   void check(const Sequence *seq) const;
   void preempt(Sequence *seq, ScheduledBatch &batch);
   /// Admits the gang at the front of `waiting` whole into `batch`, or nothing (false).

@@ -45,7 +45,7 @@ const char *finishReasonName(FinishReason reason);
 /// block i holds positions [i * blockSize, (i + 1) * blockSize)).
 class Sequence {
 public:
-  /// Throws std::invalid_argument for an empty prompt or a negative token id. Sequences with
+  /// Throws InvalidInput for an empty prompt or a negative token id. Sequences with
   /// different `cacheSalt` never share prefix-cache blocks.
   Sequence(int64_t id, std::vector<int32_t> promptTokenIds, SamplingParams sampling = {},
            uint64_t cacheSalt = 0);

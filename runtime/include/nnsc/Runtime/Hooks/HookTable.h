@@ -25,7 +25,7 @@ public:
 
   /// Binds `hook` to the site at `path` ("model.layers.3.mlp.output", "logits"), after the
   /// hooks already bound there (binding the same hook twice binds it once); throws
-  /// std::invalid_argument for an unknown site.
+  /// InvalidInput for an unknown site.
   void bind(const std::string &path, std::shared_ptr<SiteHook> hook);
   void bind(int site, std::shared_ptr<SiteHook> hook);
 

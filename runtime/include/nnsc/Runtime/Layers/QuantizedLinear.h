@@ -29,7 +29,7 @@ constexpr int64_t QuantDecodeDefaultMaxRowsBF16 = 8;
 /// The row limit in force for activations of `dtype`: NNSC_QUANT_DECODE=off (or 0) turns the
 /// quantized path off (the loader then keeps no blocks), NNSC_QUANT_DECODE=N uses it up to N
 /// rows; unset or "on" means the default for the dtype. Read once. Throws
-/// std::invalid_argument for another value.
+/// InvalidInput for another value.
 int64_t quantDecodeMaxRows(torch::ScalarType dtype);
 
 /// Whether the quantized path is on at all (what the loader asks: keep the blocks or not).

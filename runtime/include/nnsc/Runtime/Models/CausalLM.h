@@ -36,7 +36,7 @@ class CausalLM {
 public:
   /// Runs on the device of `weights` with `kernels` of that device; `group` holds the other
   /// ranks when the weights are one rank's shard (its size is the shard's). Throws
-  /// std::invalid_argument when the two disagree.
+  /// InvalidInput when the two disagree.
   explicit CausalLM(ModelWeights weights, const DeviceKernels &kernels = CpuKernels::get(),
                     std::shared_ptr<TensorParallelGroup> group = nullptr);
 
@@ -62,7 +62,7 @@ public:
 
   /// Applies module `module` (index in architecture().modules()) to `input` [rows, in] with
   /// the real weights and no hooks, as a trace's `norm(h)` or `layers[3].mlp(x)` does.
-  /// Supports the RMSNorms, the linears, act_fn, mlp and lm_head; throws std::invalid_argument
+  /// Supports the RMSNorms, the linears, act_fn, mlp and lm_head; throws InvalidInput
   /// for another module or an input of the wrong width. Under tensor parallelism every rank
   /// calls it alike: it computes with the shards and communicates as the forward pass does, so
   /// input and output are whole.

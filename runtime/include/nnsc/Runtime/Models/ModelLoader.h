@@ -51,7 +51,7 @@ struct LoadedModel {
 };
 
 /// Loads the model `options` describes. Throws ModelLoadError for a bad model file,
-/// BackendError for a backend that cannot run here, std::invalid_argument for a split the
+/// BackendError for a backend that cannot run here, InvalidInput for a split the
 /// model does not allow, DistributedError when the ranks cannot meet and std::runtime_error
 /// for a bad tokenizer, each with a message naming the file and what is wrong.
 LoadedModel loadModel(const ModelLoadOptions &options);

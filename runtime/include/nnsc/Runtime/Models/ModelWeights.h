@@ -15,6 +15,7 @@
 
 #include "nnsc/Runtime/Layers/QuantizedLinear.h"
 #include "nnsc/Runtime/Models/TensorShard.h"
+#include "nnsc/Runtime/Support/Error.h"
 #include "nnsc/Schema/ModelConfig.h"
 
 #include <torch/torch.h>
@@ -27,9 +28,9 @@
 namespace nnsc {
 
 /// A model that cannot be loaded: the message names the file, the tensor and what is wrong.
-class ModelLoadError : public std::runtime_error {
+class ModelLoadError : public Error {
 public:
-  using std::runtime_error::runtime_error;
+  using Error::Error;
 };
 
 /// Weights of one decoder layer. Shapes use H = hidden, I = intermediate, D = head_dim,
@@ -75,7 +76,7 @@ struct ModelWeights {
   /// Loads MODEL (a .gguf file or a directory with config.json and safetensors) in `dtype`
   /// (kFloat32 or kBFloat16), keeping the quantized blocks of the projections if
   /// `keepQuantized`, only `rank`'s shard of each tensor. Throws ModelLoadError, and
-  /// std::invalid_argument for a split the model does not allow (TensorShard::of).
+  /// InvalidInput for a split the model does not allow (TensorShard::of).
   static ModelWeights load(const std::string &path, torch::ScalarType dtype,
                            const LoadProgress &progress = {},
                            bool keepQuantized = quantDecodeEnabled(), ShardRank rank = {});

@@ -34,7 +34,7 @@ struct TensorShard {
 
   /// The whole model on one rank.
   static TensorShard whole(const schema::ModelConfig &config);
-  /// Rank `rank`'s shard of `config` over `size` ranks. Throws std::invalid_argument naming
+  /// Rank `rank`'s shard of `config` over `size` ranks. Throws InvalidInput naming
   /// the dimension when the model cannot be split that way (heads, KV heads or the
   /// intermediate size not divisible by `size`).
   static TensorShard of(const schema::ModelConfig &config, int rank, int size);
