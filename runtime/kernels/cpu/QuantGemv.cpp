@@ -7,14 +7,12 @@
 
 #include "nnsc/Runtime/Kernels/QuantGemv.h"
 
-#include <cstdlib>
-#include <cstring>
-#include <string>
-
 #include "QuantGemvIsa.h"
 #include "nnsc/Runtime/Support/Error.h"
 
-#include <stdexcept>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 
 namespace nnsc::kernels {
 

@@ -85,8 +85,8 @@ void BundleRequest::releaseFrameHeap() {
       std::free(copy); // the host kernels' memref.alloc is the C library's malloc
     return;
   }
-  // Device kernels ran on the frame; a slot the host kernels wrote last holds a host copy, but
-  // no site of one trace runs on both (a backend keeps a site's value on one device).
+  // Device kernels ran on the frame. Only token-level values have a run-time shape, and on a
+  // device backend only device kernels see them, so every copy is in the device heap.
   if (copies.empty())
     return;
   if (std::string why = deviceHeap->freeFrameHeap(copies); !why.empty())
