@@ -79,7 +79,8 @@ bool Tokenizer::isSpecial(int32_t id) const {
 }
 
 size_t Tokenizer::vocabSize() const {
-  return std::max(parts.model->size(), static_cast<size_t>(parts.addedVocabulary.maxId() + 1));
+  return std::max(parts.model->size(),
+                  static_cast<size_t>(int64_t{parts.addedVocabulary.maxId()} + 1));
 }
 
 } // namespace nnsc::tokenizer

@@ -101,5 +101,9 @@ TEST(BPEModel, IdsMayHaveGapsWithoutATableOfTheLargestId) {
   EXPECT_EQ(model->idToToken(1), nullptr);
   EXPECT_EQ(model->idToToken(-1), nullptr);
   EXPECT_EQ(tokenize(*model, "abb"), (std::vector<int32_t>{7, 277440761}));
+  // The largest id there is: one past it does not overflow int32_t (UBSan would say so).
+  model = BPEModel::create({{"a", 2147483647}}, {}, {}, error);
+  ASSERT_TRUE(model) << error;
+  EXPECT_EQ(model->size(), 2147483648u);
 }
 } // namespace

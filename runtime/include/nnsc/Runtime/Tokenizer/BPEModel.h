@@ -49,7 +49,7 @@ public:
   /// Null if no token has this id.
   const std::string *idToToken(int32_t id) const;
   /// One past the largest id.
-  size_t size() const { return static_cast<size_t>(maxId + 1); }
+  size_t size() const { return static_cast<size_t>(maxId) + 1; }
 
 private:
   BPEModel() = default;
