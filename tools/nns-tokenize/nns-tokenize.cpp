@@ -60,9 +60,7 @@ Json encodeLine(const Tokenizer &tokenizer, const std::string &text, bool addSpe
   out["stream_valid"] = piecesValid;
   return out;
 }
-} // namespace
-
-int main(int argc, char **argv) {
+int run(int argc, char **argv) {
   std::string jsonPath, ggufPath, linesPath, chatPath;
   bool addSpecial = false;
   for (int i = 1; i < argc; ++i) {
@@ -73,12 +71,20 @@ int main(int argc, char **argv) {
       into = argv[++i];
       return true;
     };
-    if (arg == "--json"          ? !value(jsonPath)
-        : arg == "--gguf"        ? !value(ggufPath)
-        : arg == "--lines"       ? !value(linesPath)
-        : arg == "--chat"        ? !value(chatPath)
-        : arg == "--add-special" ? (addSpecial = true, false)
-                                 : true)
+    bool ok = true;
+    if (arg == "--json")
+      ok = value(jsonPath);
+    else if (arg == "--gguf")
+      ok = value(ggufPath);
+    else if (arg == "--lines")
+      ok = value(linesPath);
+    else if (arg == "--chat")
+      ok = value(chatPath);
+    else if (arg == "--add-special")
+      addSpecial = true;
+    else
+      ok = false;
+    if (!ok)
       return usage();
   }
   if (jsonPath.empty() == ggufPath.empty() || linesPath.empty() == chatPath.empty())
@@ -89,8 +95,10 @@ int main(int argc, char **argv) {
   std::unique_ptr<nnsc::gguf::GGUFFile> gguf;
   if (!jsonPath.empty()) {
     tokenizer = Tokenizer::fromJsonFile(jsonPath, error);
-  } else if ((gguf = nnsc::gguf::GGUFFile::open(ggufPath, error))) {
-    tokenizer = Tokenizer::fromGGUF(*gguf, error);
+  } else {
+    gguf = nnsc::gguf::GGUFFile::open(ggufPath, error);
+    if (gguf)
+      tokenizer = Tokenizer::fromGGUF(*gguf, error);
   }
   if (!tokenizer)
     return die(error);
@@ -126,4 +134,13 @@ int main(int argc, char **argv) {
               << "\n";
   }
   return 0;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception &e) {
+    return die(e.what());
+  }
 }

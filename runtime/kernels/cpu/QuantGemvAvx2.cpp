@@ -50,7 +50,7 @@ struct Avx2 {
   static void widenHalves(const uint8_t *p, int n, const uint8_t *end, float *out) {
     if (end - p >= 32) {
       const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-      for (int part = 0; part < 2; ++part) {
+      for (std::ptrdiff_t part = 0; part < 2; ++part) {
         const __m256 v =
             _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 16 * part)));
         const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * part), lane);
@@ -58,7 +58,7 @@ struct Avx2 {
       }
       return;
     }
-    for (int t = 0; t < 16; ++t)
+    for (std::ptrdiff_t t = 0; t < 16; ++t)
       out[t] = t < n ? half(p + 2 * t) : 0.0f;
   }
   /// The 8 int8 quants at `q`.

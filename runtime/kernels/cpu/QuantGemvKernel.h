@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -72,17 +73,20 @@ inline void store(uint16_t *p, float v) {
 /// not fault), hence the integer arithmetic.
 template <int RB, int64_t Bytes>
 inline void prefetchNextGroup(const uint8_t *w, int64_t rowBytes, int64_t k) {
+  // In integers: the next group may lie past the weights' end, where pointer arithmetic is
+  // undefined; prefetching such an address is harmless.
   const uintptr_t next =
       reinterpret_cast<uintptr_t>(w) + uintptr_t(RB * rowBytes) + uintptr_t(k * RB * Bytes);
   for (int64_t line = 0; line < RB * Bytes; line += 64)
-    _mm_prefetch(reinterpret_cast<const char *>(next + line), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(next + line), // NOLINT(performance-no-int-to-ptr)
+                 _MM_HINT_T0);
 }
 
 /// Weights [p W, p W + W) and [16 + p W, 16 + p W + W) of the block whose quants are at `qs`
 /// (W lanes), as the exact fp32 weights: in the 4-bit formats byte i holds weight i (low
 /// nibble) and weight 16 + i (high nibble), so one widening of W bytes serves both.
 template <class Isa, QuantFormat F>
-inline void weights(const uint8_t *qs, int p, typename Isa::V d, typename Isa::V m,
+inline void weights(const uint8_t *qs, std::ptrdiff_t p, typename Isa::V d, typename Isa::V m,
                     typename Isa::V &lo, typename Isa::V &hi) {
   constexpr int W = Isa::W;
   if constexpr (F == QuantFormat::Q8_0) {
@@ -159,7 +163,7 @@ void exactBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
 /// as exact fp32 integers: in the 4-bit formats byte i holds quant i (low nibble) and quant
 /// 16 + i (high nibble), so one widening of W bytes serves both.
 template <class Isa, QuantFormat F>
-inline void quants(const uint8_t *qs, int p, typename Isa::V &lo, typename Isa::V &hi) {
+inline void quants(const uint8_t *qs, std::ptrdiff_t p, typename Isa::V &lo, typename Isa::V &hi) {
   constexpr int W = Isa::W;
   if constexpr (F == QuantFormat::Q8_0) {
     const auto *q = reinterpret_cast<const int8_t *>(qs);

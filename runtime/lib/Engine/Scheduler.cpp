@@ -17,7 +17,7 @@ namespace {
   throw InvalidInput("scheduler config: " + what);
 }
 
-const SchedulerConfig &checked(const SchedulerConfig &cfg) {
+SchedulerConfig checked(const SchedulerConfig &cfg) {
   if (cfg.maxNumSeqs < 1)
     rejectConfig("'max_num_seqs' must be >= 1, got " + std::to_string(cfg.maxNumSeqs));
   // A decode step schedules one token per running sequence within the same budget.
@@ -46,7 +46,7 @@ std::vector<Sequence *> ScheduledBatch::samplingSeqs() const {
   return out;
 }
 
-Scheduler::Scheduler(SchedulerConfig config)
+Scheduler::Scheduler(const SchedulerConfig &config)
     : cfg(checked(config)), blocks(cfg.numBlocks, cfg.blockSize, cfg.enablePrefixCaching) {
   // Otherwise a single long sequence could wait forever for blocks that do not exist.
   int64_t needed = (cfg.maxModelLen + cfg.blockSize - 1) / cfg.blockSize;
@@ -74,7 +74,7 @@ void Scheduler::check(const Sequence *seq) const {
     throw InvalidInput("sequence " + std::to_string(seq->id()) + " was already added");
 }
 
-void Scheduler::addGang(std::vector<Sequence *> seqs) {
+void Scheduler::addGang(const std::vector<Sequence *> &seqs) {
   if (seqs.empty())
     throw InvalidInput("a multi-invoke request needs at least one sequence");
   int64_t tokens = 0;

@@ -270,8 +270,8 @@ uint64_t ModelConfig::schemaHash() const {
   };
   // The revision of Architecture's site list for the same fields: 2 added the attention
   // pattern sites, which renumbered every later site.
-  constexpr int64_t siteListRevision = 2;
-  for (int64_t v : {siteListRevision, int64_t(arch), hidden, intermediate, layers, heads, kvHeads,
+  constexpr int64_t SiteListRevision = 2;
+  for (int64_t v : {SiteListRevision, int64_t(arch), hidden, intermediate, layers, heads, kvHeads,
                     headDim, vocab, int64_t(qkNorm), int64_t(qkvBias), int64_t(tiedEmbeddings)})
     mix(v);
   return h;

@@ -58,7 +58,6 @@ std::optional<BlockLayout> blockLayout(uint32_t type) {
   case TensorType::F32:
     return BlockLayout{1, 4};
   case TensorType::F16:
-    return BlockLayout{1, 2};
   case TensorType::BF16:
     return BlockLayout{1, 2};
   case TensorType::F64:
@@ -249,7 +248,7 @@ std::optional<Value> readValue(Cursor &c, uint32_t type, bool inArray = false) {
     std::vector<double> out;
     out.reserve(count);
     for (uint64_t i = 0; i < count && c.ok(); ++i)
-      out.push_back(*readFloating(c, elemType));
+      out.push_back(elemType == kFloat32 ? c.read<float>() : c.read<double>());
     return Value(Array(std::move(out)));
   }
   std::vector<int64_t> out;

@@ -17,8 +17,8 @@ struct AddedVocabulary::TrieNode {
 AddedVocabulary::AddedVocabulary()
     : rawTrie(std::make_unique<TrieNode>()), normalizedTrie(std::make_unique<TrieNode>()) {}
 AddedVocabulary::~AddedVocabulary() = default;
-AddedVocabulary::AddedVocabulary(AddedVocabulary &&) = default;
-AddedVocabulary &AddedVocabulary::operator=(AddedVocabulary &&) = default;
+AddedVocabulary::AddedVocabulary(AddedVocabulary &&) noexcept = default;
+AddedVocabulary &AddedVocabulary::operator=(AddedVocabulary &&) noexcept = default;
 
 bool AddedVocabulary::add(const AddedToken &token) {
   if (token.content.empty())
@@ -38,7 +38,7 @@ bool AddedVocabulary::add(const AddedToken &token) {
   }
   node->token = static_cast<int64_t>(index);
   numNormalized += token.normalized;
-  maxId_ = std::max(maxId_, token.id);
+  largestId = std::max(largestId, token.id);
   return true;
 }
 

@@ -32,28 +32,30 @@ constexpr const char *Metaspace = "\xE2\x96\x81"; // U+2581, SentencePiece's spa
 /// Configures the byte-level pre-tokenizer for a `tokenizer.ggml.pre` value.
 bool configureByteLevel(const std::string &pre, PreTokenizer &preTokenizer,
                         BPEModel::Options &options) {
-  static const std::map<std::string, int> kinds = {
-      {"default", 0}, {"gpt2", 0},   {"llama-bpe", 1}, {"llama3", 1}, {"llama-v3", 1},
-      {"qwen2", 2},   {"smollm", 3}, {"starcoder", 3}, {"refact", 3},
+  enum class Kind { GPT2, Llama3, Qwen2, StarCoder };
+  static const std::map<std::string, Kind> kinds = {
+      {"default", Kind::GPT2},     {"gpt2", Kind::GPT2},           {"llama-bpe", Kind::Llama3},
+      {"llama3", Kind::Llama3},    {"llama-v3", Kind::Llama3},     {"qwen2", Kind::Qwen2},
+      {"smollm", Kind::StarCoder}, {"starcoder", Kind::StarCoder}, {"refact", Kind::StarCoder},
   };
   auto it = kinds.find(pre);
   if (it == kinds.end())
     return false;
   switch (it->second) {
-  case 0:
+  case Kind::GPT2:
     preTokenizer.addByteLevel(/*addPrefixSpace=*/false, /*useRegex=*/true);
     break;
-  case 1:
+  case Kind::Llama3:
     preTokenizer.addSplit(SplitPattern::Llama3);
     preTokenizer.addByteLevel(/*addPrefixSpace=*/false, /*useRegex=*/false);
     // Llama 3's tokenizer.json sets ignore_merges.
     options.ignoreMerges = true;
     break;
-  case 2:
+  case Kind::Qwen2:
     preTokenizer.addSplit(SplitPattern::Qwen2);
     preTokenizer.addByteLevel(/*addPrefixSpace=*/false, /*useRegex=*/false);
     break;
-  case 3:
+  case Kind::StarCoder:
     // llama.cpp's "\p{N}" split, i.e. the Digits(individual_digits) step of SmolLM2's and
     // StarCoder's tokenizer.json, before the GPT-2 regex.
     preTokenizer.addDigits(/*individual=*/true);

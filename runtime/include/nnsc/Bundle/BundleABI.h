@@ -20,6 +20,9 @@
 extern "C" {
 #endif
 
+/* C names, for C: snake_case is this header's style. */
+/* NOLINTBEGIN(readability-identifier-naming) */
+
 /* Bumped on any change to the layout or meaning of the structures below. The runtime refuses
  * a bundle whose abi_version differs from its own. */
 #define NNSC_BUNDLE_ABI_VERSION 4u
@@ -240,6 +243,8 @@ typedef struct nnsc_runtime {
 /* The one export of a bundle. The returned pointer stays valid while the bundle is loaded. */
 typedef const nnsc_bundle *(*nnsc_bundle_query_fn)(void);
 const nnsc_bundle *nnsc_bundle_query(void);
+
+/* NOLINTEND(readability-identifier-naming) */
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -67,7 +67,7 @@ class Scheduler {
 public:
   /// Throws InvalidInput for impossible limits, including a KV cache too small to
   /// hold a single sequence of maxModelLen tokens.
-  explicit Scheduler(SchedulerConfig config);
+  explicit Scheduler(const SchedulerConfig &config);
 
   /// Queues `seq` (which must stay alive until it finishes). Throws InvalidInput if
   /// its sampling params are impossible, its prompt is longer than maxModelLen, or it
@@ -76,7 +76,7 @@ public:
   /// Queues the sequences of one multi-invoke request as a gang, in invoke order. Throws
   /// InvalidInput as add() does, and when the gang could never be scheduled whole
   /// (more sequences than maxNumSeqs, or more prompt tokens than maxNumBatchedTokens).
-  void addGang(std::vector<Sequence *> seqs);
+  void addGang(const std::vector<Sequence *> &seqs);
   /// Ends `seq` (waiting or running) and the rest of its gang now, between steps: their
   /// blocks are freed and their finish reason is FinishReason::Abort. Returns the sequences
   /// it ended; none when `seq` already finished.

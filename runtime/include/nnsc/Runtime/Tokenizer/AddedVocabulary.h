@@ -45,8 +45,8 @@ class AddedVocabulary {
 public:
   AddedVocabulary();
   ~AddedVocabulary();
-  AddedVocabulary(AddedVocabulary &&);
-  AddedVocabulary &operator=(AddedVocabulary &&);
+  AddedVocabulary(AddedVocabulary &&) noexcept;
+  AddedVocabulary &operator=(AddedVocabulary &&) noexcept;
 
   /// Adds `token`; returns false (and leaves the vocabulary unchanged) if its content is empty
   /// or already added with another id.
@@ -59,7 +59,7 @@ public:
   const AddedToken *findByContent(std::string_view content) const;
   bool hasNormalized() const { return numNormalized > 0; }
   /// The largest added id, or -1 if there are none.
-  int32_t maxId() const { return maxId_; }
+  int32_t maxId() const { return largestId; }
 
 private:
   struct TrieNode;
@@ -71,7 +71,7 @@ private:
   std::unique_ptr<TrieNode> rawTrie;
   std::unique_ptr<TrieNode> normalizedTrie;
   size_t numNormalized = 0;
-  int32_t maxId_ = -1;
+  int32_t largestId = -1;
 };
 
 } // namespace nnsc::tokenizer
