@@ -4,9 +4,11 @@
 // guard, the site's rows and the param as strided memrefs, a param check that reports an error
 // for the request, and the update as scf loops; the manifest is built from nns.traces,
 // nns.param and nns.target.
-// CHECK: nnsc.manifest = {arch = "llama"
-// CHECK-SAME: params = [{dtype = "f32", name = "steer", shape = array<i64: 576>}]
-// CHECK-SAME: sites = [{access = ["read", "write"], kernel = @main_339, path = "model.layers.12.output", phase = "forward", site = 339 : i64}]
+// CHECK: nns.manifest = #nns.manifest<source_hash = "00", arch = "llama", schema_hash = 1,
+// CHECK-SAME: dims = #nns.model_dims<hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152>
+// CHECK-SAME: traces = [#nns.trace_desc<name = "", invoke_names = [], flags = [reads_prompt, writes_prompt], frame_bytes = 0, frame_heap_slots = [],
+// CHECK-SAME: params = [#nns.param_desc<name = "steer", type = tensor<576xf32>>]
+// CHECK-SAME: sites = [#nns.site_entry<site = 339, path = "model.layers.12.output", phase = forward, access = [read, write], kernel = @main_339>]>]>
 // CHECK: llvm.mlir.global internal constant @main_339.msg{{.*}}: param 'steer' is bound with the wrong dtype or shape
 // CHECK-LABEL: func.func @main_339(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i32, %{{.*}}: !llvm.ptr) -> i32
 // CHECK: scf.for
@@ -17,13 +19,12 @@
 // CHECK: arith.addf
 // CHECK: memref.store
 // CHECK: llvm.mlir.addressof @main_339.msg
-// CHECK-NOT: nns.
+// CHECK-NOT: {{^ *(%[^ ]+ = )?"?nns\.}}
 module attributes {
-  nns.target = {arch = "llama", dims = {head_dim = 64 : i64, heads = 9 : i64, hidden = 576 : i64,
-                intermediate = 1536 : i64, kv_heads = 3 : i64, layers = 30 : i64, vocab = 49152 : i64},
-                modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
-  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 0 : i64, frame_heap_slots = array<i64>, invokes = [],
-                 name = "main", saves = []}]} {
+  nns.target = #nns.target<source_hash = "00", arch = "llama", schema_hash = 1,
+                dims = #nns.model_dims<hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152>,
+                modules = {}>,
+  nns.traces = [#nns.trace_desc<name = "main", invoke_names = [], flags = [reads_prompt, writes_prompt], frame_bytes = 0, frame_heap_slots = [], params = [], saves = [], sites = []>]} {
   nns.param @steer : tensor<576xf32>
   nns.kernel @main_339 trace @main site 339 "model.layers.12.output" forward access ["read", "write"] {
     %0 = nns.get_param @steer : tensor<576xf32>
@@ -48,11 +49,10 @@ module {
 // CHECK-NEXT: scf.if %[[C]] {
 // CHECK: memref.subview
 module attributes {
-  nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
-                intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
-                modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
-  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 0 : i64, frame_heap_slots = array<i64>, invokes = [],
-                 name = "main", saves = []}]} {
+  nns.target = #nns.target<source_hash = "00", arch = "qwen3", schema_hash = 1,
+                dims = #nns.model_dims<hidden = 64, intermediate = 128, layers = 16, heads = 4, kv_heads = 2, head_dim = 16, vocab = 256>,
+                modules = {}>,
+  nns.traces = [#nns.trace_desc<name = "main", invoke_names = [], flags = [reads_prompt, writes_prompt], frame_bytes = 0, frame_heap_slots = [], params = [], saves = [], sites = []>]} {
   nns.param @v : tensor<64xf32>
   nns.param @a : tensor<f32>
   nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access ["read", "write"] {
@@ -83,11 +83,10 @@ module attributes {
 // CHECK-NEXT: %[[SAME:[0-9]+]] = arith.cmpi eq, %{{[0-9]+}}, %[[WANT]] : i64
 // CHECK-NEXT: scf.if %[[SAME]] {
 module attributes {
-  nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
-                intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
-                modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
-  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 264 : i64, frame_heap_slots = array<i64>,
-                 invokes = ["clean", "corrupt"], name = "patch", saves = []}]} {
+  nns.target = #nns.target<source_hash = "00", arch = "qwen3", schema_hash = 1,
+                dims = #nns.model_dims<hidden = 64, intermediate = 128, layers = 16, heads = 4, kv_heads = 2, head_dim = 16, vocab = 256>,
+                modules = {}>,
+  nns.traces = [#nns.trace_desc<name = "patch", invoke_names = ["clean", "corrupt"], flags = [reads_prompt, writes_prompt], frame_bytes = 264, frame_heap_slots = [], params = [], saves = [], sites = []>]} {
   nns.kernel @patch_183 trace @patch site 183 "model.layers.6.output" forward access ["read", "write"] {
     %h = nns.site.read "model.layers.6.output" at 183 forward {nns.invoke = 0 : i64, nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32>
     %i = arith.constant dense<5> : tensor<i64>
@@ -108,11 +107,10 @@ module attributes {
 // CHECK: arith.minsi %{{[0-9]+}}, %c0_i64{{.*}} : i64
 // CHECK: arith.cmpi eq, %{{[0-9]+}}, %{{[0-9]+}} : i64
 module attributes {
-  nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
-                intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
-                modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
-  nns.traces = [{flags = ["writes_prompt"], frame_bytes = 16 : i64, frame_heap_slots = array<i64>, invokes = [], name = "main",
-                 saves = []}]} {
+  nns.target = #nns.target<source_hash = "00", arch = "qwen3", schema_hash = 1,
+                dims = #nns.model_dims<hidden = 64, intermediate = 128, layers = 16, heads = 4, kv_heads = 2, head_dim = 16, vocab = 256>,
+                modules = {}>,
+  nns.traces = [#nns.trace_desc<name = "main", invoke_names = [], flags = [writes_prompt], frame_bytes = 16, frame_heap_slots = [], params = [], saves = [], sites = []>]} {
   nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access ["write"] {
     %l = nns.frame.load 0 {nns.guard = array<i64: 0, -1, 1>, nns.stored_guard = array<i64: 0, 1, 1>} : tensor<f32>
     nns.site.update add %l to "model.layers.3.output" at 121 forward {nns.guard = array<i64: 0, -1, 1>} : tensor<f32> into tensor<?x64xf32>
@@ -139,11 +137,10 @@ module attributes {
 // CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : index
 // CHECK: arith.addf
 module attributes {
-  nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
-                intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
-                modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
-  nns.traces = [{flags = ["reads_prompt"], frame_bytes = 0 : i64, frame_heap_slots = array<i64>, invokes = [], name = "main",
-                 saves = [{name = "y", per_step = true, type = tensor<?x64xf32>}]}]} {
+  nns.target = #nns.target<source_hash = "00", arch = "qwen3", schema_hash = 1,
+                dims = #nns.model_dims<hidden = 64, intermediate = 128, layers = 16, heads = 4, kv_heads = 2, head_dim = 16, vocab = 256>,
+                modules = {}>,
+  nns.traces = [#nns.trace_desc<name = "main", invoke_names = [], flags = [reads_prompt], frame_bytes = 0, frame_heap_slots = [], params = [], saves = [#nns.save_desc<name = "y", type = tensor<?x64xf32>, flags = [per_step]>], sites = []>]} {
   nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access ["read"] {
     %h = nns.site.read "model.layers.3.output" at 121 forward {nns.guard = array<i64: 0, -1, 1>} : tensor<?x64xf32>
     %m = nns.binary min %h, %h {nns.guard = array<i64: 0, -1, 1>} : tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x64xf32>
@@ -169,11 +166,10 @@ module attributes {
 // CHECK: llvm.inttoptr
 // CHECK: memref.dealloc
 module attributes {
-  nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
-                intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
-                modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
-  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 0 : i64, frame_heap_slots = array<i64>, invokes = [],
-                 name = "main", saves = []}]} {
+  nns.target = #nns.target<source_hash = "00", arch = "qwen3", schema_hash = 1,
+                dims = #nns.model_dims<hidden = 64, intermediate = 128, layers = 16, heads = 4, kv_heads = 2, head_dim = 16, vocab = 256>,
+                modules = {}>,
+  nns.traces = [#nns.trace_desc<name = "main", invoke_names = [], flags = [reads_prompt, writes_prompt], frame_bytes = 0, frame_heap_slots = [], params = [], saves = [], sites = []>]} {
   nns.param @a : tensor<f32>
   nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access ["read", "write"] {
     %a = nns.get_param @a : tensor<f32>
@@ -209,11 +205,10 @@ module attributes {
 // CHECK: memref.store
 // CHECK: memref.transpose
 module attributes {
-  nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
-                intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
-                modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
-  nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 0 : i64, frame_heap_slots = array<i64>, invokes = [],
-                 name = "main", saves = []}]} {
+  nns.target = #nns.target<source_hash = "00", arch = "qwen3", schema_hash = 1,
+                dims = #nns.model_dims<hidden = 64, intermediate = 128, layers = 16, heads = 4, kv_heads = 2, head_dim = 16, vocab = 256>,
+                modules = {}>,
+  nns.traces = [#nns.trace_desc<name = "main", invoke_names = [], flags = [reads_prompt, writes_prompt], frame_bytes = 0, frame_heap_slots = [], params = [], saves = [], sites = []>]} {
   nns.kernel @main_130 trace @main site 130 "model.layers.3.self_attn.o_proj.input" forward access ["read", "write"] {
     %zero = arith.constant dense<0.000000e+00> : tensor<f32>
     %i = arith.constant dense<1> : tensor<i64>
@@ -231,11 +226,10 @@ module attributes {
 
 // A save the scheduling passes did not number is refused, not read as save 0.
 module attributes {
-  nns.target = {arch = "llama", dims = {head_dim = 64 : i64, heads = 9 : i64, hidden = 576 : i64,
-                intermediate = 1536 : i64, kv_heads = 3 : i64, layers = 30 : i64, vocab = 49152 : i64},
-                modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
-  nns.traces = [{flags = ["reads_prompt"], frame_bytes = 0 : i64, frame_heap_slots = array<i64>, invokes = [],
-                 name = "main", saves = [{name = "h", per_step = false, type = tensor<?x576xf32>}]}]} {
+  nns.target = #nns.target<source_hash = "00", arch = "llama", schema_hash = 1,
+                dims = #nns.model_dims<hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152>,
+                modules = {}>,
+  nns.traces = [#nns.trace_desc<name = "main", invoke_names = [], flags = [reads_prompt], frame_bytes = 0, frame_heap_slots = [], params = [], saves = [#nns.save_desc<name = "h", type = tensor<?x576xf32>, flags = []>], sites = []>]} {
   // expected-error @+1 {{failed to legalize operation 'nns.kernel'}}
   nns.kernel @main_339 trace @main site 339 "model.layers.12.output" forward access ["read"] {
     %h = nns.site.read "model.layers.12.output" at 339 forward {nns.guard = array<i64: 0, 1, 1>} : tensor<?x576xf32>
@@ -248,9 +242,9 @@ module attributes {
 
 // What no pattern lowers is reported: here a trace the scheduling passes never fused.
 module attributes {
-  nns.target = {arch = "llama", dims = {head_dim = 64 : i64, heads = 9 : i64, hidden = 576 : i64,
-                intermediate = 1536 : i64, kv_heads = 3 : i64, layers = 30 : i64, vocab = 49152 : i64},
-                modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
+  nns.target = #nns.target<source_hash = "00", arch = "llama", schema_hash = 1,
+                dims = #nns.model_dims<hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152>,
+                modules = {}>,
   nns.traces = []} {
   // expected-error @+1 {{failed to legalize operation 'nns.trace'}}
   nns.trace @main {
@@ -277,11 +271,10 @@ module attributes {
 // CHECK-NEXT: %[[OK:.*]] = arith.ori %[[NONNULL]], %[[EMPTY]] : i1
 // CHECK-NEXT: scf.if %[[OK]] {
 module attributes {
-  nns.target = {arch = "qwen3", dims = {head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64,
-                intermediate = 128 : i64, kv_heads = 2 : i64, layers = 16 : i64, vocab = 256 : i64},
-                modules = {}, schema_hash = 1 : ui64, source_hash = "00"},
-  nns.traces = [{flags = ["reads_prompt"], frame_bytes = 24 : i64, frame_heap_slots = array<i64: 8>,
-                 invokes = [], name = "keep", saves = []}]} {
+  nns.target = #nns.target<source_hash = "00", arch = "qwen3", schema_hash = 1,
+                dims = #nns.model_dims<hidden = 64, intermediate = 128, layers = 16, heads = 4, kv_heads = 2, head_dim = 16, vocab = 256>,
+                modules = {}>,
+  nns.traces = [#nns.trace_desc<name = "keep", invoke_names = [], flags = [reads_prompt], frame_bytes = 24, frame_heap_slots = [8], params = [], saves = [], sites = []>]} {
   nns.kernel @keep_121 trace @keep site 121 "model.layers.2.output" forward access ["read"] {
     %h = nns.site.read "model.layers.2.output" at 121 forward {nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32>
     nns.frame.store %h, 0 {nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32>

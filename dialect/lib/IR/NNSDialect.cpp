@@ -18,6 +18,7 @@ void NNSDialect::initialize() {
 #define GET_OP_LIST
 #include "nnsc/Dialect/NNS/NNSOps.cpp.inc"
       >();
+  registerManifestAttributes();
 }
 
 namespace {
@@ -44,12 +45,17 @@ LogicalResult NNSDialect::verifyOperationAttribute(Operation *op, NamedAttribute
       typeMismatchAny<AtAttrHelper, GuardAttrHelper, PerStepAttrHelper, InvokeAttrHelper,
                       InvokesAttrHelper, FrameAttrHelper, FrameBytesAttrHelper, FrameHeapAttrHelper,
                       StoredGuardAttrHelper, StoredInvokeAttrHelper, SaveIndexAttrHelper,
-                      TracesAttrHelper, TargetAttrHelper>(attr);
+                      TracesAttrHelper, TargetAttrHelper, ManifestAttrHelper>(attr);
   if (!expected)
     return op->emitError() << "unknown attribute '" << attr.getName().getValue()
                            << "' (the nns dialect declares its attributes in NNSDialect.td)";
   if (!expected->empty())
     return op->emitError() << "attribute '" << attr.getName().getValue() << "' must be "
                            << *expected << ", got " << attr.getValue();
+  if (attr.getName().getValue() == TracesAttrHelper::getNameStr())
+    for (Attribute trace : cast<ArrayAttr>(attr.getValue()))
+      if (!isa<TraceDescAttr>(trace))
+        return op->emitError() << "attribute '" << attr.getName().getValue()
+                               << "' must list #nns.trace_desc, got " << trace;
   return success();
 }

@@ -271,9 +271,10 @@ struct FuseSites : impl::NNSFuseSitesBase<FuseSites> {
   }
 
   /// The manifest facts of a trace: name, invokes, frame size and heap slots, flags, saves.
-  Attribute describeTrace(TraceOp trace, OpBuilder &builder) {
+  /// The trace's manifest entry without its params and sites, which nns-lower-to-kernels adds.
+  TraceDescAttr describeTrace(TraceOp trace, OpBuilder &builder) {
     bool readsPrompt = false, writesPrompt = false, stops = false;
-    SmallVector<Attribute> saves;
+    SmallVector<SaveDescAttr> saves;
     int64_t saveIndex = 0;
     trace.walk([&](Operation *op) {
       if (op == trace.getOperation())
@@ -305,28 +306,29 @@ struct FuseSites : impl::NNSFuseSitesBase<FuseSites> {
       } else {
         return;
       }
-      bool perStep = op->hasAttr(kPerStepAttr);
+      SmallVector<SaveFlag> saveFlags;
+      if (op->hasAttr(kPerStepAttr))
+        saveFlags.push_back(SaveFlag::PerStep);
       op->setAttr(kSaveIndexAttr, builder.getI64IntegerAttr(saveIndex++));
-      saves.push_back(builder.getDictionaryAttr(
-          {builder.getNamedAttr("name", builder.getStringAttr(name)),
-           builder.getNamedAttr("type", TypeAttr::get(type)),
-           builder.getNamedAttr("per_step", builder.getBoolAttr(perStep))}));
+      saves.push_back(SaveDescAttr::get(builder.getContext(), name, type, saveFlags));
     });
-    SmallVector<Attribute> flags;
+    SmallVector<TraceFlag> flags;
     if (readsPrompt)
-      flags.push_back(builder.getStringAttr("reads_prompt"));
+      flags.push_back(TraceFlag::ReadsPrompt);
     if (writesPrompt)
-      flags.push_back(builder.getStringAttr("writes_prompt"));
+      flags.push_back(TraceFlag::WritesPrompt);
     if (stops)
-      flags.push_back(builder.getStringAttr("stops"));
-    auto invokes = trace->getAttrOfType<ArrayAttr>(kInvokesAttr);
-    return builder.getDictionaryAttr(
-        {builder.getNamedAttr("name", trace.getSymNameAttr()),
-         builder.getNamedAttr("invokes", invokes ? invokes : builder.getArrayAttr({})),
-         builder.getNamedAttr("frame_bytes", trace->getAttr(kFrameBytesAttr)),
-         builder.getNamedAttr("frame_heap_slots", trace->getAttr(kFrameHeapAttr)),
-         builder.getNamedAttr("flags", builder.getArrayAttr(flags)),
-         builder.getNamedAttr("saves", builder.getArrayAttr(saves))});
+      flags.push_back(TraceFlag::Stops);
+    // Set by nns-order-invokes and nns-allocate-frame (absent: no invokes, no frame).
+    SmallVector<StringAttr> invokeNames;
+    if (auto invokes = trace->getAttrOfType<ArrayAttr>(kInvokesAttr))
+      invokeNames = llvm::to_vector(invokes.getAsRange<StringAttr>());
+    auto frameBytes = trace->getAttrOfType<IntegerAttr>(kFrameBytesAttr);
+    auto heapSlots = trace->getAttrOfType<DenseI64ArrayAttr>(kFrameHeapAttr);
+    return TraceDescAttr::get(builder.getContext(), trace.getSymName(), invokeNames, flags,
+                              frameBytes ? frameBytes.getInt() : 0,
+                              heapSlots ? heapSlots.asArrayRef() : ArrayRef<int64_t>(),
+                              /*params=*/{}, saves, /*sites=*/{});
   }
 };
 

@@ -379,3 +379,15 @@ nns.trace @attribute_of_another_type {
 // expected-error @+1 {{attribute 'nns.traces' must be mlir::ArrayAttr, got {name = "main"}}}
 module attributes {nns.traces = {name = "main"}} {
 }
+
+// -----
+
+// expected-error @+1 {{attribute 'nns.traces' must list #nns.trace_desc, got {name = "main"}}}
+module attributes {nns.traces = [{name = "main"}]} {
+}
+
+// -----
+
+// expected-error @+1 {{attribute 'nns.manifest' must be nnsc::nns::ManifestAttr, got {traces = []}}}
+module attributes {nns.manifest = {traces = []}} {
+}

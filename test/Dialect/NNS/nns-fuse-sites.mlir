@@ -3,7 +3,7 @@
 // One kernel per site in firing order; values crossing sites go through the frame; constants
 // and params are recomputed in each kernel that needs them; the trace's manifest facts move
 // to nns.traces.
-// CHECK: nns.traces = [{flags = ["reads_prompt", "writes_prompt"], frame_bytes = 2312 : i64, frame_heap_slots = array<i64>, invokes = [], name = "main", saves = [{name = "top", per_step = true, type = tensor<i64>}]}]
+// CHECK: nns.traces = [#nns.trace_desc<name = "main", invoke_names = [], flags = [reads_prompt, writes_prompt], frame_bytes = 2312, frame_heap_slots = [], params = [], saves = [#nns.save_desc<name = "top", type = tensor<i64>, flags = [per_step]>], sites = []>]
 // CHECK-NOT: nns.trace @
 // CHECK-LABEL: nns.kernel @main_79 trace @main site 79 "model.layers.2.output" forward access ["read"]
 // CHECK: %[[M1:.*]] = arith.constant
@@ -197,7 +197,7 @@ nns.trace @patch {
 // A save in a loop over step 0 alone has the guard of the statements outside loops but is
 // still saved per step (`s.0`), unlike the save outside the loop
 // (random-xfail-step0-loop-save.nns).
-// CHECK: saves = [{name = "s", per_step = true, type = tensor<576xf32>}, {name = "t", per_step = false, type = tensor<576xf32>}]
+// CHECK: saves = [#nns.save_desc<name = "s", type = tensor<576xf32>, flags = [per_step]>, #nns.save_desc<name = "t", type = tensor<576xf32>, flags = []>]
 nns.trace @main {
   %h = nns.site.read "model.layers.1.output" at 53 forward : tensor<?x576xf32>
   %m1 = arith.constant dense<-1> : tensor<i64>

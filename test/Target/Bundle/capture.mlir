@@ -21,32 +21,21 @@
 // CHECK-NEXT:   site 816 'logits' phase=logits access=read kernel=yes
 // CHECK-NOT: {{.}}
 
-module attributes {nnsc.manifest = {
-  source_hash = "9e3d", arch = "llama", schema_hash = 17293822569102704642 : ui64,
-  dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3,
-          head_dim = 64, vocab = 49152},
-  traces = [{
-    name = "lens", num_invokes = 0, invoke_names = [], flags = ["reads_prompt"], frame_bytes = 0, frame_heap_slots = array<i64>,
+module attributes {nns.manifest = #nns.manifest<
+  source_hash = "9e3d", arch = "llama", schema_hash = 17293822569102704642,
+  dims = #nns.model_dims<hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152>,
+  traces = [#nns.trace_desc<name = "lens", invoke_names = [], flags = [reads_prompt], frame_bytes = 0, frame_heap_slots = [],
     params = [],
-    saves = [{name = "h", dtype = "f32", shape = array<i64: 576>, flags = ["per_step"]}],
-    sites = [{site = 109, path = "model.layers.3.output", phase = "forward", access = ["read"],
-              kernel = @capture_last}]
-  }, {
-    name = "patch", num_invokes = 2, invoke_names = ["clean", "corrupt"],
-    flags = ["reads_prompt", "writes_prompt", "stops"], frame_bytes = 2304, frame_heap_slots = array<i64>,
-    params = [{name = "k", dtype = "i64", shape = array<i64>, default = dense<7> : tensor<i64>},
-              {name = "on", dtype = "bool", shape = array<i64: 3>,
-               default = dense<[true, false, true]> : tensor<3xi1>},
-              {name = "scale", dtype = "f32", shape = array<i64>}],
-    saves = [{name = "all", dtype = "f32", shape = array<i64: -1, 576>, flags = []}],
-    sites = [{site = 28, path = "model.layers.0.output", phase = "forward", access = ["read"],
-              kernel = @capture_last},
-             {site = 109, path = "model.layers.3.output", phase = "forward",
-              access = ["write", "skip"], kernel = @capture_last},
-             {site = 816, path = "logits", phase = "logits", access = ["read"],
-              kernel = @capture_last}]
-  }]
-}} {
+    saves = [#nns.save_desc<name = "h", type = tensor<576xf32>, flags = [per_step]>],
+    sites = [#nns.site_entry<site = 109, path = "model.layers.3.output", phase = forward, access = [read], kernel = @capture_last>]>,
+            #nns.trace_desc<name = "patch", invoke_names = ["clean", "corrupt"], flags = [reads_prompt, writes_prompt, stops], frame_bytes = 2304, frame_heap_slots = [],
+    params = [#nns.param_desc<name = "k", type = tensor<i64>, default_value = dense<7> : tensor<i64>>,
+              #nns.param_desc<name = "on", type = tensor<3xi1>, default_value = dense<[true, false, true]> : tensor<3xi1>>,
+              #nns.param_desc<name = "scale", type = tensor<f32>>],
+    saves = [#nns.save_desc<name = "all", type = tensor<?x576xf32>, flags = []>],
+    sites = [#nns.site_entry<site = 28, path = "model.layers.0.output", phase = forward, access = [read], kernel = @capture_last>,
+             #nns.site_entry<site = 109, path = "model.layers.3.output", phase = forward, access = [write, skip], kernel = @capture_last>,
+             #nns.site_entry<site = 816, path = "logits", phase = logits, access = [read], kernel = @capture_last>]>]>} {
   func.func @capture_last(%value: !llvm.ptr, %groups: !llvm.ptr, %num_groups: i32, %rt: !llvm.ptr) -> i32 {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index

@@ -3,17 +3,13 @@
 // kernel's name.
 // RUN: nns-bundle-emit %s -emit=llvm --target=cuda -split-input-file -verify-diagnostics -o /dev/null
 
-module attributes {nnsc.manifest = {
-  source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
-  dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3,
-          head_dim = 64, vocab = 49152},
-  traces = [{
-    name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
-    params = [], saves = [],
-    sites = [{site = 28, path = "model.layers.0.output", phase = "forward", access = ["read"],
-              kernel = @host_call}]
-  }]
-}} {
+module attributes {nns.manifest = #nns.manifest<
+  source_hash = "00", arch = "llama", schema_hash = 1,
+  dims = #nns.model_dims<hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152>,
+  traces = [#nns.trace_desc<name = "", invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = [],
+    params = [],
+    saves = [],
+    sites = [#nns.site_entry<site = 28, path = "model.layers.0.output", phase = forward, access = [read], kernel = @host_call>]>]>} {
   llvm.func @host_helper(!llvm.ptr)
   func.func @host_call(%value: !llvm.ptr, %groups: !llvm.ptr, %num_groups: i32, %rt: !llvm.ptr) -> i32 {
     %ok = arith.constant 0 : i32
@@ -25,17 +21,13 @@ module attributes {nnsc.manifest = {
 
 // -----
 
-module attributes {nnsc.manifest = {
-  source_hash = "00", arch = "llama", schema_hash = 1 : ui64,
-  dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3,
-          head_dim = 64, vocab = 49152},
-  traces = [{
-    name = "", num_invokes = 0, invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
-    params = [], saves = [],
-    sites = [{site = 28, path = "model.layers.0.output", phase = "forward", access = ["read"],
-              kernel = @group_pointer}]
-  }]
-}} {
+module attributes {nns.manifest = #nns.manifest<
+  source_hash = "00", arch = "llama", schema_hash = 1,
+  dims = #nns.model_dims<hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152>,
+  traces = [#nns.trace_desc<name = "", invoke_names = [], flags = [], frame_bytes = 0, frame_heap_slots = [],
+    params = [],
+    saves = [],
+    sites = [#nns.site_entry<site = 28, path = "model.layers.0.output", phase = forward, access = [read], kernel = @group_pointer>]>]>} {
   func.func @group_pointer(%value: !llvm.ptr, %groups: !llvm.ptr, %num_groups: i32, %rt: !llvm.ptr) -> i32 {
     %ok = arith.constant 0 : i32
     // A pointer from the group's frame, not from nnsc_runtime.

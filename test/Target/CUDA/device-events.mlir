@@ -29,18 +29,13 @@
 // PTX:       st.global.b32 {{\[}}[[RT]]{{\]}}, 1;
 // PTX-NOT:   prototype
 
-module attributes {nnsc.manifest = {
-  source_hash = "e7e7", arch = "llama", schema_hash = 17293822569102704642 : ui64,
-  dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3,
-          head_dim = 64, vocab = 49152},
-  traces = [{
-    name = "", num_invokes = 0, invoke_names = [], flags = ["reads_prompt", "writes_prompt"],
-    frame_bytes = 0, frame_heap_slots = array<i64>, params = [],
-    saves = [{name = "h", dtype = "f32", shape = array<i64: -1, 576>, flags = []}],
-    sites = [{site = 28, path = "model.layers.0.output", phase = "forward",
-              access = ["read", "write"], kernel = @events}]
-  }]
-}} {
+module attributes {nns.manifest = #nns.manifest<
+  source_hash = "e7e7", arch = "llama", schema_hash = 17293822569102704642,
+  dims = #nns.model_dims<hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152>,
+  traces = [#nns.trace_desc<name = "", invoke_names = [], flags = [reads_prompt, writes_prompt], frame_bytes = 0, frame_heap_slots = [],
+    params = [],
+    saves = [#nns.save_desc<name = "h", type = tensor<?x576xf32>, flags = []>],
+    sites = [#nns.site_entry<site = 28, path = "model.layers.0.output", phase = forward, access = [read, write], kernel = @events>]>]>} {
   llvm.mlir.global internal constant @events.msg0("no rows\00") {addr_space = 0 : i32}
   llvm.mlir.global internal constant @events.msg1("module failed\00") {addr_space = 0 : i32}
 

@@ -20,19 +20,13 @@
 !rows = memref<?x?xf32, strided<[?, ?], offset: ?>>
 !vec = memref<?xf32, strided<[?], offset: ?>>
 
-module attributes {nnsc.manifest = {
-  source_hash = "5f1c0ffee0ddba11", arch = "llama", schema_hash = 17293822569102704642 : ui64,
-  dims = {hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3,
-          head_dim = 64, vocab = 49152},
-  traces = [{
-    name = "", num_invokes = 0, invoke_names = [], flags = ["writes_prompt"], frame_bytes = 0, frame_heap_slots = array<i64>,
-    params = [{name = "vec", dtype = "f32", shape = array<i64: 576>,
-               default = dense<0.5> : tensor<576xf32>}],
+module attributes {nns.manifest = #nns.manifest<
+  source_hash = "5f1c0ffee0ddba11", arch = "llama", schema_hash = 17293822569102704642,
+  dims = #nns.model_dims<hidden = 576, intermediate = 1536, layers = 30, heads = 9, kv_heads = 3, head_dim = 64, vocab = 49152>,
+  traces = [#nns.trace_desc<name = "", invoke_names = [], flags = [writes_prompt], frame_bytes = 0, frame_heap_slots = [],
+    params = [#nns.param_desc<name = "vec", type = tensor<576xf32>, default_value = dense<0.5> : tensor<576xf32>>],
     saves = [],
-    sites = [{site = 28, path = "model.layers.0.output", phase = "forward",
-              access = ["read", "write"], kernel = @steer}]
-  }]
-}} {
+    sites = [#nns.site_entry<site = 28, path = "model.layers.0.output", phase = forward, access = [read, write], kernel = @steer>]>]>} {
   func.func @steer(%value: !llvm.ptr, %groups: !llvm.ptr, %num_groups: i32, %rt: !llvm.ptr) -> i32 {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index

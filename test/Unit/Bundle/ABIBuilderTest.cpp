@@ -9,6 +9,7 @@
 
 #include "nnsc/Target/Bundle/ABIBuilder.h"
 #include "nnsc/Bundle/BundleABI.h"
+#include "nnsc/Dialect/NNS/Passes.h"
 #include "nnsc/Target/Bundle/BundleEmitter.h"
 #include "nnsc/Target/Bundle/KernelIR.h"
 #include "nnsc/Target/Bundle/Manifest.h"
@@ -189,16 +190,20 @@ void buildCallModule(OpBuilder &builder, ModuleOp module) {
   abi.returnSuccess();
 }
 
-constexpr const char *kManifest = R"({
-  source_hash = "ab", arch = "llama", schema_hash = 5 : ui64,
-  dims = {hidden = 40, intermediate = 80, layers = 2, heads = 4, kv_heads = 2, head_dim = 10,
-          vocab = 100},
-  traces = [{name = "", num_invokes = 2, invoke_names = ["a", "b"], flags = [], frame_bytes = 0, frame_heap_slots = array<i64>,
-    params = [{name = "vec", dtype = "f32", shape = array<i64: 40>}],
-    saves = [{name = "h", dtype = "f32", shape = array<i64: 1, 40>, flags = ["per_step"]}],
-    sites = [{site = 1, path = "p1", phase = "forward", access = ["read", "write"], kernel = @steer},
-             {site = 2, path = "p2", phase = "forward", access = ["read"], kernel = @capture},
-             {site = 3, path = "p3", phase = "forward", access = ["write"], kernel = @apply}]}]})";
+constexpr const char *kManifest = R"(#nns.manifest<
+  source_hash = "ab", arch = "llama", schema_hash = 5,
+  dims = #nns.model_dims<hidden = 40, intermediate = 80, layers = 2, heads = 4, kv_heads = 2,
+                         head_dim = 10, vocab = 100>,
+  traces = [#nns.trace_desc<name = "", invoke_names = ["a", "b"], flags = [], frame_bytes = 0,
+    frame_heap_slots = [],
+    params = [#nns.param_desc<name = "vec", type = tensor<40xf32>>],
+    saves = [#nns.save_desc<name = "h", type = tensor<1x40xf32>, flags = [per_step]>],
+    sites = [#nns.site_entry<site = 1, path = "p1", phase = forward, access = [read, write],
+                             kernel = @steer>,
+             #nns.site_entry<site = 2, path = "p2", phase = forward, access = [read],
+                             kernel = @capture>,
+             #nns.site_entry<site = 3, path = "p3", phase = forward, access = [write],
+                             kernel = @apply>]>]>)";
 
 class ABIBuilderTest : public ::testing::Test {
 protected:
@@ -212,7 +217,7 @@ protected:
     buildSteer(builder, *module);
     buildCapture(builder, *module);
     buildCallModule(builder, *module);
-    (*module)->setAttr(nnsc::bundle::kManifestAttrName, parseAttribute(kManifest, &context));
+    (*module)->setAttr(nnsc::nns::kManifestAttr, parseAttribute(kManifest, &context));
     ASSERT_TRUE(succeeded(verify(*module)));
 
     llvm::SmallString<128> path;

@@ -288,8 +288,10 @@ std::vector<int> CUDAEmulationTest::compareKernels(ModuleOp kernels) {
   EXPECT_NE(bundle.cuda, nullptr);
 
   // The same device code, stopped before NVPTX and compiled for the host.
-  std::optional<nnsc::bundle::Manifest> manifest = nnsc::bundle::parseManifest(kernels);
-  EXPECT_TRUE(manifest);
+  FailureOr<nnsc::nns::ManifestAttr> manifest = nnsc::bundle::getManifest(kernels);
+  EXPECT_TRUE(succeeded(manifest));
+  if (failed(manifest))
+    return launchCounts;
   nnsc::bundle::DeviceCode code;
   OwningOpRef<ModuleOp> device =
       nnsc::cuda::lowerDeviceKernels(kernels, *manifest, options.cuda, code);

@@ -13,7 +13,7 @@ def NNSLowerToKernels : Pass<"nns-lower-to-kernels", "mlir::ModuleOp"> {
     guard and invoke, the site's rows and params viewed as strided memrefs, the tensor math as
     scf loops over memrefs, frame slots, saves, module calls, stop and finish through the
     runtime callbacks. Index and shape checks report an error for one request and never access
-    memory outside the buffers. Builds the module attribute `nnsc.manifest` from `nns.traces`,
+    memory outside the buffers. Builds the module attribute `nns.manifest` from `nns.traces`,
     the `nns.param` ops and `nns.target` (arch, schema hash, dimensions, source hash, module
     indices; see nnsc::kernels::annotateTarget). A dialect conversion does it (patterns for
     `nns.kernel` and `nns.param`, every nns op illegal), so an op no pattern lowers, such as

@@ -5,7 +5,6 @@
 #include "nnsc/Conversion/Passes.h"
 #include "nnsc/Conversion/TargetInfo.h"
 #include "nnsc/Dialect/NNS/Passes.h"
-#include "nnsc/Target/Bundle/Manifest.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -20,29 +19,19 @@ namespace nnsc {
 
 namespace {
 
-StringRef dtypeName(Type element) {
-  if (element.isF32())
-    return "f32";
-  if (element.isInteger(1))
-    return "bool";
-  return "i64";
+/// A kernel's access list (`["read", "write"]`, checked by the op's verifier) as manifest flags.
+SmallVector<nns::SiteAccess> siteAccess(ArrayAttr access) {
+  SmallVector<nns::SiteAccess> flags;
+  for (auto name : access.getAsRange<StringAttr>())
+    flags.push_back(*nns::symbolizeSiteAccess(name.getValue()));
+  return flags;
 }
-
-/// Shape in the manifest's convention: the token dimension is -1.
-DenseI64ArrayAttr manifestShape(Builder &b, RankedTensorType type) {
-  SmallVector<int64_t> shape;
-  for (int64_t size : type.getShape())
-    shape.push_back(ShapedType::isDynamic(size) ? -1 : size);
-  return b.getDenseI64ArrayAttr(shape);
-}
-
-StringRef phaseName(nns::Phase phase) { return nns::stringifyPhase(phase); }
 
 /// One `nns.kernel` to a func.func of the bundle ABI (KernelEmitter), recording its manifest
 /// entry under its trace. The emitter builds through the conversion's rewriter.
 struct LowerKernel : OpConversionPattern<nns::KernelOp> {
   LowerKernel(MLIRContext *ctx, const kernels::KernelContext &context,
-              llvm::StringMap<SmallVector<Attribute>> &sites)
+              llvm::StringMap<SmallVector<nns::SiteEntryAttr>> &sites)
       : OpConversionPattern(ctx), context(context), sites(sites) {}
 
   LogicalResult matchAndRewrite(nns::KernelOp kernel, OpAdaptor,
@@ -53,19 +42,15 @@ struct LowerKernel : OpConversionPattern<nns::KernelOp> {
     kernels::KernelEmitter emitter(rewriter, func, kernel, context);
     if (failed(emitter.emit()))
       return failure(); // the emitter reported why
-    sites[kernel.getTrace()].push_back(rewriter.getDictionaryAttr({
-        rewriter.getNamedAttr("site", rewriter.getI64IntegerAttr(kernel.getSite())),
-        rewriter.getNamedAttr("path", kernel.getPathAttr()),
-        rewriter.getNamedAttr("phase", rewriter.getStringAttr(phaseName(kernel.getPhase()))),
-        rewriter.getNamedAttr("access", kernel.getAccess()),
-        rewriter.getNamedAttr("kernel", FlatSymbolRefAttr::get(func.getSymNameAttr())),
-    }));
+    sites[kernel.getTrace()].push_back(nns::SiteEntryAttr::get(
+        getContext(), kernel.getSite(), kernel.getPath(), kernel.getPhase(),
+        siteAccess(kernel.getAccess()), FlatSymbolRefAttr::get(func.getSymNameAttr())));
     rewriter.eraseOp(kernel);
     return success();
   }
 
   const kernels::KernelContext &context;
-  llvm::StringMap<SmallVector<Attribute>> &sites;
+  llvm::StringMap<SmallVector<nns::SiteEntryAttr>> &sites;
 };
 
 /// Params live on in the manifest (built before the conversion) and the groups' param tables.
@@ -82,7 +67,7 @@ struct LowerToKernels : impl::NNSLowerToKernelsBase<LowerToKernels> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     OpBuilder builder(&getContext());
-    auto target = module->getAttrOfType<DictionaryAttr>(kernels::kTargetAttr);
+    auto target = module->getAttrOfType<nns::TargetAttr>(kernels::kTargetAttr);
     auto traces = module->getAttrOfType<ArrayAttr>(nns::kTracesAttr);
     if (!target || !traces) {
       module.emitError() << "nns-lower-to-kernels needs '" << kernels::kTargetAttr << "' and '"
@@ -90,26 +75,28 @@ struct LowerToKernels : impl::NNSLowerToKernelsBase<LowerToKernels> {
       return signalPassFailure();
     }
     kernels::KernelContext context;
-    SmallVector<Attribute> params;
+    SmallVector<nns::ParamDescAttr> params;
     for (auto param : module.getOps<nns::ParamOp>()) {
       context.paramIndex[param.getSymName()] = params.size();
-      auto type = cast<RankedTensorType>(param.getParamType());
-      SmallVector<NamedAttribute> fields{
-          builder.getNamedAttr("name", param.getSymNameAttr()),
-          builder.getNamedAttr("dtype", builder.getStringAttr(dtypeName(type.getElementType()))),
-          builder.getNamedAttr("shape", manifestShape(builder, type))};
-      if (auto value = param.getDefaultValueAttr())
-        fields.push_back(builder.getNamedAttr("default", value));
-      params.push_back(builder.getDictionaryAttr(fields));
+      auto defaultValue = dyn_cast_or_null<DenseElementsAttr>(param.getDefaultValueAttr());
+      if (param.getDefaultValueAttr() && !defaultValue) {
+        param.emitError() << "a param's default must be dense elements";
+        return signalPassFailure();
+      }
+      auto desc = nns::ParamDescAttr::getChecked(
+          [&] { return param.emitError(); }, &getContext(), param.getSymName(),
+          cast<RankedTensorType>(param.getParamType()), defaultValue);
+      if (!desc)
+        return signalPassFailure();
+      params.push_back(desc);
     }
-    if (auto modules = target.getAs<DictionaryAttr>("modules"))
-      for (NamedAttribute entry : modules)
-        context.moduleIndex[entry.getName()] = cast<IntegerAttr>(entry.getValue()).getInt();
+    for (NamedAttribute entry : target.getModules())
+      context.moduleIndex[entry.getName()] = cast<IntegerAttr>(entry.getValue()).getInt();
 
     // Every nns op goes: kernels become functions, params are erased (their manifest entries
     // are above). What no pattern lowers is reported by the conversion ("failed to legalize
     // operation 'nns.trace'": the scheduling passes did not run).
-    llvm::StringMap<SmallVector<Attribute>> sites;
+    llvm::StringMap<SmallVector<nns::SiteEntryAttr>> sites;
     ConversionTarget legality(getContext());
     legality.addIllegalDialect<nns::NNSDialect>();
     legality.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
@@ -120,51 +107,23 @@ struct LowerToKernels : impl::NNSLowerToKernelsBase<LowerToKernels> {
       return signalPassFailure();
     // Site order within a trace (the manifest's; the fuse pass creates kernels in that order).
     for (auto &entry : sites)
-      llvm::stable_sort(entry.second, [](Attribute a, Attribute b) {
-        auto site = [](Attribute d) {
-          return cast<DictionaryAttr>(d).getAs<IntegerAttr>("site").getInt();
-        };
-        return site(a) < site(b);
+      llvm::stable_sort(entry.second, [](nns::SiteEntryAttr a, nns::SiteEntryAttr b) {
+        return a.getSite() < b.getSite();
       });
 
-    SmallVector<Attribute> traceDescs;
-    for (auto trace : traces.getAsRange<DictionaryAttr>()) {
-      auto name = trace.getAs<StringAttr>("name");
-      auto invokes = trace.getAs<ArrayAttr>("invokes");
-      SmallVector<Attribute> saves;
-      for (auto save : trace.getAs<ArrayAttr>("saves").getAsRange<DictionaryAttr>()) {
-        auto type = cast<RankedTensorType>(save.getAs<TypeAttr>("type").getValue());
-        bool perStep = save.getAs<BoolAttr>("per_step").getValue();
-        saves.push_back(builder.getDictionaryAttr({
-            builder.getNamedAttr("name", save.get("name")),
-            builder.getNamedAttr("dtype", builder.getStringAttr(dtypeName(type.getElementType()))),
-            builder.getNamedAttr("shape", manifestShape(builder, type)),
-            builder.getNamedAttr("flags", perStep ? builder.getStrArrayAttr({"per_step"})
-                                                  : builder.getArrayAttr({})),
-        }));
-      }
+    // nns-fuse-sites described each trace but its params and sites.
+    SmallVector<nns::TraceDescAttr> traceDescs;
+    for (auto trace : traces.getAsRange<nns::TraceDescAttr>()) {
       // "main" is the unnamed trace's symbol; the manifest names it "".
-      bool unnamed = name.getValue() == "main" && traces.size() == 1;
-      traceDescs.push_back(builder.getDictionaryAttr({
-          builder.getNamedAttr("name", builder.getStringAttr(unnamed ? "" : name.getValue())),
-          builder.getNamedAttr("num_invokes", builder.getI64IntegerAttr(invokes.size())),
-          builder.getNamedAttr("invoke_names", invokes),
-          builder.getNamedAttr("flags", trace.get("flags")),
-          builder.getNamedAttr("frame_bytes", trace.get("frame_bytes")),
-          builder.getNamedAttr("frame_heap_slots", trace.get("frame_heap_slots")),
-          builder.getNamedAttr("params", builder.getArrayAttr(params)),
-          builder.getNamedAttr("saves", builder.getArrayAttr(saves)),
-          builder.getNamedAttr("sites", builder.getArrayAttr(sites[name.getValue()])),
-      }));
+      bool unnamed = trace.getName() == "main" && traces.size() == 1;
+      traceDescs.push_back(nns::TraceDescAttr::get(
+          &getContext(), unnamed ? "" : trace.getName(), trace.getInvokeNames(), trace.getFlags(),
+          trace.getFrameBytes(), trace.getFrameHeapSlots(), params, trace.getSaves(),
+          sites[trace.getName()]));
     }
-    module->setAttr(bundle::kManifestAttrName,
-                    builder.getDictionaryAttr({
-                        builder.getNamedAttr("source_hash", target.get("source_hash")),
-                        builder.getNamedAttr("arch", target.get("arch")),
-                        builder.getNamedAttr("schema_hash", target.get("schema_hash")),
-                        builder.getNamedAttr("dims", target.get("dims")),
-                        builder.getNamedAttr("traces", builder.getArrayAttr(traceDescs)),
-                    }));
+    module->setAttr(nns::kManifestAttr,
+                    nns::ManifestAttr::get(&getContext(), target.getSourceHash(), target.getArch(),
+                                           target.getSchemaHash(), target.getDims(), traceDescs));
     module->removeAttr(kernels::kTargetAttr);
     module->removeAttr(nns::kTracesAttr);
   }

@@ -3,6 +3,7 @@
 #include "KernelEmitter.h"
 
 #include "nnsc/Dialect/NNS/Passes.h"
+#include "nnsc/Target/Bundle/Manifest.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -12,14 +13,6 @@
 using namespace mlir;
 
 namespace nnsc::kernels {
-
-static abi::DType dtypeOf(Type element) {
-  if (element.isF32())
-    return abi::DType::F32;
-  if (element.isInteger(1))
-    return abi::DType::Bool;
-  return abi::DType::I64;
-}
 
 static int64_t sitePathOrder(Operation *op) {
   if (auto write = dyn_cast<nns::SiteWriteOp>(op))
@@ -44,7 +37,7 @@ Value KernelEmitter::emitParam(nns::GetParamOp op) {
   RankedTensorType type = op.getValue().getType();
   int32_t which = context.paramIndex.lookup(op.getParam());
   Value param = abi.param(group, which);
-  Value ok = abi.hasLayout(param, dtypeOf(type.getElementType()), type.getRank());
+  Value ok = abi.hasLayout(param, bundle::dtypeOf(type.getElementType()), type.getRank());
   for (int64_t d = 0; d < type.getRank(); ++d)
     ok = arith::AndIOp::create(
         builder, loc, ok,
@@ -56,7 +49,7 @@ Value KernelEmitter::emitParam(nns::GetParamOp op) {
 }
 
 void KernelEmitter::emitSave(Value memref, Type elementType, int64_t saveIndex, Location loc) {
-  Value tensor = abi.describe(memref, dtypeOf(elementType));
+  Value tensor = abi.describe(memref, bundle::dtypeOf(elementType));
   abi.save(request, saveIndex, step, tensor);
 }
 

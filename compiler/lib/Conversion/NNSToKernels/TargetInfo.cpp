@@ -28,26 +28,13 @@ LogicalResult annotateTarget(ModuleOp module, const schema::Architecture &arch, 
   });
   if (walk.wasInterrupted())
     return failure();
-  auto dims = b.getDictionaryAttr({
-      b.getNamedAttr("hidden", b.getI64IntegerAttr(config.hidden)),
-      b.getNamedAttr("intermediate", b.getI64IntegerAttr(config.intermediate)),
-      b.getNamedAttr("layers", b.getI64IntegerAttr(config.layers)),
-      b.getNamedAttr("heads", b.getI64IntegerAttr(config.heads)),
-      b.getNamedAttr("kv_heads", b.getI64IntegerAttr(config.kvHeads)),
-      b.getNamedAttr("head_dim", b.getI64IntegerAttr(config.headDim)),
-      b.getNamedAttr("vocab", b.getI64IntegerAttr(config.vocab)),
-  });
-  module->setAttr(
-      kTargetAttr,
-      b.getDictionaryAttr({
-          b.getNamedAttr("source_hash", b.getStringAttr(llvm::toHex(digest, /*LowerCase=*/true))),
-          b.getNamedAttr("arch", b.getStringAttr(schema::archKindName(config.arch))),
-          b.getNamedAttr("schema_hash", IntegerAttr::get(IntegerType::get(module.getContext(), 64,
-                                                                          IntegerType::Unsigned),
-                                                         config.schemaHash())),
-          b.getNamedAttr("dims", dims),
-          b.getNamedAttr("modules", modules.getDictionary(module.getContext())),
-      }));
+  auto dims = nns::ModelDimsAttr::get(module.getContext(), config.hidden, config.intermediate,
+                                      config.layers, config.heads, config.kvHeads, config.headDim,
+                                      config.vocab);
+  module->setAttr(kTargetAttr,
+                  nns::TargetAttr::get(module.getContext(), llvm::toHex(digest, /*LowerCase=*/true),
+                                       schema::archKindName(config.arch), config.schemaHash(), dims,
+                                       modules.getDictionary(module.getContext())));
   return success();
 }
 

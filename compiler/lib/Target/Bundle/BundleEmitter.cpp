@@ -2,6 +2,7 @@
 
 #include "nnsc/Target/Bundle/BundleEmitter.h"
 
+#include "nnsc/Dialect/NNS/Passes.h"
 #include "nnsc/Pipelines/Pipelines.h"
 #include "nnsc/Target/Bundle/ManifestEmitter.h"
 #include "nnsc/Target/CPU/SharedObjectLinker.h"
@@ -16,8 +17,8 @@ namespace nnsc::bundle {
 std::unique_ptr<llvm::Module> buildBundleModule(ModuleOp module, const BundleOptions &options,
                                                 llvm::LLVMContext &context,
                                                 llvm::TargetMachine &machine) {
-  std::optional<Manifest> manifest = parseManifest(module);
-  if (!manifest)
+  FailureOr<nns::ManifestAttr> manifest = getManifest(module);
+  if (failed(manifest))
     return nullptr;
 
   std::optional<DeviceCode> device;
@@ -28,7 +29,7 @@ std::unique_ptr<llvm::Module> buildBundleModule(ModuleOp module, const BundleOpt
   }
 
   // The manifest is carried into LLVM IR by emitManifest, not by the translation.
-  module->removeAttr(kManifestAttrName);
+  module->removeAttr(nns::kManifestAttr);
   PassManager pm(module.getContext());
   buildLowerToLLVMPipeline(pm);
   if (failed(pm.run(module)))

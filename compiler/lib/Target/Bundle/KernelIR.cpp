@@ -2,6 +2,8 @@
 
 #include "nnsc/Target/Bundle/KernelIR.h"
 
+#include "nnsc/Dialect/NNS/NNSDialect.h"
+
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
@@ -35,7 +37,8 @@ void registerKernelIRDialects(mlir::DialectRegistry &registry) {
   registry.insert<mlir::func::FuncDialect, mlir::scf::SCFDialect, mlir::cf::ControlFlowDialect,
                   mlir::arith::ArithDialect, mlir::math::MathDialect, mlir::memref::MemRefDialect,
                   mlir::LLVM::LLVMDialect, mlir::affine::AffineDialect, mlir::index::IndexDialect,
-                  mlir::ub::UBDialect, mlir::gpu::GPUDialect, mlir::NVVM::NVVMDialect>();
+                  mlir::ub::UBDialect, mlir::gpu::GPUDialect, mlir::NVVM::NVVMDialect,
+                  nns::NNSDialect>(); // for the manifest's attributes
   mlir::arith::registerConvertArithToLLVMInterface(registry);
   mlir::cf::registerConvertControlFlowToLLVMInterface(registry);
   mlir::registerConvertFuncToLLVMInterface(registry);

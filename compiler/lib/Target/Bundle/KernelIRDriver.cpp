@@ -89,7 +89,7 @@ mlir::LogicalResult emitFromModule(mlir::ModuleOp module, KernelIREmit emit,
   if (!output)
     return module.emitError() << error;
   if (emit == KernelIREmit::LLVMDialect) {
-    if (!parseManifest(module))
+    if (mlir::failed(getManifest(module)))
       return mlir::failure();
     mlir::PassManager pm(module.getContext());
     buildLowerToLLVMPipeline(pm);

@@ -42,7 +42,7 @@ public:
         ptr(llvm::PointerType::get(context, 0)), i32(llvm::Type::getInt32Ty(context)),
         i64(llvm::Type::getInt64Ty(context)) {}
 
-  llvm::Constant *bundle(const Manifest &manifest, const DeviceCode *device);
+  llvm::Constant *bundle(nns::ManifestAttr manifest, const DeviceCode *device);
 
 private:
   llvm::Constant *string(llvm::StringRef text, const llvm::Twine &name);
@@ -51,8 +51,8 @@ private:
   llvm::Constant *table(llvm::Type *type, llvm::ArrayRef<llvm::Constant *> elements,
                         const llvm::Twine &name);
   llvm::Constant *shape(llvm::ArrayRef<int64_t> dims);
-  llvm::Constant *defaultValue(const ParamDesc &param, const llvm::Twine &name);
-  llvm::Constant *trace(const TraceDesc &trace, unsigned index);
+  llvm::Constant *defaultValue(nns::ParamDescAttr param, const llvm::Twine &name);
+  llvm::Constant *trace(nns::TraceDescAttr trace, unsigned index);
   llvm::Constant *cudaCode(const DeviceCode &device);
   llvm::Constant *c32(int64_t v) { return llvm::ConstantInt::get(i32, v); }
   llvm::Constant *c64(int64_t v) { return llvm::ConstantInt::get(i64, v); }
@@ -91,22 +91,23 @@ llvm::Constant *Emitter::shape(llvm::ArrayRef<int64_t> dims) {
 }
 
 /// The default as raw little-endian bytes of the ABI dtype (row-major, `bool` one byte each).
-llvm::Constant *Emitter::defaultValue(const ParamDesc &param, const llvm::Twine &name) {
-  if (!param.defaultValue)
+llvm::Constant *Emitter::defaultValue(nns::ParamDescAttr param, const llvm::Twine &name) {
+  mlir::DenseElementsAttr value = param.getDefaultValue();
+  if (!value)
     return llvm::ConstantPointerNull::get(ptr);
-  int64_t width = abi::dtypeSize(param.dtype);
+  mlir::Type elementType = value.getElementType();
+  int64_t width = abi::dtypeSize(dtypeOf(elementType));
   std::vector<uint8_t> bytes;
-  mlir::Type elementType = param.defaultValue.getElementType();
   auto push = [&](uint64_t bits) {
     for (int64_t b = 0; b < width; ++b)
       bytes.push_back(static_cast<uint8_t>(bits >> (8 * b)));
   };
   if (llvm::isa<mlir::FloatType>(elementType)) {
-    for (const llvm::APFloat &value : param.defaultValue.getValues<llvm::APFloat>())
-      push(value.bitcastToAPInt().getZExtValue());
+    for (const llvm::APFloat &element : value.getValues<llvm::APFloat>())
+      push(element.bitcastToAPInt().getZExtValue());
   } else {
-    for (const llvm::APInt &value : param.defaultValue.getValues<llvm::APInt>())
-      push(value.getZExtValue());
+    for (const llvm::APInt &element : value.getValues<llvm::APInt>())
+      push(element.getZExtValue());
   }
   auto *data = llvm::ConstantDataArray::get(context, llvm::ArrayRef<uint8_t>(bytes));
   auto *var = llvm::cast<llvm::GlobalVariable>(global(data, name));
@@ -114,40 +115,44 @@ llvm::Constant *Emitter::defaultValue(const ParamDesc &param, const llvm::Twine 
   return var;
 }
 
-llvm::Constant *Emitter::trace(const TraceDesc &trace, unsigned index) {
+llvm::Constant *Emitter::trace(nns::TraceDescAttr trace, unsigned index) {
   std::string prefix = "nnsc_trace" + std::to_string(index);
   llvm::SmallVector<llvm::Constant *> invokeNames, heapSlots, params, saves, sites;
-  for (auto [i, name] : llvm::enumerate(trace.invokeNames))
-    invokeNames.push_back(string(name, prefix + ".invoke" + llvm::Twine(i)));
-  for (int64_t offset : trace.frameHeapSlots)
+  for (auto [i, name] : llvm::enumerate(trace.getInvokeNames()))
+    invokeNames.push_back(string(name.getValue(), prefix + ".invoke" + llvm::Twine(i)));
+  for (int64_t offset : trace.getFrameHeapSlots())
     heapSlots.push_back(c64(offset));
-  for (auto [i, param] : llvm::enumerate(trace.params))
+  for (auto [i, param] : llvm::enumerate(trace.getParams()))
     params.push_back(llvm::ConstantStruct::get(
-        types.paramDesc,
-        {string(param.name, prefix + ".param" + llvm::Twine(i)),
-         c32(static_cast<int32_t>(param.dtype)), c32(param.shape.size()), shape(param.shape),
-         defaultValue(param, prefix + ".default" + llvm::Twine(i))}));
-  for (auto [i, save] : llvm::enumerate(trace.saves))
+        types.paramDesc, {string(param.getName(), prefix + ".param" + llvm::Twine(i)),
+                          c32(static_cast<int32_t>(dtypeOf(param.getType().getElementType()))),
+                          c32(param.getType().getRank()), shape(abiShape(param.getType())),
+                          defaultValue(param, prefix + ".default" + llvm::Twine(i))}));
+  for (auto [i, save] : llvm::enumerate(trace.getSaves()))
     saves.push_back(llvm::ConstantStruct::get(
-        types.saveDesc, {string(save.name, prefix + ".save" + llvm::Twine(i)),
-                         c32(static_cast<int32_t>(save.dtype)), c32(save.shape.size()),
-                         shape(save.shape), c32(save.flags)}));
-  for (auto [i, site] : llvm::enumerate(trace.sites)) {
-    llvm::Function *kernel = module.getFunction(site.kernel);
+        types.saveDesc, {string(save.getName(), prefix + ".save" + llvm::Twine(i)),
+                         c32(static_cast<int32_t>(dtypeOf(save.getType().getElementType()))),
+                         c32(save.getType().getRank()), shape(abiShape(save.getType())),
+                         c32(abiFlags(save.getFlags()))}));
+  for (auto [i, site] : llvm::enumerate(trace.getSites())) {
+    llvm::Function *kernel = module.getFunction(site.getKernel().getValue());
     assert(kernel && "the manifest's kernels are verified before emission");
     kernel->setLinkage(llvm::GlobalValue::InternalLinkage);
     sites.push_back(llvm::ConstantStruct::get(
-        types.siteEntry, {c32(site.site), string(site.path, prefix + ".site" + llvm::Twine(i)),
-                          c32(static_cast<int32_t>(site.phase)), c32(site.access), kernel}));
+        types.siteEntry,
+        {c32(site.getSite()), string(site.getPath(), prefix + ".site" + llvm::Twine(i)),
+         c32(static_cast<int32_t>(abiPhase(site.getPhase()))), c32(abiFlags(site.getAccess())),
+         kernel}));
   }
   return llvm::ConstantStruct::get(
       types.traceDesc,
-      {string(trace.name, prefix + ".name"), c32(trace.numInvokes),
-       table(ptr, invokeNames, prefix + ".invoke_names"), c32(trace.flags), c64(trace.frameBytes),
-       c32(trace.frameHeapSlots.size()), table(i64, heapSlots, prefix + ".frame_heap_slots"),
-       c32(trace.params.size()), table(types.paramDesc, params, prefix + ".params"),
-       c32(trace.saves.size()), table(types.saveDesc, saves, prefix + ".saves"),
-       c32(trace.sites.size()), table(types.siteEntry, sites, prefix + ".sites")});
+      {string(trace.getName(), prefix + ".name"), c32(trace.getInvokeNames().size()),
+       table(ptr, invokeNames, prefix + ".invoke_names"), c32(abiFlags(trace.getFlags())),
+       c64(trace.getFrameBytes()), c32(trace.getFrameHeapSlots().size()),
+       table(i64, heapSlots, prefix + ".frame_heap_slots"), c32(trace.getParams().size()),
+       table(types.paramDesc, params, prefix + ".params"), c32(trace.getSaves().size()),
+       table(types.saveDesc, saves, prefix + ".saves"), c32(trace.getSites().size()),
+       table(types.siteEntry, sites, prefix + ".sites")});
 }
 
 llvm::Constant *Emitter::cudaCode(const DeviceCode &device) {
@@ -169,24 +174,25 @@ llvm::Constant *Emitter::cudaCode(const DeviceCode &device) {
                 "nnsc_cuda_code");
 }
 
-llvm::Constant *Emitter::bundle(const Manifest &manifest, const DeviceCode *device) {
+llvm::Constant *Emitter::bundle(nns::ManifestAttr manifest, const DeviceCode *device) {
   llvm::SmallVector<llvm::Constant *> traces;
-  for (auto [i, desc] : llvm::enumerate(manifest.traces))
+  for (auto [i, desc] : llvm::enumerate(manifest.getTraces()))
     traces.push_back(trace(desc, i));
   llvm::Constant *cuda = device ? cudaCode(*device) : llvm::ConstantPointerNull::get(ptr);
+  nns::ModelDimsAttr dims = manifest.getDims();
   llvm::Constant *init = llvm::ConstantStruct::get(
       types.bundle,
-      {c32(abi::kVersion), string(manifest.sourceHash, "nnsc_source_hash"),
-       string(manifest.arch, "nnsc_arch"), c64(static_cast<int64_t>(manifest.schemaHash)),
-       c64(manifest.hidden), c64(manifest.intermediate), c64(manifest.layers), c64(manifest.heads),
-       c64(manifest.kvHeads), c64(manifest.headDim), c64(manifest.vocab),
-       c32(manifest.traces.size()), table(types.traceDesc, traces, "nnsc_trace_descs"), cuda});
+      {c32(abi::kVersion), string(manifest.getSourceHash(), "nnsc_source_hash"),
+       string(manifest.getArch(), "nnsc_arch"), c64(static_cast<int64_t>(manifest.getSchemaHash())),
+       c64(dims.getHidden()), c64(dims.getIntermediate()), c64(dims.getLayers()),
+       c64(dims.getHeads()), c64(dims.getKvHeads()), c64(dims.getHeadDim()), c64(dims.getVocab()),
+       c32(manifest.getTraces().size()), table(types.traceDesc, traces, "nnsc_trace_descs"), cuda});
   return global(init, "nnsc_bundle");
 }
 
 } // namespace
 
-void emitManifest(llvm::Module &module, const Manifest &manifest, const DeviceCode *device) {
+void emitManifest(llvm::Module &module, nns::ManifestAttr manifest, const DeviceCode *device) {
   llvm::Constant *bundle = Emitter(module).bundle(manifest, device);
   llvm::LLVMContext &context = module.getContext();
   auto *type = llvm::FunctionType::get(llvm::PointerType::get(context, 0), false);

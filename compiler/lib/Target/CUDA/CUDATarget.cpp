@@ -28,7 +28,7 @@ namespace {
 /// of the manifest (same arguments; the i32 status has no host to go to and is dropped, the
 /// runtime callbacks become device calls), the device runtime and the globals they use. Null
 /// after an error.
-OwningOpRef<ModuleOp> buildDeviceModule(ModuleOp module, const bundle::Manifest &manifest,
+OwningOpRef<ModuleOp> buildDeviceModule(ModuleOp module, nns::ManifestAttr manifest,
                                         MessageTable &messages) {
   MLIRContext *context = module.getContext();
   context->loadDialect<gpu::GPUDialect, NVVM::NVVMDialect>();
@@ -46,14 +46,15 @@ OwningOpRef<ModuleOp> buildDeviceModule(ModuleOp module, const bundle::Manifest 
     return nullptr;
 
   llvm::StringSet<> done;
-  for (const bundle::TraceDesc &trace : manifest.traces) {
-    for (const bundle::SiteEntry &site : trace.sites) {
-      if (!done.insert(site.kernel).second)
+  for (nns::TraceDescAttr trace : manifest.getTraces()) {
+    for (nns::SiteEntryAttr site : trace.getSites()) {
+      StringRef name = site.getKernel().getValue();
+      if (!done.insert(name).second)
         continue;
-      auto func = cast<func::FuncOp>(
-          SymbolTable::lookupSymbolIn(module, StringAttr::get(context, site.kernel)));
+      auto func =
+          cast<func::FuncOp>(SymbolTable::lookupSymbolIn(module, StringAttr::get(context, name)));
       auto type = FunctionType::get(context, func.getArgumentTypes(), {});
-      auto kernel = gpu::GPUFuncOp::create(builder, func.getLoc(), site.kernel, type);
+      auto kernel = gpu::GPUFuncOp::create(builder, func.getLoc(), name, type);
       kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), UnitAttr::get(context));
       kernel.getBody().getBlocks().clear();
       IRMapping mapping;
@@ -82,7 +83,7 @@ std::optional<std::string> extractPTX(ModuleOp device) {
 
 } // namespace
 
-OwningOpRef<ModuleOp> lowerDeviceKernels(ModuleOp module, const bundle::Manifest &manifest,
+OwningOpRef<ModuleOp> lowerDeviceKernels(ModuleOp module, nns::ManifestAttr manifest,
                                          const CUDAOptions &options, bundle::DeviceCode &code) {
   MessageTable messages;
   OwningOpRef<ModuleOp> device = buildDeviceModule(module, manifest, messages);
@@ -103,21 +104,22 @@ OwningOpRef<ModuleOp> lowerDeviceKernels(ModuleOp module, const bundle::Manifest
   auto gpuModule = *device->getOps<gpu::GPUModuleOp>().begin();
   internalizeDeviceRuntime(gpuModule);
   llvm::StringSet<> done;
-  for (const bundle::TraceDesc &trace : manifest.traces) {
-    for (const bundle::SiteEntry &site : trace.sites) {
-      if (!done.insert(site.kernel).second)
+  for (nns::TraceDescAttr trace : manifest.getTraces()) {
+    for (nns::SiteEntryAttr site : trace.getSites()) {
+      StringRef name = site.getKernel().getValue();
+      if (!done.insert(name).second)
         continue;
-      auto kernel = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(site.kernel);
+      auto kernel = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(name);
       FailureOr<SuspendInfo> info = suspendAtModuleCalls(kernel);
       if (failed(info))
         return nullptr;
-      code.kernels.push_back({site.kernel, site.kernel, info->scratchBytes, info->numCalls});
+      code.kernels.push_back({name.str(), name.str(), info->scratchBytes, info->numCalls});
     }
   }
   return device;
 }
 
-std::optional<bundle::DeviceCode> compileToPTX(ModuleOp module, const bundle::Manifest &manifest,
+std::optional<bundle::DeviceCode> compileToPTX(ModuleOp module, nns::ManifestAttr manifest,
                                                const CUDAOptions &options) {
   bundle::DeviceCode code;
   OwningOpRef<ModuleOp> device = lowerDeviceKernels(module, manifest, options, code);

@@ -1,6 +1,6 @@
 //===- BundleEmitter.h - kernel-level IR to a bundle ------------*- C++ -*-===//
 //
-// The back end's entry points: kernel-level IR (with its `nnsc.manifest`) to the bundle's LLVM
+// The back end's entry points: kernel-level IR (with its `nns.manifest`) to the bundle's LLVM
 // IR or to a linked `.nnsb` shared object, for the host CPU and optionally with the kernels'
 // PTX embedded.
 //

@@ -1,7 +1,7 @@
 //===- KernelIR.h - dialects of kernel-level IR -----------------*- C++ -*-===//
 //
 // Kernel-level IR is an MLIR module in upstream dialects only (func, scf, cf, arith, math,
-// memref, llvm) carrying the `nnsc.manifest` attribute; see docs/Compiler.md.
+// memref, llvm) carrying the `nns.manifest` attribute; see docs/Compiler.md.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,81 +1,51 @@
 //===- Manifest.h - the bundle manifest of kernel-level IR ------*- C++ -*-===//
 //
-// Kernel-level IR carries the bundle manifest as the module attribute `nnsc.manifest`, a
-// DictionaryAttr (docs/Compiler.md, "Kernel-level IR"). `parseManifest` is its verifier: it
-// reads the attribute into a plain C++ description and reports the first malformed field with
-// emitError, naming where it is ("nnsc.manifest: traces[0].params[1].dtype ...").
+// Kernel-level IR carries the bundle manifest as the module attribute `nns.manifest`, a
+// `#nns.manifest` (dialect/include/nnsc/Dialect/NNS/NNSManifest.td) that verifies itself when
+// parsed or built with getChecked. `getManifest` adds the one check an attribute cannot make
+// alone, that each site's kernel is a function of the module with the kernel signature; the
+// rest of this header translates the manifest's values to the C ABI's.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef NNSC_TARGET_BUNDLE_MANIFEST_H
 #define NNSC_TARGET_BUNDLE_MANIFEST_H
 
+#include "nnsc/Dialect/NNS/NNSDialect.h"
 #include "nnsc/Target/Bundle/ABILayout.h"
 
-#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Support/LLVM.h"
 
-#include <optional>
-#include <string>
-#include <vector>
+#include <cstdint>
 
 namespace nnsc::bundle {
 
-/// Name of the module attribute holding the manifest.
-constexpr const char *kManifestAttrName = "nnsc.manifest";
-
-struct ParamDesc {
-  std::string name;
-  abi::DType dtype;
-  std::vector<int64_t> shape;
-  /// The default value, of `dtype` and `shape`; null when the param is required.
-  mlir::DenseElementsAttr defaultValue;
-};
-
-struct SaveDesc {
-  std::string name;
-  abi::DType dtype;
-  std::vector<int64_t> shape; ///< may contain abi::kDimTokens
-  uint32_t flags;             ///< abi::kSave*
-};
-
-struct SiteEntry {
-  int32_t site;
-  std::string path;
-  abi::Phase phase;
-  uint32_t access;    ///< abi::kAccess*
-  std::string kernel; ///< symbol of a func.func in the module
-};
-
-struct TraceDesc {
-  std::string name;
-  int32_t numInvokes;
-  std::vector<std::string> invokeNames;
-  uint32_t flags; ///< abi::kTrace*
-  int64_t frameBytes;
-  std::vector<int64_t> frameHeapSlots; ///< offsets of heap pointers in the frame
-  std::vector<ParamDesc> params;
-  std::vector<SaveDesc> saves;
-  std::vector<SiteEntry> sites; ///< sorted by `site`
-};
-
-struct Manifest {
-  std::string sourceHash;
-  std::string arch;
-  uint64_t schemaHash;
-  int64_t hidden, intermediate, layers, heads, kvHeads, headDim, vocab;
-  std::vector<TraceDesc> traces;
-};
-
-/// Reads and verifies the `nnsc.manifest` attribute of `module`, including that every kernel
-/// symbol names a func.func of the kernel signature. Emits an error on `module` and returns
-/// nullopt when anything is missing or malformed.
-std::optional<Manifest> parseManifest(mlir::ModuleOp module);
+/// The manifest of `module` (`nns.manifest`) once every site's kernel is checked to be a
+/// defined function of the kernel signature. Emits an error on `module` and fails otherwise.
+mlir::FailureOr<nns::ManifestAttr> getManifest(mlir::ModuleOp module);
 
 /// Whether `func` has the kernel signature `(!llvm.ptr, !llvm.ptr, i32, !llvm.ptr) -> i32`.
 bool hasKernelSignature(mlir::FunctionOpInterface func);
+
+/// The ABI's dtype of an element type the manifest accepts (f32, bf16, f16, i64, i1).
+abi::DType dtypeOf(mlir::Type elementType);
+
+/// A manifest shape in the ABI's terms: the token dimension (`?`) is abi::kDimTokens.
+llvm::SmallVector<int64_t, 4> abiShape(mlir::RankedTensorType type);
+
+/// The ABI's bit set of a flag list: each flag enum's values are its ABI bits (checked in
+/// Manifest.cpp against BundleABI.h).
+template <typename Flag> uint32_t abiFlags(llvm::ArrayRef<Flag> flags) {
+  uint32_t bits = 0;
+  for (Flag flag : flags)
+    bits |= static_cast<uint32_t>(flag);
+  return bits;
+}
+
+/// The ABI's phase of a site.
+abi::Phase abiPhase(nns::Phase phase);
 
 } // namespace nnsc::bundle
 

@@ -33,7 +33,7 @@ struct ManifestTypes {
 /// Emits the manifest globals and `nnsc_bundle_query` into `module`, which must already define
 /// every kernel the manifest names; those kernels become internal (the query is the bundle's
 /// only export). `device` (--target=cuda) becomes the bundle's nnsc_cuda_code when non-null.
-void emitManifest(llvm::Module &module, const Manifest &manifest, const DeviceCode *device);
+void emitManifest(llvm::Module &module, nns::ManifestAttr manifest, const DeviceCode *device);
 
 } // namespace nnsc::bundle
 

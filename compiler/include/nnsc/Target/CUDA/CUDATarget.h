@@ -33,15 +33,15 @@ struct CUDAOptions {
 /// NVVM/LLVM dialects with their callbacks recorded and suspending at module calls; fills
 /// `code` except its PTX. Null after emitting an error.
 mlir::OwningOpRef<mlir::ModuleOp> lowerDeviceKernels(mlir::ModuleOp module,
-                                                     const bundle::Manifest &manifest,
+                                                     nns::ManifestAttr manifest,
                                                      const CUDAOptions &options,
                                                      bundle::DeviceCode &code);
 
 /// Compiles the manifest's kernels of `module` to PTX, with the kernel table and messages of
 /// the bundle's nnsc_cuda_code. A call that is not a runtime callback is reported with
 /// emitError, as device code cannot reach host functions. Returns nullopt after an error.
-std::optional<bundle::DeviceCode>
-compileToPTX(mlir::ModuleOp module, const bundle::Manifest &manifest, const CUDAOptions &options);
+std::optional<bundle::DeviceCode> compileToPTX(mlir::ModuleOp module, nns::ManifestAttr manifest,
+                                               const CUDAOptions &options);
 
 } // namespace nnsc::cuda
 

@@ -76,4 +76,26 @@ def NNS_UpdateKindAttr : I32EnumAttr<"UpdateKind", "in-place update of a site", 
   let cppNamespace = "::nnsc::nns";
 }
 
+// The bundle manifest's flag sets (NNSManifest.td), one enum per set. Each case's value is its
+// bit in the C ABI (runtime/include/nnsc/Bundle/BundleABI.h); the bundle target checks that
+// with static_asserts.
+def NNS_TraceFlagAttr : I32EnumAttr<"TraceFlag", "what a trace does besides its sites", [
+    I32EnumAttrCase<"ReadsPrompt", 1, "reads_prompt">,
+    I32EnumAttrCase<"WritesPrompt", 2, "writes_prompt">,
+    I32EnumAttrCase<"Stops", 4, "stops">]> {
+  let cppNamespace = "::nnsc::nns";
+}
+
+def NNS_SaveFlagAttr : I32EnumAttr<"SaveFlag", "how a save is collected", [
+    I32EnumAttrCase<"PerStep", 1, "per_step">]> {
+  let cppNamespace = "::nnsc::nns";
+}
+
+def NNS_SiteAccessAttr : I32EnumAttr<"SiteAccess", "what a kernel does to its site's value", [
+    I32EnumAttrCase<"Read", 1, "read">,
+    I32EnumAttrCase<"Write", 2, "write">,
+    I32EnumAttrCase<"Skip", 4, "skip">]> {
+  let cppNamespace = "::nnsc::nns";
+}
+
 #endif // NNSC_DIALECT_NNS_NNSATTRS_TD

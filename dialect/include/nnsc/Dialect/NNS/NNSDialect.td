@@ -45,11 +45,20 @@ def NNS_Dialect : Dialect {
     "::mlir::DenseI64ArrayAttr":$stored_guard,
     "::mlir::StringAttr":$stored_invoke,
     "::mlir::IntegerAttr":$save_index,
+    // On the module: the traces' manifests, a list of #nns.trace_desc (nns-fuse-sites; their
+    // params and sites are filled in by nns-lower-to-kernels).
     "::mlir::ArrayAttr":$traces,
     // annotateTarget (compiler/Conversion): what the bundle is compiled for.
-    "::mlir::DictionaryAttr":$target
+    "::nnsc::nns::TargetAttr":$target,
+    // nns-lower-to-kernels, on kernel-level IR's module: the bundle manifest (NNSManifest.td).
+    "::nnsc::nns::ManifestAttr":$manifest
   );
   let hasOperationAttrVerify = 1;
+  let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    /// Registers the manifest attributes (NNSManifest.td; defined in NNSManifest.cpp).
+    void registerManifestAttributes();
+  }];
 }
 
 class NNS_Op<string mnemonic, list<Trait> traits = []>

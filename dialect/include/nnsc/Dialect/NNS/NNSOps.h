@@ -15,8 +15,6 @@
 
 #include "nnsc/Dialect/NNS/NNSDialect.h"
 
-#include "nnsc/Dialect/NNS/NNSEnums.h.inc"
-
 #define GET_OP_CLASSES
 #include "nnsc/Dialect/NNS/NNSOps.h.inc"
 

@@ -37,6 +37,7 @@ inline constexpr llvm::StringLiteral kStoredInvokeAttr =
     NNSDialect::StoredInvokeAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kSaveIndexAttr = NNSDialect::SaveIndexAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kTracesAttr = NNSDialect::TracesAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kManifestAttr = NNSDialect::ManifestAttrHelper::getNameStr();
 
 } // namespace nnsc::nns
 
