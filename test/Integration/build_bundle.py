@@ -14,7 +14,7 @@ emit, nns_run, model, source, out = sys.argv[1:6]
 schema_hash = subprocess.run([nns_run, "--model", model, "--print-schema-hash", "--quiet"],
                              check=True, capture_output=True, text=True).stdout.strip()
 text = open(source).read()
-text = re.sub(r"schema_hash = [0-9]+ : ui64", f"schema_hash = {schema_hash} : ui64", text)
+text = re.sub(r"schema_hash = [0-9]+", f"schema_hash = {schema_hash}", text)
 for pair in sys.argv[6:]:
     frm, to = pair.split("=>", 1)
     if frm not in text:

@@ -95,16 +95,16 @@ LogicalResult ModelDimsAttr::verify(function_ref<InFlightDiagnostic()> emitError
                                     int64_t intermediate, int64_t layers, int64_t heads,
                                     int64_t kvHeads, int64_t headDim, int64_t vocab) {
   std::pair<StringRef, int64_t> dims[] = {
-      {"hidden", hidden}, {"intermediate", intermediate}, {"layers", layers}, {"heads", heads},
-      {"kv_heads", kvHeads}, {"head_dim", headDim},       {"vocab", vocab}};
+      {"hidden", hidden},    {"intermediate", intermediate}, {"layers", layers}, {"heads", heads},
+      {"kv_heads", kvHeads}, {"head_dim", headDim},          {"vocab", vocab}};
   for (auto [name, value] : dims)
     if (value < 1)
       return emitError() << "model dimension '" << name << "' must be at least 1, got " << value;
   return success();
 }
 
-LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError, StringRef,
-                                 StringRef, uint64_t, ModelDimsAttr, DictionaryAttr modules) {
+LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError, StringRef, StringRef,
+                                 uint64_t, ModelDimsAttr, DictionaryAttr modules) {
   for (NamedAttribute module : modules) {
     auto index = dyn_cast<IntegerAttr>(module.getValue());
     if (!index || index.getInt() < 0)

@@ -215,7 +215,10 @@ struct FuseSites : impl::NNSFuseSitesBase<FuseSites> {
     OpBuilder builder(&getContext());
     SmallVector<Attribute> traces;
     for (auto trace : llvm::make_early_inc_range(module.getOps<TraceOp>())) {
-      traces.push_back(describeTrace(trace, builder));
+      TraceDescAttr desc = describeTrace(trace, builder);
+      if (!desc)
+        return signalPassFailure();
+      traces.push_back(desc);
       std::map<int64_t, SiteUse> sites = collectSites(trace);
       SiteRuns runs(trace);
       for (auto &[site, use] : sites) {
@@ -270,10 +273,11 @@ struct FuseSites : impl::NNSFuseSitesBase<FuseSites> {
     return sites;
   }
 
-  /// The manifest facts of a trace: name, invokes, frame size and heap slots, flags, saves.
-  /// The trace's manifest entry without its params and sites, which nns-lower-to-kernels adds.
+  /// The trace's manifest entry (name, invokes, frame size and heap slots, flags, saves) without
+  /// its params and sites, which nns-lower-to-kernels adds; null after an error (a save the
+  /// bundle ABI cannot describe).
   TraceDescAttr describeTrace(TraceOp trace, OpBuilder &builder) {
-    bool readsPrompt = false, writesPrompt = false, stops = false;
+    bool readsPrompt = false, writesPrompt = false, stops = false, failed = false;
     SmallVector<SaveDescAttr> saves;
     int64_t saveIndex = 0;
     trace.walk([&](Operation *op) {
@@ -310,8 +314,15 @@ struct FuseSites : impl::NNSFuseSitesBase<FuseSites> {
       if (op->hasAttr(kPerStepAttr))
         saveFlags.push_back(SaveFlag::PerStep);
       op->setAttr(kSaveIndexAttr, builder.getI64IntegerAttr(saveIndex++));
-      saves.push_back(SaveDescAttr::get(builder.getContext(), name, type, saveFlags));
+      auto emitError = [&] { return op->emitError(); };
+      auto save =
+          SaveDescAttr::getChecked(function_ref<InFlightDiagnostic()>(emitError),
+                                   builder.getContext(), name, type, ArrayRef<SaveFlag>(saveFlags));
+      failed |= !save;
+      saves.push_back(save);
     });
+    if (failed)
+      return nullptr;
     SmallVector<TraceFlag> flags;
     if (readsPrompt)
       flags.push_back(TraceFlag::ReadsPrompt);
@@ -325,10 +336,13 @@ struct FuseSites : impl::NNSFuseSitesBase<FuseSites> {
       invokeNames = llvm::to_vector(invokes.getAsRange<StringAttr>());
     auto frameBytes = trace->getAttrOfType<IntegerAttr>(kFrameBytesAttr);
     auto heapSlots = trace->getAttrOfType<DenseI64ArrayAttr>(kFrameHeapAttr);
-    return TraceDescAttr::get(builder.getContext(), trace.getSymName(), invokeNames, flags,
-                              frameBytes ? frameBytes.getInt() : 0,
-                              heapSlots ? heapSlots.asArrayRef() : ArrayRef<int64_t>(),
-                              /*params=*/{}, saves, /*sites=*/{});
+    auto emitError = [&] { return trace.emitError(); };
+    return TraceDescAttr::getChecked(
+        function_ref<InFlightDiagnostic()>(emitError), builder.getContext(), trace.getSymName(),
+        ArrayRef<StringAttr>(invokeNames), ArrayRef<TraceFlag>(flags),
+        frameBytes ? frameBytes.getInt() : 0,
+        heapSlots ? heapSlots.asArrayRef() : ArrayRef<int64_t>(), ArrayRef<ParamDescAttr>(),
+        ArrayRef<SaveDescAttr>(saves), ArrayRef<SiteEntryAttr>());
   }
 };
 

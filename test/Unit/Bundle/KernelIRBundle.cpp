@@ -45,9 +45,8 @@ std::string buildBundle(const std::string &name, const schema::ModelConfig &conf
   std::ifstream in(std::string(NNSC_SOURCE_DIR) + "/test/Target/Bundle/" + name);
   std::stringstream text;
   text << in.rdbuf();
-  std::string source =
-      std::regex_replace(text.str(), std::regex("schema_hash = [0-9]+ : ui64"),
-                         "schema_hash = " + std::to_string(config.schemaHash()) + " : ui64");
+  std::string source = std::regex_replace(text.str(), std::regex("schema_hash = [0-9]+"),
+                                          "schema_hash = " + std::to_string(config.schemaHash()));
   for (const auto &[from, to] : replace) {
     size_t at = source.find(from);
     EXPECT_NE(at, std::string::npos) << "'" << from << "' not in " << name;

@@ -66,7 +66,6 @@ struct EraseParam : OpConversionPattern<nns::ParamOp> {
 struct LowerToKernels : impl::NNSLowerToKernelsBase<LowerToKernels> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    OpBuilder builder(&getContext());
     auto target = module->getAttrOfType<nns::TargetAttr>(kernels::kTargetAttr);
     auto traces = module->getAttrOfType<ArrayAttr>(nns::kTracesAttr);
     if (!target || !traces) {
@@ -83,8 +82,9 @@ struct LowerToKernels : impl::NNSLowerToKernelsBase<LowerToKernels> {
         param.emitError() << "a param's default must be dense elements";
         return signalPassFailure();
       }
+      auto emitErrorOnParam = [&] { return param.emitError(); };
       auto desc = nns::ParamDescAttr::getChecked(
-          [&] { return param.emitError(); }, &getContext(), param.getSymName(),
+          function_ref<InFlightDiagnostic()>(emitErrorOnParam), &getContext(), param.getSymName(),
           cast<RankedTensorType>(param.getParamType()), defaultValue);
       if (!desc)
         return signalPassFailure();
@@ -111,19 +111,29 @@ struct LowerToKernels : impl::NNSLowerToKernelsBase<LowerToKernels> {
         return a.getSite() < b.getSite();
       });
 
-    // nns-fuse-sites described each trace but its params and sites.
+    // nns-fuse-sites described each trace but its params and sites. The manifest is built
+    // checked: what the verifiers refuse is this pass's error, not a malformed bundle.
+    auto emitErrorOnModule = [&] { return module.emitError() << "nns-lower-to-kernels: "; };
+    function_ref<InFlightDiagnostic()> emitError = emitErrorOnModule;
     SmallVector<nns::TraceDescAttr> traceDescs;
     for (auto trace : traces.getAsRange<nns::TraceDescAttr>()) {
       // "main" is the unnamed trace's symbol; the manifest names it "".
       bool unnamed = trace.getName() == "main" && traces.size() == 1;
-      traceDescs.push_back(nns::TraceDescAttr::get(
-          &getContext(), unnamed ? "" : trace.getName(), trace.getInvokeNames(), trace.getFlags(),
-          trace.getFrameBytes(), trace.getFrameHeapSlots(), params, trace.getSaves(),
-          sites[trace.getName()]));
+      auto desc = nns::TraceDescAttr::getChecked(
+          emitError, &getContext(), unnamed ? "" : trace.getName(), trace.getInvokeNames(),
+          trace.getFlags(), trace.getFrameBytes(), trace.getFrameHeapSlots(),
+          ArrayRef<nns::ParamDescAttr>(params), trace.getSaves(),
+          ArrayRef<nns::SiteEntryAttr>(sites[trace.getName()]));
+      if (!desc)
+        return signalPassFailure();
+      traceDescs.push_back(desc);
     }
-    module->setAttr(nns::kManifestAttr,
-                    nns::ManifestAttr::get(&getContext(), target.getSourceHash(), target.getArch(),
-                                           target.getSchemaHash(), target.getDims(), traceDescs));
+    auto manifest = nns::ManifestAttr::getChecked(
+        emitError, &getContext(), target.getSourceHash(), target.getArch(), target.getSchemaHash(),
+        target.getDims(), ArrayRef<nns::TraceDescAttr>(traceDescs));
+    if (!manifest)
+      return signalPassFailure();
+    module->setAttr(nns::kManifestAttr, manifest);
     module->removeAttr(kernels::kTargetAttr);
     module->removeAttr(nns::kTracesAttr);
   }
