@@ -9,7 +9,7 @@
 #ifndef NNSC_PYTHON_PYMODEL_H
 #define NNSC_PYTHON_PYMODEL_H
 
-#include "nnsc/Runtime/Models/ModelLoader.h"
+#include "nnsc/Runtime/Backend/ModelLoader.h"
 
 #include <nanobind/nanobind.h>
 

@@ -13,8 +13,8 @@
 #include "TensorParallelLaunch.h"
 
 #include "nnsc/Runtime/Backend/BackendError.h"
+#include "nnsc/Runtime/Backend/ModelLoader.h"
 #include "nnsc/Runtime/Engine/LLMEngine.h"
-#include "nnsc/Runtime/Models/ModelLoader.h"
 #include "nnsc/Runtime/Support/Error.h"
 #include "nnsc/Runtime/Tokenizer/ChatTemplate.h"
 #include "nnsc/Runtime/Tokenizer/StreamingDecoder.h"

@@ -12,8 +12,8 @@
 #include "nnsc/Driver/CompileSource.h"
 #include "nnsc/Runtime/Support/Error.h"
 #endif
+#include "nnsc/Runtime/Backend/ModelLoader.h"
 #include "nnsc/Runtime/Bundle/BundleParams.h"
-#include "nnsc/Runtime/Models/ModelLoader.h"
 #include "nnsc/Server/OpenAIServer.h"
 #include "nnsc/Support/ThreadPolicy.h"
 

@@ -210,7 +210,9 @@ TEST_P(CudaBackendTest, TinyModelMatchesTheCpuBackend) {
     return tokens;
   };
   std::vector<torch::Tensor> cpuLogits, gpuLogits;
-  auto cpu = run(makeCpuBackend(std::make_shared<CausalLM>(test::tinyWeights(dtype()))), cpuLogits);
+  auto cpu =
+      run(makeCpuBackend(std::make_shared<CausalLM>(test::tinyWeights(dtype()), CpuKernels::get())),
+          cpuLogits);
   auto gpu = run(makeCudaBackend(test::tinyWeights(dtype())), gpuLogits);
   EXPECT_EQ(gpu, cpu);
   ASSERT_EQ(gpuLogits.size(), cpuLogits.size());

@@ -8,6 +8,7 @@
 
 #include "TinyModel.h"
 
+#include "nnsc/Runtime/Backend/CpuKernels.h"
 #include "nnsc/Runtime/Backend/CudaBackendLoader.h"
 #include "nnsc/Runtime/Backend/DeviceBackend.h"
 #include "nnsc/Runtime/Engine/LLMEngine.h"
@@ -19,7 +20,7 @@ using namespace nnsc;
 namespace {
 
 std::shared_ptr<DeviceBackend> tinyBackend() {
-  return makeCpuBackend(std::make_shared<CausalLM>(test::tinyWeights()));
+  return makeCpuBackend(std::make_shared<CausalLM>(test::tinyWeights(), CpuKernels::get()));
 }
 
 /// The error message of `fn`, or "no error".

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "nnsc/Runtime/Backend/CpuKernels.h"
 #include "nnsc/Runtime/Engine/LLMEngine.h"
 #include "nnsc/Runtime/Hooks/HookTable.h"
 
@@ -31,7 +32,8 @@ std::shared_ptr<CausalLM> tinyModel() {
   c.vocab = 64;
   c.maxPositions = 128;
   test::RandomSource source;
-  return std::make_shared<CausalLM>(assembleWeights(c, source, torch::kFloat32, {}));
+  return std::make_shared<CausalLM>(assembleWeights(c, source, torch::kFloat32, {}),
+                                    CpuKernels::get());
 }
 
 TEST(ApplyModule, EqualsTheForwardPass) {

@@ -11,6 +11,7 @@
 #include "DifferentialCase.h"
 #include "ProgramRunner.h"
 
+#include "nnsc/Runtime/Backend/CpuKernels.h"
 #include "nnsc/Runtime/Bundle/BundleLoader.h"
 
 #include <gtest/gtest.h>
@@ -88,7 +89,8 @@ void registerCase(const std::string &path) {
   try {
     loaded->file = readCaseFile(path);
     loaded->model = std::make_shared<CausalLM>(
-        ModelWeights::load(loaded->resolve(loaded->file.model), torch::kFloat32));
+        ModelWeights::load(loaded->resolve(loaded->file.model), torch::kFloat32),
+        CpuKernels::get());
   } catch (const std::exception &e) {
     error = e.what();
   }

@@ -8,6 +8,7 @@
 
 #include "Backend/TinyModel.h"
 
+#include "nnsc/Runtime/Backend/CpuKernels.h"
 #include "nnsc/Runtime/Backend/DeviceBackend.h"
 #include "nnsc/Runtime/Distributed/TensorParallelGroup.h"
 #include "nnsc/Runtime/Engine/LLMEngine.h"

@@ -9,6 +9,7 @@
 
 #include "Backend/TinyModel.h"
 
+#include "nnsc/Runtime/Backend/CpuKernels.h"
 #include "nnsc/Runtime/Backend/DeviceBackend.h"
 #include "nnsc/Server/EngineLoop.h"
 
@@ -23,7 +24,8 @@ using namespace std::chrono_literals;
 namespace {
 
 std::shared_ptr<DeviceBackend> tinyBackend() {
-  static std::shared_ptr<CausalLM> model = std::make_shared<CausalLM>(test::tinyWeights());
+  static std::shared_ptr<CausalLM> model =
+      std::make_shared<CausalLM>(test::tinyWeights(), CpuKernels::get());
   return makeCpuBackend(model);
 }
 

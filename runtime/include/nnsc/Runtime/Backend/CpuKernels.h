@@ -3,7 +3,7 @@
 #ifndef NNSC_RUNTIME_BACKEND_CPUKERNELS_H
 #define NNSC_RUNTIME_BACKEND_CPUKERNELS_H
 
-#include "nnsc/Runtime/Backend/DeviceKernels.h"
+#include "nnsc/Runtime/Models/DeviceKernels.h"
 
 namespace nnsc {
 

@@ -9,7 +9,7 @@
 #ifndef NNSC_RUNTIME_BACKEND_CUDAKERNELS_H
 #define NNSC_RUNTIME_BACKEND_CUDAKERNELS_H
 
-#include "nnsc/Runtime/Backend/DeviceKernels.h"
+#include "nnsc/Runtime/Models/DeviceKernels.h"
 
 namespace nnsc {
 

@@ -20,10 +20,10 @@
 #define NNSC_RUNTIME_MODELS_CAUSALLM_H
 
 #include "nnsc/Runtime/Attention/AttentionMetadata.h"
-#include "nnsc/Runtime/Backend/CpuKernels.h"
 #include "nnsc/Runtime/Distributed/TensorParallelGroup.h"
 #include "nnsc/Runtime/Hooks/HookDispatch.h"
 #include "nnsc/Runtime/Layers/RotaryEmbedding.h"
+#include "nnsc/Runtime/Models/DeviceKernels.h"
 #include "nnsc/Runtime/Models/KVCache.h"
 #include "nnsc/Runtime/Models/ModelWeights.h"
 #include "nnsc/Runtime/Models/PhaseProfile.h"
@@ -34,11 +34,11 @@ namespace nnsc {
 /// A decoder-only language model ready to run.
 class CausalLM {
 public:
-  /// Runs on the device of `weights` with `kernels` of that device; `group` holds the other
-  /// ranks when the weights are one rank's shard (its size is the shard's). Throws
-  /// InvalidInput when the two disagree.
-  explicit CausalLM(ModelWeights weights, const DeviceKernels &kernels = CpuKernels::get(),
-                    std::shared_ptr<TensorParallelGroup> group = nullptr);
+  /// Runs on the device of `weights` with `kernels` of that device (a backend's: CpuKernels,
+  /// CudaKernels); `group` holds the other ranks when the weights are one rank's shard (its
+  /// size is the shard's). Throws InvalidInput when the two disagree.
+  CausalLM(ModelWeights weights, const DeviceKernels &kernels,
+           std::shared_ptr<TensorParallelGroup> group = nullptr);
 
   /// The whole model's config.
   const schema::ModelConfig &config() const { return w.config; }

@@ -3,12 +3,13 @@
 // The few operations of CausalLM's forward pass that have a hand-written kernel per device:
 // RMSNorm, RoPE, the KV-cache store (optionally fused with RoPE) and paged attention.
 // Everything else (GEMMs, SiLU, residual adds, embedding) is a LibTorch op that runs wherever
-// its tensors are. A backend gives its CausalLM one DeviceKernels; the CPU one is the default.
+// its tensors are. The model declares them; each backend implements them for its device
+// (Backend/CpuKernels.h, Backend/CudaKernels.h) and gives its CausalLM one.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef NNSC_RUNTIME_BACKEND_DEVICEKERNELS_H
-#define NNSC_RUNTIME_BACKEND_DEVICEKERNELS_H
+#ifndef NNSC_RUNTIME_MODELS_DEVICEKERNELS_H
+#define NNSC_RUNTIME_MODELS_DEVICEKERNELS_H
 
 #include "nnsc/Runtime/Attention/AttentionMetadata.h"
 
@@ -53,4 +54,4 @@ public:
 
 } // namespace nnsc
 
-#endif // NNSC_RUNTIME_BACKEND_DEVICEKERNELS_H
+#endif // NNSC_RUNTIME_MODELS_DEVICEKERNELS_H

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef NNSC_RUNTIME_MODELS_MODELLOADER_H
-#define NNSC_RUNTIME_MODELS_MODELLOADER_H
+#ifndef NNSC_RUNTIME_BACKEND_MODELLOADER_H
+#define NNSC_RUNTIME_BACKEND_MODELLOADER_H
 
 #include "nnsc/Runtime/Backend/ModelBackend.h"
 #include "nnsc/Runtime/Distributed/TensorParallelGroup.h"
@@ -58,4 +58,4 @@ LoadedModel loadModel(const ModelLoadOptions &options);
 
 } // namespace nnsc
 
-#endif // NNSC_RUNTIME_MODELS_MODELLOADER_H
+#endif // NNSC_RUNTIME_BACKEND_MODELLOADER_H

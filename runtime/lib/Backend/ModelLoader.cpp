@@ -1,7 +1,8 @@
 //===- ModelLoader.cpp - a model, its backend and its tokenizer -----------===//
 
-#include "nnsc/Runtime/Models/ModelLoader.h"
+#include "nnsc/Runtime/Backend/ModelLoader.h"
 
+#include "nnsc/Runtime/Backend/CpuKernels.h"
 #include "nnsc/Runtime/Backend/CudaBackendLoader.h"
 #include "nnsc/Runtime/Backend/DeviceBackend.h"
 #include "nnsc/Runtime/Models/ModelWeights.h"
