@@ -13,6 +13,11 @@ usage: .venv/bin/python bench/intervention_bench.py [--build DIR] [--model GGUF]
            [--prompts N] [--nnsight-prompts N] [--nnsight-batch B,B] [--max-tokens N]
            [--skip-nnsight] [--repeat R] [--experiments "NAME;NAME"]
 
+Whole-workload efficiency: each side's achieved GFLOP/s on the workload (its useful work:
+workload_flops) against the best GEMM rate of this machine, measured in the same run by
+`nnsc-bench-gemm` (the highest cell of its fp32 and of its bf16 table, nnsc::linear or
+at::linear, any shape and row count; best of a probe before the engine rounds and one after).
+
 --experiments picks experiments by name (default: the first four). The attention-pattern
 experiments bind `self_attn.pattern` (the bound layers leave the fused attention kernel for
 the materialized path) and run engine-only (with --skip-nnsight).
@@ -31,6 +36,7 @@ import sys
 import tempfile
 import time
 
+from model_bench import parameter_count
 from nnsrun import ROOT, log, nns_run
 
 HIDDEN, LAYERS = 576, 30
@@ -55,6 +61,39 @@ EXPERIMENTS = {
 }
 DEFAULT_EXPERIMENTS = ["none", "steering, layer 12", "last-token capture, layer 8",
                        "capture of every layer"]
+
+
+def workload_flops(model, requests, max_tokens):
+    """The useful work of the requests, in FLOPs: every computed token (each prompt token and
+    each generated one but the last) through the layers' projections, 2 x their parameters
+    (every tensor but the tied embedding); the lm_head, 2 x vocab x hidden, for the rows whose
+    logits are sampled (one per generated token); attention, 4 x layers x hidden x context per
+    computed token (scores and weighted values of every head). The same count for every
+    engine: what the workload needs, not what an engine happens to compute."""
+    import gguf
+    embedding = next(int(t.n_elements) for t in gguf.GGUFReader(model).tensors
+                     if t.name == "token_embd.weight")
+    layer_params = parameter_count(model) - embedding
+    flops = 0.0
+    for ids in requests:
+        computed = len(ids) + max_tokens - 1
+        flops += 2.0 * layer_params * computed + 2.0 * embedding * max_tokens
+        flops += 4.0 * LAYERS * HIDDEN * computed * (computed + 1) / 2
+    return flops
+
+
+def best_gemm_rates(build):
+    """The best GFLOP/s of any cell of `nnsc-bench-gemm`'s fp32 and bf16 tables (nnsc::linear
+    or at::linear, the model's projection shapes, 1-512 rows, 2 threads)."""
+    log("GEMM probe: nnsc-bench-gemm --threads 2 --repeat 3")
+    out = subprocess.run([os.path.join(build, "bin", "nnsc-bench-gemm"), "--threads", "2",
+                          "--repeat", "3"], check=True, capture_output=True, text=True).stdout
+    best = {"fp32": 0.0, "bf16": 0.0}
+    for line in out.splitlines():
+        cells = line.split()
+        if len(cells) == 7 and cells[0] in best:
+            best[cells[0]] = max(best[cells[0]], float(cells[4]), float(cells[5]))
+    return best
 
 
 def compile_bundles(build, model, workdir, names):
@@ -218,6 +257,7 @@ def main():
     requests = [[rng.randrange(1, 49152) for _ in range(rng.randint(16, 64))]
                 for _ in range(a.prompts)]
     workdir = tempfile.mkdtemp(prefix="nnsc-bench-")
+    gemm_probes = [best_gemm_rates(a.build)]
     log("compiling the experiments' bundles")
     bundles = compile_bundles(a.build, a.model, workdir, names)
     steer, steer_file = steering_vector(workdir)
@@ -236,6 +276,12 @@ def main():
             engine[name].append(seconds)
             tokens[name] = out
     median = {name: statistics.median(t) for name, t in engine.items()}
+    gemm_probes.append(best_gemm_rates(a.build))
+    best_gemm = {dtype: max(p[dtype] for p in gemm_probes) for dtype in ("fp32", "bf16")}
+    work = workload_flops(a.model, requests, a.max_tokens)
+    efficiency = [[name, "%.0f" % (work / median[name] / 1e9),
+                   "%.0f%%" % (100 * work / median[name] / 1e9 / best_gemm["fp32"])]
+                  for name in names]
 
     rows = []
     for name in names:
@@ -268,11 +314,16 @@ def main():
             # Scale the engine's time to the prompts nnsight ran when it ran fewer.
             ours = median[name] * n / a.prompts
             row += ["%.1f s" % seconds, "%.1fx" % (seconds / ours), "%d/%d" % (same, n)]
+            theirs = workload_flops(a.model, requests[:n], a.max_tokens)
             for size in sizes:
                 seconds, out = run_nnsight_batched(lm, name, requests[:n], a.max_tokens, steer,
                                                    size)
                 same = sum(x == y for x, y in zip(out, tokens[name][:n]))
                 row += ["%.1f s" % seconds, "%.1fx" % (seconds / ours), "%d/%d" % (same, n)]
+                if size == max(sizes):
+                    effic = next(e for e in efficiency if e[0] == name)
+                    effic += ["%.0f" % (theirs / seconds / 1e9),
+                              "%.0f%%" % (100 * theirs / seconds / 1e9 / best_gemm["fp32"])]
 
     header = ["experiment (%d prompts x %d tokens)" % (a.prompts, a.max_tokens),
               "nns-run, median of %d" % a.repeat, "overhead vs none (median of rounds)",
@@ -284,6 +335,18 @@ def main():
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print("\nWhole-workload efficiency: the workload's useful work (%.1f GFLOP for the %d "
+          "prompts) over each side's time, against the best GEMM rate measured in this run "
+          "(nnsc-bench-gemm, 2 threads: fp32 %.0f GFLOP/s, bf16 %.0f GFLOP/s; probes %s).\n"
+          % (work / 1e9, a.prompts, best_gemm["fp32"], best_gemm["bf16"],
+             ", ".join("%.0f/%.0f" % (p["fp32"], p["bf16"]) for p in gemm_probes)))
+    header = ["experiment", "nns-run GFLOP/s (fp32)", "of the best fp32 GEMM"]
+    if not a.skip_nnsight and sizes:
+        header += ["nnsight batched by %d GFLOP/s" % max(sizes), "of the best fp32 GEMM"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in efficiency:
         print("| " + " | ".join(row) + " |")
     if not a.skip_nnsight and diverging:
         print("\nPlain continuations that differ from transformers: first differing step, "

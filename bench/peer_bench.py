@@ -2,9 +2,9 @@
 
 The peer a user would pick for a Q4_1 GGUF on a CPU is llama.cpp. Both run in this one
 benchmark, on the same file with the same threads, in interleaved rounds (llama.cpp, nns-run
-with the quantized decode path, on an AVX-512 CPU also with its AVX2 kernels, nns-run with the
-widened weights, then again), each run in its
-own process so that its peak RSS is its own (os.wait4). Each reports:
+with the quantized decode path and fp32 activations, the same with bf16 activations, on an
+AVX-512 CPU also with its AVX2 kernels, nns-run with the widened weights, then again), each
+run in its own process so that its peak RSS is its own (os.wait4). Each reports:
 - decode: greedy tokens per second after the first, 128 tokens after "The capital of France
   is" with EOS ignored (nns-run: its "then N tok/s"; llama.cpp: the wall time of tokens 2..128
   of `Llama.generate`, the same loop its own examples use);
@@ -58,10 +58,10 @@ print(json.dumps({"ttft": first - start, "decode_seconds": end - first, "tokens"
 """
 
 
-def nns_run(a, ids, max_tokens, quantized, avx512=True):
+def nns_run(a, ids, max_tokens, quantized, avx512=True, dtype="fp32"):
     env = dict(os.environ, NNSC_QUANT_DECODE="on" if quantized else "off",
                NNSC_QUANT_AVX512="1" if avx512 else "0")
-    cmd = [os.path.join(a.build, "bin", "nns-run"), "--model", a.model,
+    cmd = [os.path.join(a.build, "bin", "nns-run"), "--model", a.model, "--dtype", dtype,
            "--prompt-ids", ",".join(map(str, ids)), "--max-tokens", str(max_tokens),
            "--ignore-eos", "--temperature", "0", "--threads", str(a.threads), "--json",
            "--max-model-len", "1024"]
@@ -138,10 +138,12 @@ def main():
 
     engines = [("llama.cpp", lambda ids, n: llama_cpp(a, ids, n)),
                ("nns-run, quantized decode", lambda ids, n: nns_run(a, ids, n, True)),
+               ("nns-run, quantized decode, bf16 activations",
+                lambda ids, n: nns_run(a, ids, n, True, dtype="bf16")),
                ("nns-run, widened fp32", lambda ids, n: nns_run(a, ids, n, False))]
     if has_avx512():
         # The same quantized path on the AVX2 kernels, which an AVX-512 CPU also runs.
-        engines.insert(2, ("nns-run, quantized decode, AVX2 kernels",
+        engines.insert(3, ("nns-run, quantized decode, AVX2 kernels",
                            lambda ids, n: nns_run(a, ids, n, True, avx512=False)))
     results = {name: {"decode": [], "prefill": [], "rss": [], "tokens": None}
                for name, _ in engines}

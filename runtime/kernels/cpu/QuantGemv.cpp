@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 namespace nnsc::kernels {
 
@@ -79,12 +80,26 @@ bool quantIsaSupported(QuantIsa isa) {
   static const bool avx512 = avx2 && !optOut && __builtin_cpu_supports("avx512f") &&
                              __builtin_cpu_supports("avx512bw") &&
                              __builtin_cpu_supports("avx512vl");
-  return isa == QuantIsa::Avx2 ? avx2 : avx512;
+  // NNSC_QUANT_BF16DOT=0 keeps bf16 decode on the widening AVX-512 kernels, for A/B runs.
+  static const bool bf16Dot = avx512 && __builtin_cpu_supports("avx512bf16") && [] {
+    const char *v = std::getenv("NNSC_QUANT_BF16DOT");
+    return !v || std::string(v) != "0";
+  }();
+  switch (isa) {
+  case QuantIsa::Avx2:
+    return avx2;
+  case QuantIsa::Avx512:
+    return avx512;
+  case QuantIsa::Avx512Bf16:
+    return bf16Dot;
+  }
+  return false;
 }
 
 QuantIsa quantBestIsa() {
-  static const QuantIsa best =
-      quantIsaSupported(QuantIsa::Avx512) ? QuantIsa::Avx512 : QuantIsa::Avx2;
+  static const QuantIsa best = quantIsaSupported(QuantIsa::Avx512Bf16) ? QuantIsa::Avx512Bf16
+                               : quantIsaSupported(QuantIsa::Avx512)   ? QuantIsa::Avx512
+                                                                       : QuantIsa::Avx2;
   return best;
 }
 
@@ -96,10 +111,16 @@ void dispatch(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd, Quant
     throw InvalidInput("quantGemv: this CPU does not run the requested kernels");
   if (a.cols % 32 != 0)
     throw InvalidInput("quantGemv: cols must be a multiple of 32");
-  if (isa == QuantIsa::Avx512)
-    quantGemvAvx512(a, rowBegin, rowEnd);
-  else
+  if constexpr (std::is_same_v<T, uint16_t>) {
+    if (isa == QuantIsa::Avx512Bf16 && quantGemvAvx512Bf16Applies(a)) {
+      quantGemvAvx512Bf16(a, rowBegin, rowEnd);
+      return;
+    }
+  }
+  if (isa == QuantIsa::Avx2)
     quantGemvAvx2(a, rowBegin, rowEnd);
+  else
+    quantGemvAvx512(a, rowBegin, rowEnd);
 }
 
 } // namespace

@@ -1,7 +1,7 @@
 //===- QuantGemvIsa.h - The quantized GEMV per instruction set --*- C++ -*-===//
 //
-// Private to runtime/kernels/cpu: the entry points of QuantGemvAvx2.cpp and
-// QuantGemvAvx512.cpp, which QuantGemv.cpp dispatches to.
+// Private to runtime/kernels/cpu: the entry points of QuantGemvAvx2.cpp, QuantGemvAvx512.cpp
+// and QuantGemvAvx512Bf16.cpp, which QuantGemv.cpp dispatches to.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +16,9 @@ void quantGemvAvx2(const QuantGemvArgs<float> &a, int64_t rowBegin, int64_t rowE
 void quantGemvAvx2(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd);
 void quantGemvAvx512(const QuantGemvArgs<float> &a, int64_t rowBegin, int64_t rowEnd);
 void quantGemvAvx512(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd);
+/// Whether the vdpbf16ps kernel computes `a` (one activation row, Q4_0 or Q4_1).
+bool quantGemvAvx512Bf16Applies(const QuantGemvArgs<uint16_t> &a);
+void quantGemvAvx512Bf16(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd);
 
 } // namespace nnsc::kernels
 

@@ -3,9 +3,10 @@
 // Every quantized GEMV kernel (each format, each instruction set this CPU runs, fp32 and bf16
 // activations) against LibTorch's float64 matmul of the loader's dequantized weights, on
 // random blocks and on the bundled GGUF file's own blocks. The bound is the worst case of an
-// fp32 sum of `cols` products, gamma_cols * sum (|w| + 2 |m|) |x| (m the block's minimum,
-// -8 d for Q4_0: the single-row kernels sum d * q x and m * x separately), plus half a bf16
-// ulp for a bf16 output: a wrong weight, nibble order or scale is far outside it.
+// fp32 sum of `cols` products, gamma_cols * sum (|w| + 2 |m| + 32 |d|) |x| (m the block's
+// minimum, -8 d for Q4_0: the single-row kernels sum d * q x and m * x separately, and the
+// vdpbf16ps kernel sums 16 d (1 + q / 16) x and (m - 16 d) x), plus half a bf16 ulp for a bf16
+// output: a wrong weight, nibble order or scale is far outside it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,8 +53,9 @@ torch::Tensor dequantize(const QuantizedMatrix &m) {
   return out;
 }
 
-/// |m| of each weight's block [rows, cols]: the Q4_1 minimum, 8 |d| for Q4_0, 0 for Q8_0.
-torch::Tensor minimumMagnitudes(const QuantizedMatrix &m) {
+/// |m| of each weight's block [rows, cols]: the Q4_1 minimum, 8 |d| for Q4_0, 0 for Q8_0;
+/// with `scales`, |d| instead (0 for Q8_0, whose kernels take no 1 + q / 16 form).
+torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = false) {
   torch::Tensor out = torch::zeros({m.rows(), m.cols}, torch::kFloat64);
   if (m.format == QuantFormat::Q8_0)
     return out;
@@ -64,9 +66,9 @@ torch::Tensor minimumMagnitudes(const QuantizedMatrix &m) {
     for (int64_t k = 0; k < m.cols / 32; ++k) {
       const uint8_t *p = blocks.data_ptr<uint8_t>() + r * blocks.stride(0) + k * bytes;
       uint16_t h;
-      std::memcpy(&h, m.format == QuantFormat::Q4_1 ? p + 2 : p, 2);
-      const double v =
-          std::abs(double(nnsc::kernels::halfToFloat(h))) * (m.format == QuantFormat::Q4_0 ? 8 : 1);
+      std::memcpy(&h, m.format == QuantFormat::Q4_1 && !scales ? p + 2 : p, 2);
+      const double v = std::abs(double(nnsc::kernels::halfToFloat(h))) *
+                       (m.format == QuantFormat::Q4_0 && !scales ? 8 : 1);
       std::fill(o + r * m.cols + k * 32, o + r * m.cols + k * 32 + 32, v);
     }
   return out;
@@ -95,7 +97,8 @@ void expectClose(const torch::Tensor &got, const torch::Tensor &x, const Quantiz
   const torch::Tensor wd = dequantize(w).to(torch::kFloat64);
   const torch::Tensor xd = x.to(torch::kFloat64);
   torch::Tensor want = at::matmul(xd, wd.t());
-  torch::Tensor scale = at::matmul(xd.abs(), (wd.abs() + 2 * minimumMagnitudes(w)).t());
+  torch::Tensor scale = at::matmul(
+      xd.abs(), (wd.abs() + 2 * minimumMagnitudes(w) + 32 * minimumMagnitudes(w, true)).t());
   if (bias.defined()) {
     want = want + bias.to(torch::kFloat64);
     scale = scale + bias.to(torch::kFloat64).abs();
@@ -115,13 +118,23 @@ void expectClose(const torch::Tensor &got, const torch::Tensor &x, const Quantiz
 
 std::vector<QuantIsa> supportedIsas() {
   std::vector<QuantIsa> isas;
-  for (QuantIsa isa : {QuantIsa::Avx2, QuantIsa::Avx512})
+  for (QuantIsa isa : {QuantIsa::Avx2, QuantIsa::Avx512, QuantIsa::Avx512Bf16})
     if (nnsc::kernels::quantIsaSupported(isa))
       isas.push_back(isa);
   return isas;
 }
 
-const char *isaName(QuantIsa isa) { return isa == QuantIsa::Avx2 ? "avx2" : "avx512"; }
+const char *isaName(QuantIsa isa) {
+  switch (isa) {
+  case QuantIsa::Avx2:
+    return "avx2";
+  case QuantIsa::Avx512:
+    return "avx512";
+  case QuantIsa::Avx512Bf16:
+    return "avx512bf16";
+  }
+  return "?";
+}
 
 /// Runs one kernel call directly (no threads), with `isa`.
 torch::Tensor runKernel(const torch::Tensor &x, const QuantizedMatrix &w, const torch::Tensor &bias,
