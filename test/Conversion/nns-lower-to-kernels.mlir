@@ -26,7 +26,7 @@ module attributes {
                 modules = {}>,
   nns.traces = [#nns.trace_desc<name = "main", invoke_names = [], flags = [reads_prompt, writes_prompt], frame_bytes = 0, frame_heap_slots = [], params = [], saves = [], sites = []>]} {
   nns.param @steer : tensor<576xf32>
-  nns.kernel @main_339 trace @main site 339 "model.layers.12.output" forward access ["read", "write"] {
+  nns.kernel @main_339 trace @main site 339 "model.layers.12.output" forward access [read, write] {
     %0 = nns.get_param @steer : tensor<576xf32>
     nns.site.update add %0 to "model.layers.12.output" at 339 forward {nns.guard = array<i64: 0, -1, 1>} : tensor<576xf32> into tensor<?x576xf32>
   }
@@ -55,7 +55,7 @@ module attributes {
   nns.traces = [#nns.trace_desc<name = "main", invoke_names = [], flags = [reads_prompt, writes_prompt], frame_bytes = 0, frame_heap_slots = [], params = [], saves = [], sites = []>]} {
   nns.param @v : tensor<64xf32>
   nns.param @a : tensor<f32>
-  nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access ["read", "write"] {
+  nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access [read, write] {
     %a = nns.get_param @a : tensor<f32>
     %half = arith.constant dense<5.000000e-01> : tensor<f32>
     %c = nns.compare gt %a, %half : tensor<f32>, tensor<f32> -> tensor<i1>
@@ -87,7 +87,7 @@ module attributes {
                 dims = #nns.model_dims<hidden = 64, intermediate = 128, layers = 16, heads = 4, kv_heads = 2, head_dim = 16, vocab = 256>,
                 modules = {}>,
   nns.traces = [#nns.trace_desc<name = "patch", invoke_names = ["clean", "corrupt"], flags = [reads_prompt, writes_prompt], frame_bytes = 264, frame_heap_slots = [], params = [], saves = [], sites = []>]} {
-  nns.kernel @patch_183 trace @patch site 183 "model.layers.6.output" forward access ["read", "write"] {
+  nns.kernel @patch_183 trace @patch site 183 "model.layers.6.output" forward access [read, write] {
     %h = nns.site.read "model.layers.6.output" at 183 forward {nns.invoke = 0 : i64, nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32>
     %i = arith.constant dense<5> : tensor<i64>
     %r = nns.select %h[%i] dim 0 {nns.invoke = 0 : i64, nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32>, tensor<i64> -> tensor<64xf32>
@@ -111,7 +111,7 @@ module attributes {
                 dims = #nns.model_dims<hidden = 64, intermediate = 128, layers = 16, heads = 4, kv_heads = 2, head_dim = 16, vocab = 256>,
                 modules = {}>,
   nns.traces = [#nns.trace_desc<name = "main", invoke_names = [], flags = [writes_prompt], frame_bytes = 16, frame_heap_slots = [], params = [], saves = [], sites = []>]} {
-  nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access ["write"] {
+  nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access [write] {
     %l = nns.frame.load 0 {nns.guard = array<i64: 0, -1, 1>, nns.stored_guard = array<i64: 0, 1, 1>} : tensor<f32>
     nns.site.update add %l to "model.layers.3.output" at 121 forward {nns.guard = array<i64: 0, -1, 1>} : tensor<f32> into tensor<?x64xf32>
   }
@@ -141,7 +141,7 @@ module attributes {
                 dims = #nns.model_dims<hidden = 64, intermediate = 128, layers = 16, heads = 4, kv_heads = 2, head_dim = 16, vocab = 256>,
                 modules = {}>,
   nns.traces = [#nns.trace_desc<name = "main", invoke_names = [], flags = [reads_prompt], frame_bytes = 0, frame_heap_slots = [], params = [], saves = [#nns.save_desc<name = "y", type = tensor<?x64xf32>, flags = [per_step]>], sites = []>]} {
-  nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access ["read"] {
+  nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access [read] {
     %h = nns.site.read "model.layers.3.output" at 121 forward {nns.guard = array<i64: 0, -1, 1>} : tensor<?x64xf32>
     %m = nns.binary min %h, %h {nns.guard = array<i64: 0, -1, 1>} : tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x64xf32>
     %y = nns.binary add %h, %m {nns.guard = array<i64: 0, -1, 1>} : tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x64xf32>
@@ -171,7 +171,7 @@ module attributes {
                 modules = {}>,
   nns.traces = [#nns.trace_desc<name = "main", invoke_names = [], flags = [reads_prompt, writes_prompt], frame_bytes = 0, frame_heap_slots = [], params = [], saves = [], sites = []>]} {
   nns.param @a : tensor<f32>
-  nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access ["read", "write"] {
+  nns.kernel @main_121 trace @main site 121 "model.layers.3.output" forward access [read, write] {
     %a = nns.get_param @a : tensor<f32>
     %half = arith.constant dense<5.000000e-01> : tensor<f32>
     %c = nns.compare gt %a, %half : tensor<f32>, tensor<f32> -> tensor<i1>
@@ -209,7 +209,7 @@ module attributes {
                 dims = #nns.model_dims<hidden = 64, intermediate = 128, layers = 16, heads = 4, kv_heads = 2, head_dim = 16, vocab = 256>,
                 modules = {}>,
   nns.traces = [#nns.trace_desc<name = "main", invoke_names = [], flags = [reads_prompt, writes_prompt], frame_bytes = 0, frame_heap_slots = [], params = [], saves = [], sites = []>]} {
-  nns.kernel @main_130 trace @main site 130 "model.layers.3.self_attn.o_proj.input" forward access ["read", "write"] {
+  nns.kernel @main_130 trace @main site 130 "model.layers.3.self_attn.o_proj.input" forward access [read, write] {
     %zero = arith.constant dense<0.000000e+00> : tensor<f32>
     %i = arith.constant dense<1> : tensor<i64>
     %h = nns.site.read "model.layers.3.self_attn.o_proj.input" at 130 forward {nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32>
@@ -231,7 +231,7 @@ module attributes {
                 modules = {}>,
   nns.traces = [#nns.trace_desc<name = "main", invoke_names = [], flags = [reads_prompt], frame_bytes = 0, frame_heap_slots = [], params = [], saves = [#nns.save_desc<name = "h", type = tensor<?x576xf32>, flags = []>], sites = []>]} {
   // expected-error @+1 {{failed to legalize operation 'nns.kernel'}}
-  nns.kernel @main_339 trace @main site 339 "model.layers.12.output" forward access ["read"] {
+  nns.kernel @main_339 trace @main site 339 "model.layers.12.output" forward access [read] {
     %h = nns.site.read "model.layers.12.output" at 339 forward {nns.guard = array<i64: 0, 1, 1>} : tensor<?x576xf32>
     // expected-error @+1 {{has no 'nns.save_index' (nns-fuse-sites numbers the trace's saves)}}
     nns.save "h", %h {nns.guard = array<i64: 0, 1, 1>} : tensor<?x576xf32>
@@ -275,7 +275,7 @@ module attributes {
                 dims = #nns.model_dims<hidden = 64, intermediate = 128, layers = 16, heads = 4, kv_heads = 2, head_dim = 16, vocab = 256>,
                 modules = {}>,
   nns.traces = [#nns.trace_desc<name = "keep", invoke_names = [], flags = [reads_prompt], frame_bytes = 24, frame_heap_slots = [8], params = [], saves = [], sites = []>]} {
-  nns.kernel @keep_121 trace @keep site 121 "model.layers.2.output" forward access ["read"] {
+  nns.kernel @keep_121 trace @keep site 121 "model.layers.2.output" forward access [read] {
     %h = nns.site.read "model.layers.2.output" at 121 forward {nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32>
     nns.frame.store %h, 0 {nns.guard = array<i64: 0, 1, 1>} : tensor<?x64xf32>
   }

@@ -487,5 +487,11 @@ LogicalResult TransposeOp::verify() {
   return success();
 }
 
+// The custom assembly directives of the scheduled ops (NNSScheduleOps.cpp).
+namespace nnsc::nns {
+ParseResult parseSiteAccessList(OpAsmParser &parser, ArrayAttr &access);
+void printSiteAccessList(OpAsmPrinter &printer, KernelOp op, ArrayAttr access);
+} // namespace nnsc::nns
+
 #define GET_OP_CLASSES
 #include "nnsc/Dialect/NNS/NNSOps.cpp.inc"

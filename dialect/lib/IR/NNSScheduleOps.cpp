@@ -17,15 +17,53 @@ LogicalResult FrameLoadOp::verify() { return verifyFrameOffset(*this, getOffset(
 
 LogicalResult FrameStoreOp::verify() { return verifyFrameOffset(*this, getOffset()); }
 
+SmallVector<SiteAccess> KernelOp::getAccessFlags() {
+  SmallVector<SiteAccess> flags;
+  for (auto access : getAccess().getAsRange<SiteAccessAttr>())
+    flags.push_back(access.getValue());
+  return flags;
+}
+
 LogicalResult KernelOp::verify() {
-  if (getSite() < 0)
-    return emitOpError("site order must be non-negative, got ") << getSite();
-  for (Attribute access : getAccess()) {
-    StringRef name = cast<StringAttr>(access).getValue();
-    if (name != "read" && name != "write" && name != "skip")
-      return emitOpError("unknown access '") << name << "' (expected read, write or skip)";
-  }
+  // getSite() is unsigned (I64Attr's accessor); the attribute's signed value is checked.
+  if (getSiteAttr().getInt() < 0)
+    return emitOpError("site order must be non-negative, got ") << getSiteAttr().getInt();
+  SmallVector<SiteAccess> flags = getAccessFlags();
+  if (flags.empty())
+    return emitOpError("access must name at least one of read, write or skip");
+  for (size_t i = 0; i < flags.size(); ++i)
+    if (llvm::is_contained(ArrayRef(flags).take_front(i), flags[i]))
+      return emitOpError("access lists '") << stringifySiteAccess(flags[i]) << "' twice";
   return success();
+}
+
+/// `[read, write]`: a kernel's access set as bare keywords.
+ParseResult parseSiteAccessList(OpAsmParser &parser, ArrayAttr &access) {
+  SmallVector<Attribute> flags;
+  auto parseOne = [&]() -> ParseResult {
+    SMLoc loc = parser.getCurrentLocation();
+    StringRef name;
+    if (parser.parseKeyword(&name))
+      return failure();
+    std::optional<SiteAccess> flag = symbolizeSiteAccess(name);
+    if (!flag)
+      return parser.emitError(loc, "unknown access '")
+             << name << "' (expected read, write or skip)";
+    flags.push_back(SiteAccessAttr::get(parser.getContext(), *flag));
+    return success();
+  };
+  if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Square, parseOne))
+    return failure();
+  access = parser.getBuilder().getArrayAttr(flags);
+  return success();
+}
+
+void printSiteAccessList(OpAsmPrinter &printer, KernelOp, ArrayAttr access) {
+  printer << '[';
+  llvm::interleaveComma(access.getAsRange<SiteAccessAttr>(), printer, [&](SiteAccessAttr flag) {
+    printer << stringifySiteAccess(flag.getValue());
+  });
+  printer << ']';
 }
 
 } // namespace nnsc::nns

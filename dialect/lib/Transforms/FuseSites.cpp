@@ -223,10 +223,11 @@ struct FuseSites : impl::NNSFuseSitesBase<FuseSites> {
       SiteRuns runs(trace);
       for (auto &[site, use] : sites) {
         SmallVector<Attribute> access;
-        for (auto [flag, name] : {std::pair{use.read, "read"}, std::pair{use.write, "write"},
-                                  std::pair{use.skip, "skip"}})
-          if (flag)
-            access.push_back(builder.getStringAttr(name));
+        for (auto [used, flag] :
+             {std::pair{use.read, SiteAccess::Read}, std::pair{use.write, SiteAccess::Write},
+              std::pair{use.skip, SiteAccess::Skip}})
+          if (used)
+            access.push_back(SiteAccessAttr::get(&getContext(), flag));
         builder.setInsertionPointToEnd(module.getBody());
         auto kernel = KernelOp::create(
             builder, trace.getLoc(), (trace.getSymName() + "_" + llvm::Twine(site)).str(),

@@ -391,3 +391,31 @@ module attributes {nns.traces = [{name = "main"}]} {
 // expected-error @+1 {{attribute 'nns.manifest' must be nnsc::nns::ManifestAttr, got {traces = []}}}
 module attributes {nns.manifest = {traces = []}} {
 }
+
+// -----
+
+// expected-error @+1 {{site order must be non-negative, got -1}}
+nns.kernel @negative_site trace @main site -1 "model.layers.2.output" forward access [read] {
+  %s = nns.step : tensor<i64>
+}
+
+// -----
+
+// expected-error @+1 {{access must name at least one of read, write or skip}}
+nns.kernel @no_access trace @main site 79 "model.layers.2.output" forward access [] {
+  %s = nns.step : tensor<i64>
+}
+
+// -----
+
+// expected-error @+1 {{access lists 'write' twice}}
+nns.kernel @twice trace @main site 79 "model.layers.2.output" forward access [write, read, write] {
+  %s = nns.step : tensor<i64>
+}
+
+// -----
+
+// expected-error @+1 {{unknown access 'peek' (expected read, write or skip)}}
+nns.kernel @unknown trace @main site 79 "model.layers.2.output" forward access [read, peek] {
+  %s = nns.step : tensor<i64>
+}

@@ -5,15 +5,15 @@
 // to nns.traces.
 // CHECK: nns.traces = [#nns.trace_desc<name = "main", invoke_names = [], flags = [reads_prompt, writes_prompt], frame_bytes = 2312, frame_heap_slots = [], params = [], saves = [#nns.save_desc<name = "top", type = tensor<i64>, flags = [per_step]>], sites = []>]
 // CHECK-NOT: nns.trace @
-// CHECK-LABEL: nns.kernel @main_79 trace @main site 79 "model.layers.2.output" forward access ["read"]
+// CHECK-LABEL: nns.kernel @main_79 trace @main site 79 "model.layers.2.output" forward access [read]
 // CHECK: %[[M1:.*]] = arith.constant
 // CHECK: %[[H:.*]] = nns.site.read "model.layers.2.output"
 // CHECK: %[[LAST:.*]] = nns.select %[[H]][%[[M1]]]
 // CHECK: nns.frame.store %[[LAST]], 0 {{.*}}: tensor<576xf32>
-// CHECK-LABEL: nns.kernel @main_157 trace @main site 157 "model.layers.5.output" forward access ["write"]
+// CHECK-LABEL: nns.kernel @main_157 trace @main site 157 "model.layers.5.output" forward access [write]
 // CHECK: %[[V:.*]] = nns.frame.load 0 {{.*}}: tensor<576xf32>
 // CHECK: nns.site.write %[[V]] to "model.layers.5.output"
-// CHECK-LABEL: nns.kernel @main_786 trace @main site 786 "logits" logits access ["read"]
+// CHECK-LABEL: nns.kernel @main_786 trace @main site 786 "logits" logits access [read]
 // CHECK: nns.save "top", {{.*}}nns.save_index = 0 : i64
 nns.trace @main {
   %h = nns.site.read "model.layers.2.output" at 79 forward : tensor<?x576xf32>

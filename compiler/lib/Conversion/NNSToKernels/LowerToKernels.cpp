@@ -19,14 +19,6 @@ namespace nnsc {
 
 namespace {
 
-/// A kernel's access list (`["read", "write"]`, checked by the op's verifier) as manifest flags.
-SmallVector<nns::SiteAccess> siteAccess(ArrayAttr access) {
-  SmallVector<nns::SiteAccess> flags;
-  for (auto name : access.getAsRange<StringAttr>())
-    flags.push_back(*nns::symbolizeSiteAccess(name.getValue()));
-  return flags;
-}
-
 /// One `nns.kernel` to a func.func of the bundle ABI (KernelEmitter), recording its manifest
 /// entry under its trace. The emitter builds through the conversion's rewriter.
 struct LowerKernel : OpConversionPattern<nns::KernelOp> {
@@ -44,7 +36,7 @@ struct LowerKernel : OpConversionPattern<nns::KernelOp> {
       return failure(); // the emitter reported why
     sites[kernel.getTrace()].push_back(nns::SiteEntryAttr::get(
         getContext(), kernel.getSite(), kernel.getPath(), kernel.getPhase(),
-        siteAccess(kernel.getAccess()), FlatSymbolRefAttr::get(func.getSymNameAttr())));
+        kernel.getAccessFlags(), FlatSymbolRefAttr::get(func.getSymNameAttr())));
     rewriter.eraseOp(kernel);
     return success();
   }

@@ -57,25 +57,33 @@ def NNS_FrameStoreOp : NNS_Op<"frame.store", [MemoryEffects<[MemWrite]>]> {
   let hasVerifier = 1;
 }
 
+def NNS_SiteAccessList : TypedArrayAttrBase<NNS_SiteAccessAttr,
+                                             "list of site accesses (read, write, skip)">;
+
 def NNS_KernelOp : NNS_Op<"kernel", [Symbol, NoTerminator, SingleBlock]> {
   let summary = "All the work of one trace at one site event, fused";
   let description = [{
     Created by `nns-fuse-sites`. Its ops run once per group of the trace bound in the batch, in
     program order; ops of an invoke carry `nns.invoke` and run only for that invoke's groups,
-    invoke by invoke. `access` lists `read`, `write` and `skip` as the manifest does.
+    invoke by invoke. `access` is what the kernel does to the site's value: a non-empty set
+    of `read`, `write` and `skip` (the `SiteAccess` enum the manifest's site entries carry).
 
     ```mlir
-    nns.kernel @main_235 trace @main site 235 "model.layers.8.output" forward access ["read"] {
+    nns.kernel @main_235 trace @main site 235 "model.layers.8.output" forward access [read] {
       %h = nns.site.read "model.layers.8.output" at 235 forward : tensor<?x576xf32>
     }
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefAttr:$trace, I64Attr:$site,
-                       StrAttr:$path, NNS_PhaseAttr:$phase, StrArrayAttr:$access);
+                       StrAttr:$path, NNS_PhaseAttr:$phase, NNS_SiteAccessList:$access);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    $sym_name `trace` $trace `site` $site $path $phase `access` $access attr-dict-with-keyword
-    $body
+    $sym_name `trace` $trace `site` $site $path $phase `access` custom<SiteAccessList>($access)
+    attr-dict-with-keyword $body
+  }];
+  let extraClassDeclaration = [{
+    /// The access set as enum values, in the order listed.
+    ::llvm::SmallVector<::nnsc::nns::SiteAccess> getAccessFlags();
   }];
   let hasVerifier = 1;
 }
