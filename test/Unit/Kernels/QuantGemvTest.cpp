@@ -308,6 +308,8 @@ TEST(QuantizedMatrix, SplitRowsPutScalesMinimumsAndQuantsSideBySide) {
 /// The bundled model's own blocks (q/k rows unpermuted as the loader does) against its
 /// widened weights, through nnsc::linear as the decoder calls it: the quantized path up to
 /// the row limit, and the same values from the widened path above it.
+// fp32 and bf16 activations, every instruction set this CPU runs (the vdpbf16ps kernel on
+// the bf16 single rows where the CPU has AVX512-BF16).
 TEST(QuantGemvRealBlocks, BundledModelProjectionsMatchTheWidenedWeights) {
   if (supportedIsas().empty())
     GTEST_SKIP() << "no AVX2/FMA/F16C on this CPU";
@@ -339,16 +341,23 @@ TEST(QuantGemvRealBlocks, BundledModelProjectionsMatchTheWidenedWeights) {
     const QuantizedMatrix w = quant.narrowRows(0, rows);
     const torch::Tensor dense = source.get(name, shape, torch::kFloat32, false).narrow(0, 0, rows);
     EXPECT_TRUE(dequantize(w).equal(dense)) << name << ": blocks and widened rows differ";
-    for (int64_t batch : {1, 2, 4, 7, 12}) {
-      const torch::Tensor x = torch::randn({batch, shape[1]});
-      if (batch <= nnsc::quantDecodeMaxRows(torch::kFloat32))
-        EXPECT_TRUE(nnsc::quantizedLinearApplies(x, w));
-      for (QuantIsa isa : supportedIsas())
-        expectClose(runKernel(x, w, {}, torch::empty({batch, rows}), false, isa), x, w, {}, {},
-                    name + " " + isaName(isa) + " batch=" + std::to_string(batch));
-      expectClose(nnsc::linear(x, dense.contiguous(), {}, w), x, w, {}, {},
-                  name + " linear batch=" + std::to_string(batch));
-    }
+    for (auto dtype : {torch::kFloat32, torch::kBFloat16})
+      for (int64_t batch : {1, 2, 4, 7, 12}) {
+        const std::string what = name + (dtype == torch::kFloat32 ? " fp32" : " bf16") +
+                                 " batch=" + std::to_string(batch);
+        const torch::Tensor x = torch::randn({batch, shape[1]}).to(dtype);
+        const bool quantized = batch <= nnsc::quantDecodeMaxRows(dtype);
+        if (quantized)
+          EXPECT_TRUE(nnsc::quantizedLinearApplies(x, w)) << what;
+        for (QuantIsa isa : supportedIsas())
+          expectClose(runKernel(x, w, {}, torch::empty({batch, rows}, x.options()), false, isa), x,
+                      w, {}, {}, what + " " + isaName(isa));
+        // Above the quantized path's rows, linear takes the widened weights in the
+        // activations' dtype: the dequantized weights only in fp32.
+        if (quantized || dtype == torch::kFloat32)
+          expectClose(nnsc::linear(x, dense.to(dtype).contiguous(), {}, w), x, w, {}, {},
+                      what + " linear");
+      }
   }
   EXPECT_GT(checked, 0) << "no Q4_0/Q4_1/Q8_0 projection in " << path;
 }
