@@ -1,11 +1,11 @@
 //===- QuantGemvAvx512Bf16.cpp - 4-bit GEMV on vdpbf16ps --------*- C++ -*-===//
 //
 // Compiled for AVX-512 F/BW/VL and BF16 (see runtime/CMakeLists.txt); QuantGemv.cpp calls it
-// only where the CPU has them (QuantIsa::Avx512Bf16), for one row of bf16 activations against
-// Q4_0 or Q4_1 blocks: a bf16 decode step. The generic kernels widen every weight to fp32 and
-// convert it from an integer, 8 vector operations per block and row on AVX-512; here a block's
-// 32 weights become bf16 without a conversion and meet the bf16 activations in one vdpbf16ps
-// each 32, about 4 operations per block and row.
+// only where the CPU has them (QuantIsa::Avx512Bf16), for bf16 activations against Q4_0 or
+// Q4_1 blocks: a bf16 decode step. The generic kernels widen every weight to fp32 and convert it
+// from an integer, 8 vector operations per block and row on AVX-512; here a block's 32 weights
+// become bf16 without a conversion and meet the bf16 activations in one vdpbf16ps each 32,
+// about 4.5 operations per block and row, the conversion shared by up to 4 activation rows.
 //
 // A weight's quant q becomes the bf16 value 1 + q / 16 (exact: four fraction bits of seven):
 // q shifted to bits 3-6 of its 16-bit lane, under the exponent of 1.0, in a shift and a
@@ -26,6 +26,8 @@
 #include "QuantGemvIsa.h"
 #include "QuantGemvKernel.h"
 
+#include <type_traits>
+
 namespace nnsc::kernels {
 
 namespace {
@@ -43,37 +45,46 @@ inline void onePlusSixteenths(const uint8_t *qs, __mmask32 valid, __m512i &lo, _
   hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(bytes, 1), mantissa, one, 0xea);
 }
 
-/// The activation row laid out for the pairs, per thread, reused: per two blocks, the bf16
-/// activations of weights 0-15 of both blocks (32 lanes), then of weights 16-31 (zero past the
-/// last block); then per block sum(x) times the factor of d in the second term (-16, or -24
-/// as -16 and -8 for Q4_0) and times the factor of m (Q4_1), padded to 16 blocks.
+/// An activation row laid out for the pairs: per two blocks, the bf16 activations of weights
+/// 0-15 of both blocks (32 lanes), then of weights 16-31 (zero past the last block); then per
+/// block sum(x) times the factor of d in the second term (-16, or -24 as -16 and -8 for Q4_0)
+/// and times the factor of m (Q4_1), padded to 16 blocks.
 struct Activations {
   const uint16_t *pairs;
   const float *scaleSums, *minimumSums;
 };
 
-template <QuantFormat F> Activations layoutActivations(const uint16_t *x, int64_t blocks) {
+/// The layouts of activation rows [0, batch), per thread, reused.
+template <QuantFormat F>
+std::vector<Activations> layoutActivations(const QuantGemvArgs<uint16_t> &a) {
   thread_local std::vector<uint16_t> pairs;
   thread_local std::vector<float> sums;
-  const int64_t padded = (blocks + 15) / 16 * 16;
-  pairs.assign(size_t((blocks + 1) / 2 * 64), 0);
-  sums.assign(size_t(2 * padded), 0.0f);
-  float *scaleSums = sums.data(), *minimumSums = scaleSums + padded;
-  for (int64_t k = 0; k < blocks; ++k) {
-    uint16_t *group = pairs.data() + (k / 2) * 64 + (k % 2) * 16;
-    std::memcpy(group, x + k * 32, 16 * sizeof(uint16_t));
-    std::memcpy(group + 32, x + k * 32 + 16, 16 * sizeof(uint16_t));
-    const __m512i wide =
-        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + k * 32)));
-    const __m512i wide2 = _mm512_cvtepu16_epi32(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + k * 32 + 16)));
-    const float sum =
-        _mm512_reduce_add_ps(_mm512_add_ps(_mm512_castsi512_ps(_mm512_slli_epi32(wide, 16)),
-                                           _mm512_castsi512_ps(_mm512_slli_epi32(wide2, 16))));
-    scaleSums[k] = -16.0f * sum; // exact
-    minimumSums[k] = F == QuantFormat::Q4_0 ? -8.0f * sum : sum;
+  const int64_t blocks = a.cols / BlockWeights;
+  const int64_t padded = (blocks + 15) / 16 * 16, rowPairs = (blocks + 1) / 2 * 64;
+  pairs.assign(size_t(a.batch * rowPairs), 0);
+  sums.assign(size_t(a.batch * 2 * padded), 0.0f);
+  std::vector<Activations> rows;
+  for (int64_t b = 0; b < a.batch; ++b) {
+    const uint16_t *x = a.x + b * a.xStride;
+    uint16_t *rowPairsAt = pairs.data() + b * rowPairs;
+    float *scaleSums = sums.data() + b * 2 * padded, *minimumSums = scaleSums + padded;
+    for (int64_t k = 0; k < blocks; ++k) {
+      uint16_t *group = rowPairsAt + (k / 2) * 64 + (k % 2) * 16;
+      std::memcpy(group, x + k * 32, 16 * sizeof(uint16_t));
+      std::memcpy(group + 32, x + k * 32 + 16, 16 * sizeof(uint16_t));
+      const __m512i wide =
+          _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + k * 32)));
+      const __m512i wide2 = _mm512_cvtepu16_epi32(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + k * 32 + 16)));
+      const float sum =
+          _mm512_reduce_add_ps(_mm512_add_ps(_mm512_castsi512_ps(_mm512_slli_epi32(wide, 16)),
+                                             _mm512_castsi512_ps(_mm512_slli_epi32(wide2, 16))));
+      scaleSums[k] = -16.0f * sum; // exact
+      minimumSums[k] = F == QuantFormat::Q4_0 ? -8.0f * sum : sum;
+    }
+    rows.push_back({rowPairsAt, scaleSums, minimumSums});
   }
-  return {pairs.data(), scaleSums, minimumSums};
+  return rows;
 }
 
 /// The n <= 16 fp16 values at `p` widened into 16 lanes, zeros past them (nothing past them is
@@ -82,38 +93,46 @@ inline __m512 widenHalves(const uint8_t *p, int n) {
   return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(__mmask16((1u << n) - 1), p));
 }
 
-/// Rows [r, r + RB) of W against the one activation row laid out in `x`.
-template <QuantFormat F, int RB>
-void pairRows(const QuantGemvArgs<uint16_t> &a, int64_t r, const Activations &x) {
+/// Rows [r, r + RB) of W against activation rows [b, b + BB) laid out in `x`: each pair of
+/// blocks of a weight row is converted once for the BB activation rows.
+template <QuantFormat F, int RB, int BB>
+void pairRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b, const Activations *x) {
   using Row = SplitRow<F>;
   constexpr int64_t Bytes = quantBlockBytes(F);
   const uint8_t *w = a.w + r * a.rowBytes;
   const int64_t blocks = a.cols / BlockWeights;
   const uint8_t *qs = Row::quants(w, blocks);
-  __m512 acc[RB];
+  __m512 acc[RB][BB];
   for (int i = 0; i < RB; ++i)
-    acc[i] = _mm512_setzero_ps();
+    for (int j = 0; j < BB; ++j)
+      acc[i][j] = _mm512_setzero_ps();
   for (int64_t chunk = 0; chunk < blocks; chunk += 16) {
     const int n = int(std::min<int64_t>(16, blocks - chunk));
     __m512 d16[RB];
     for (int i = 0; i < RB; ++i) {
       const uint8_t *row = w + i * a.rowBytes;
       const __m512 d = widenHalves(Row::scales(row) + 2 * chunk, n);
-      // The chunk's second terms (lanes past the last block are 0 in both factors).
-      acc[i] = _mm512_fmadd_ps(d, _mm512_loadu_ps(x.scaleSums + chunk), acc[i]);
       const __m512 m =
           F == QuantFormat::Q4_1 ? widenHalves(Row::minimums(row, blocks) + 2 * chunk, n) : d;
-      acc[i] = _mm512_fmadd_ps(m, _mm512_loadu_ps(x.minimumSums + chunk), acc[i]);
+      // The chunk's second terms (lanes past the last block are 0 in both factors).
+      for (int j = 0; j < BB; ++j) {
+        acc[i][j] = _mm512_fmadd_ps(d, _mm512_loadu_ps(x[j].scaleSums + chunk), acc[i][j]);
+        acc[i][j] = _mm512_fmadd_ps(m, _mm512_loadu_ps(x[j].minimumSums + chunk), acc[i][j]);
+      }
       d16[i] = _mm512_mul_ps(d, _mm512_set1_ps(16.0f)); // exact
     }
     for (int g = 0; g * PairBlocks < n; ++g) {
       const int64_t k = chunk + int64_t(g) * PairBlocks; // the pair's first block
       const bool both = g * PairBlocks + 1 < n;
-      for (int b = 0; b < (both ? 2 : 1); ++b) // the next rows stream in, as in QuantGemvKernel.h
-        prefetchNextGroup<RB, Bytes>(w, a.rowBytes, k + b);
-      const uint16_t *xp = x.pairs + (k / 2) * 64;
-      const __m512bh xlo = (__m512bh)_mm512_loadu_si512(xp);
-      const __m512bh xhi = (__m512bh)_mm512_loadu_si512(xp + 32);
+      if (b == 0) // later activation tiles of these rows find the next group prefetched
+        for (int p = 0; p < (both ? 2 : 1); ++p) // as in QuantGemvKernel.h
+          prefetchNextGroup<RB, Bytes>(w, a.rowBytes, k + p);
+      __m512bh xlo[BB], xhi[BB];
+      for (int j = 0; j < BB; ++j) {
+        const uint16_t *xp = x[j].pairs + (k / 2) * 64;
+        xlo[j] = (__m512bh)_mm512_loadu_si512(xp);
+        xhi[j] = (__m512bh)_mm512_loadu_si512(xp + 32);
+      }
       // Lanes 0-7 belong to block k, lanes 8-15 to block k + 1.
       const __m512i spread = _mm512_set_epi32(2 * g + 1, 2 * g + 1, 2 * g + 1, 2 * g + 1, 2 * g + 1,
                                               2 * g + 1, 2 * g + 1, 2 * g + 1, 2 * g, 2 * g, 2 * g,
@@ -122,35 +141,68 @@ void pairRows(const QuantGemvArgs<uint16_t> &a, int64_t r, const Activations &x)
       for (int i = 0; i < RB; ++i) {
         __m512i lo, hi;
         onePlusSixteenths(qs + i * a.rowBytes + k * 16, valid, lo, hi);
-        __m512 s = _mm512_dpbf16_ps(_mm512_setzero_ps(), (__m512bh)lo, xlo);
-        s = _mm512_dpbf16_ps(s, (__m512bh)hi, xhi);
-        acc[i] = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread, d16[i]), s, acc[i]);
+        const __m512 scale = _mm512_permutexvar_ps(spread, d16[i]);
+        for (int j = 0; j < BB; ++j) {
+          __m512 s = _mm512_dpbf16_ps(_mm512_setzero_ps(), (__m512bh)lo, xlo[j]);
+          s = _mm512_dpbf16_ps(s, (__m512bh)hi, xhi[j]);
+          acc[i][j] = _mm512_fmadd_ps(scale, s, acc[i][j]);
+        }
       }
     }
   }
   for (int i = 0; i < RB; ++i) {
     const float bias = a.bias ? widen(a.bias[r + i]) : 0.0f;
-    uint16_t *out = a.y + r + i;
-    const float v = _mm512_reduce_add_ps(acc[i]) + bias;
-    store(out, a.accumulate ? widen(*out) + v : v);
+    for (int j = 0; j < BB; ++j) {
+      uint16_t *out = a.y + (b + j) * a.yStride + r + i;
+      const float v = _mm512_reduce_add_ps(acc[i][j]) + bias;
+      store(out, a.accumulate ? widen(*out) + v : v);
+    }
+  }
+}
+
+/// Weight rows [r, r + RB) against every activation row: tiles of 4, then the rest.
+template <QuantFormat F, int RB>
+void pairRowsAllBatch(const QuantGemvArgs<uint16_t> &a, int64_t r, const Activations *x) {
+  int64_t b = 0;
+  for (; b + 4 <= a.batch; b += 4)
+    pairRows<F, RB, 4>(a, r, b, x + b);
+  switch (a.batch - b) {
+  case 3:
+    pairRows<F, RB, 3>(a, r, b, x + b);
+    break;
+  case 2:
+    pairRows<F, RB, 2>(a, r, b, x + b);
+    break;
+  case 1:
+    pairRows<F, RB, 1>(a, r, b, x + b);
+    break;
+  default:
+    break;
   }
 }
 
 template <QuantFormat F>
 void pairRowsOn(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd) {
-  constexpr int RB = 4;
-  const Activations x = layoutActivations<F>(a.x, a.cols / BlockWeights);
-  int64_t r = rowBegin;
-  for (; r + RB <= rowEnd; r += RB)
-    pairRows<F, RB>(a, r, x);
-  for (; r < rowEnd; ++r)
-    pairRows<F, 1>(a, r, x);
+  const std::vector<Activations> x = layoutActivations<F>(a);
+  // A single activation row leaves registers for 4 weight rows; several take 2.
+  auto run = [&](auto rowBlock) {
+    constexpr int RB = decltype(rowBlock)::value;
+    int64_t r = rowBegin;
+    for (; r + RB <= rowEnd; r += RB)
+      pairRowsAllBatch<F, RB>(a, r, x.data());
+    for (; r < rowEnd; ++r)
+      pairRowsAllBatch<F, 1>(a, r, x.data());
+  };
+  if (a.batch == 1)
+    run(std::integral_constant<int, 4>());
+  else
+    run(std::integral_constant<int, 2>());
 }
 
 } // namespace
 
 bool quantGemvAvx512Bf16Applies(const QuantGemvArgs<uint16_t> &a) {
-  return a.batch == 1 && (a.format == QuantFormat::Q4_0 || a.format == QuantFormat::Q4_1);
+  return a.format == QuantFormat::Q4_0 || a.format == QuantFormat::Q4_1;
 }
 
 void quantGemvAvx512Bf16(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd) {
