@@ -117,7 +117,10 @@ def main():
     short = [{"ids": [rng.randrange(1, 49152) for _ in range(8)]}]
     # This machine's read bandwidth moves by a third from one second to the next, so each
     # round brackets its decode runs with two probes and is judged against the higher (the
-    # stricter roofline); the rounds' median fraction is the result.
+    # stricter roofline); the rounds' median fraction is the result. The rounds measure the
+    # widened weights (NNSC_QUANT_DECODE=off), whose bytes weight_bytes counts; decode on the
+    # file's own blocks, against their bytes, is bench/peer_bench.py's.
+    widened = dict(os.environ, NNSC_QUANT_DECODE="off")
     fractions = {dtype: [] for dtype in a.dtypes.split(",")}
     for rnd in range(a.decode_rounds):
         before = measure_bandwidth()
@@ -125,7 +128,8 @@ def main():
         for dtype in fractions:
             log("batch-1 decode, %s, round %d/%d" % (dtype, rnd + 1, a.decode_rounds))
             rates[dtype] = nns_run(a.build, a.model, short,
-                                   ["--max-tokens", "128", "--dtype", dtype])["decode"]
+                                   ["--max-tokens", "128", "--dtype", dtype],
+                                   env=widened)["decode"]
         after = measure_bandwidth()
         bandwidth = max(before, after)
         rows.append(("decode round %d: read bandwidth before, after" % (rnd + 1),
