@@ -23,8 +23,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "QuantGemvAvx512Isa.h"
 #include "QuantGemvIsa.h"
-#include "QuantGemvKernel.h"
 
 #include <type_traits>
 
@@ -54,16 +54,17 @@ struct Activations {
   const float *scaleSums, *minimumSums;
 };
 
-/// The layouts of activation rows [0, batch), per thread, reused.
-template <QuantFormat F>
-std::vector<Activations> layoutActivations(const QuantGemvArgs<uint16_t> &a) {
+/// The layouts of activation rows [0, batch), per thread, reused (no allocation once the
+/// buffers have grown to the largest product).
+template <QuantFormat F> const Activations *layoutActivations(const QuantGemvArgs<uint16_t> &a) {
   thread_local std::vector<uint16_t> pairs;
   thread_local std::vector<float> sums;
+  thread_local std::vector<Activations> rows;
   const int64_t blocks = a.cols / BlockWeights;
   const int64_t padded = (blocks + 15) / 16 * 16, rowPairs = (blocks + 1) / 2 * 64;
   pairs.assign(size_t(a.batch * rowPairs), 0);
   sums.assign(size_t(a.batch * 2 * padded), 0.0f);
-  std::vector<Activations> rows;
+  rows.clear();
   for (int64_t b = 0; b < a.batch; ++b) {
     const uint16_t *x = a.x + b * a.xStride;
     uint16_t *rowPairsAt = pairs.data() + b * rowPairs;
@@ -72,25 +73,14 @@ std::vector<Activations> layoutActivations(const QuantGemvArgs<uint16_t> &a) {
       uint16_t *group = rowPairsAt + (k / 2) * 64 + (k % 2) * 16;
       std::memcpy(group, x + k * 32, 16 * sizeof(uint16_t));
       std::memcpy(group + 32, x + k * 32 + 16, 16 * sizeof(uint16_t));
-      const __m512i wide =
-          _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + k * 32)));
-      const __m512i wide2 = _mm512_cvtepu16_epi32(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + k * 32 + 16)));
       const float sum =
-          _mm512_reduce_add_ps(_mm512_add_ps(_mm512_castsi512_ps(_mm512_slli_epi32(wide, 16)),
-                                             _mm512_castsi512_ps(_mm512_slli_epi32(wide2, 16))));
+          Avx512::reduce(Avx512::add(Avx512::load(x + k * 32), Avx512::load(x + k * 32 + 16)));
       scaleSums[k] = -16.0f * sum; // exact
       minimumSums[k] = F == QuantFormat::Q4_0 ? -8.0f * sum : sum;
     }
     rows.push_back({rowPairsAt, scaleSums, minimumSums});
   }
-  return rows;
-}
-
-/// The n <= 16 fp16 values at `p` widened into 16 lanes, zeros past them (nothing past them is
-/// read).
-inline __m512 widenHalves(const uint8_t *p, int n) {
-  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(__mmask16((1u << n) - 1), p));
+  return rows.data();
 }
 
 /// Rows [r, r + RB) of W against activation rows [b, b + BB) laid out in `x`: each pair of
@@ -111,9 +101,10 @@ void pairRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b, const Acti
     __m512 d16[RB];
     for (int i = 0; i < RB; ++i) {
       const uint8_t *row = w + i * a.rowBytes;
-      const __m512 d = widenHalves(Row::scales(row) + 2 * chunk, n);
-      const __m512 m =
-          F == QuantFormat::Q4_1 ? widenHalves(Row::minimums(row, blocks) + 2 * chunk, n) : d;
+      const __m512 d = Avx512::widenHalves(Row::scales(row) + 2 * chunk, n);
+      const __m512 m = F == QuantFormat::Q4_1
+                           ? Avx512::widenHalves(Row::minimums(row, blocks) + 2 * chunk, n)
+                           : d;
       // The chunk's second terms (lanes past the last block are 0 in both factors).
       for (int j = 0; j < BB; ++j) {
         acc[i][j] = _mm512_fmadd_ps(d, _mm512_loadu_ps(x[j].scaleSums + chunk), acc[i][j]);
@@ -183,15 +174,15 @@ void pairRowsAllBatch(const QuantGemvArgs<uint16_t> &a, int64_t r, const Activat
 
 template <QuantFormat F>
 void pairRowsOn(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd) {
-  const std::vector<Activations> x = layoutActivations<F>(a);
+  const Activations *x = layoutActivations<F>(a);
   // A single activation row leaves registers for 4 weight rows; several take 2.
   auto run = [&](auto rowBlock) {
     constexpr int RB = decltype(rowBlock)::value;
     int64_t r = rowBegin;
     for (; r + RB <= rowEnd; r += RB)
-      pairRowsAllBatch<F, RB>(a, r, x.data());
+      pairRowsAllBatch<F, RB>(a, r, x);
     for (; r < rowEnd; ++r)
-      pairRowsAllBatch<F, 1>(a, r, x.data());
+      pairRowsAllBatch<F, 1>(a, r, x);
   };
   if (a.batch == 1)
     run(std::integral_constant<int, 4>());
