@@ -24,17 +24,13 @@ SmallVector<SiteAccess> KernelOp::getAccessFlags() {
   return flags;
 }
 
+/// A kernel becomes its trace's manifest entry for the site (nns-lower-to-kernels), so it is
+/// held to that entry's rules: a non-negative site, a non-empty access set without repeats.
+/// getSite() is unsigned (I64Attr's accessor); the attribute's signed value is checked.
 LogicalResult KernelOp::verify() {
-  // getSite() is unsigned (I64Attr's accessor); the attribute's signed value is checked.
-  if (getSiteAttr().getInt() < 0)
-    return emitOpError("site order must be non-negative, got ") << getSiteAttr().getInt();
-  SmallVector<SiteAccess> flags = getAccessFlags();
-  if (flags.empty())
-    return emitOpError("access must name at least one of read, write or skip");
-  for (size_t i = 0; i < flags.size(); ++i)
-    if (llvm::is_contained(ArrayRef(flags).take_front(i), flags[i]))
-      return emitOpError("access lists '") << stringifySiteAccess(flags[i]) << "' twice";
-  return success();
+  return SiteEntryAttr::verify([&] { return emitOpError(); }, getSiteAttr().getInt(), getPath(),
+                               getPhase(), getAccessFlags(),
+                               FlatSymbolRefAttr::get(getSymNameAttr()));
 }
 
 /// `[read, write]`: a kernel's access set as bare keywords.

@@ -394,21 +394,21 @@ module attributes {nns.manifest = {traces = []}} {
 
 // -----
 
-// expected-error @+1 {{site order must be non-negative, got -1}}
+// expected-error @+1 {{site index -1 of 'model.layers.2.output' is negative}}
 nns.kernel @negative_site trace @main site -1 "model.layers.2.output" forward access [read] {
   %s = nns.step : tensor<i64>
 }
 
 // -----
 
-// expected-error @+1 {{access must name at least one of read, write or skip}}
+// expected-error @+1 {{site 79 ('model.layers.2.output') must read, write or skip}}
 nns.kernel @no_access trace @main site 79 "model.layers.2.output" forward access [] {
   %s = nns.step : tensor<i64>
 }
 
 // -----
 
-// expected-error @+1 {{access lists 'write' twice}}
+// expected-error @+1 {{site 79 access lists 'write' twice}}
 nns.kernel @twice trace @main site 79 "model.layers.2.output" forward access [write, read, write] {
   %s = nns.step : tensor<i64>
 }
