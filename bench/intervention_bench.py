@@ -28,6 +28,7 @@ Progress goes to stderr; the results table (Markdown) to stdout.
 """
 
 import argparse
+import functools
 import os
 import random
 import statistics
@@ -63,6 +64,15 @@ DEFAULT_EXPERIMENTS = ["none", "steering, layer 12", "last-token capture, layer 
                        "capture of every layer"]
 
 
+@functools.lru_cache(maxsize=None)
+def model_sizes(model):
+    """(parameters of everything but the tied embedding, parameters of the embedding)."""
+    import gguf
+    embedding = next(int(t.n_elements) for t in gguf.GGUFReader(model).tensors
+                     if t.name == "token_embd.weight")
+    return parameter_count(model) - embedding, embedding
+
+
 def workload_flops(model, requests, max_tokens):
     """The useful work of the requests, in FLOPs: every computed token (each prompt token and
     each generated one but the last) through the layers' projections, 2 x their parameters
@@ -70,10 +80,7 @@ def workload_flops(model, requests, max_tokens):
     logits are sampled (one per generated token); attention, 4 x layers x hidden x context per
     computed token (scores and weighted values of every head). The same count for every
     engine: what the workload needs, not what an engine happens to compute."""
-    import gguf
-    embedding = next(int(t.n_elements) for t in gguf.GGUFReader(model).tensors
-                     if t.name == "token_embd.weight")
-    layer_params = parameter_count(model) - embedding
+    layer_params, embedding = model_sizes(model)
     flops = 0.0
     for ids in requests:
         computed = len(ids) + max_tokens - 1
