@@ -161,6 +161,10 @@ int main(int argc, char **argv) {
     benchDecode("200 seqs, ctx 24-72, 30 layers", contexts, dtype, iterations, 30);
     benchDecode("64 seqs, ctx 32-384", longContexts, dtype, iterations);
     benchDecode("64 seqs, ctx 32-384, 30 layers", longContexts, dtype, iterations, 30);
+    // Batch-1 decode (bench/peer_bench.py): one sequence, every layer in turn.
+    for (int64_t ctx : {16, 64, 128, 256})
+      benchDecode(("1 seq, ctx " + std::to_string(ctx) + ", 30 layers").c_str(), {ctx}, dtype,
+                  iterations * 10, 30);
     benchDecode("1 seq, ctx 2048", {2048}, dtype, iterations);
     benchPrefill("200 seqs, 16-64 tokens", prompts, dtype, iterations);
     benchPrefill("64 seqs, 32-256 tokens", longPrompts, dtype, iterations);

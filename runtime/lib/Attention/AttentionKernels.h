@@ -62,6 +62,9 @@ template <typename T> struct Operands {
   /// Per cache slot, or null: non-zero where the layer has no K/V for that position (a
   /// skipped layer's rows, docs/Runtime.md "Skipping a module"); attention leaves it out.
   const uint8_t *absent = nullptr;
+  /// Whether the decode kernel multiplies bfloat16 queries and keys with vdpbf16ps
+  /// (decodeBf16DotUsable()); otherwise it widens them to float.
+  bool bf16Dot = false;
 };
 
 /// Whether some position the tile's queries attend to is absent.
@@ -78,6 +81,10 @@ template <typename T> bool attendsToAbsent(const Operands<T> &ops, const Tile &t
 /// Whether this CPU runs the AVX-512 kernels and they handle head_dim (a multiple of 16, at
 /// most 256).
 bool avx512Usable(int64_t headDim);
+
+/// Whether the CPU has AVX512-BF16 for the decode kernel's bfloat16 scores, and
+/// NNSC_ATTENTION_BF16DOT=0 (for A/B runs and the widening path's tests) does not turn it off.
+bool decodeBf16DotUsable();
 
 /// AVX-512: the query heads of KV head `kvHead` for the queries of `tile`.
 void prefillTileAvx512(const Operands<float> &ops, const Tile &tile, int64_t kvHead);

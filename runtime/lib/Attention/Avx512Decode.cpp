@@ -2,12 +2,17 @@
 //
 // A decoding sequence has one query row per head, too few to fill vector lanes with rows, so
 // the lanes hold 16 consecutive keys: each head's dot products with 16 keys are 16 vector
-// FMA chains over head_dim, summed across lanes together by one transpose-and-add tree. The
-// keys are read 16 positions at a time, every KV head in turn, so a block's K/V (all KV heads
-// side by side in the cache) is streamed from memory once, in order. A sequence longer than
-// one span (DecodeSpanKeys) is cut into spans, each a work item of its own, whose
-// online-softmax states are merged afterwards (split-K, as FlashDecoding): one long sequence
-// keeps every thread busy.
+// dot-product chains over head_dim, summed across lanes together by one transpose-and-add
+// tree. A call reads at most one span of keys (DecodeSpanKeys), so it works in three passes
+// over them: every head's scores, then each head's softmax over all of its scores at once
+// (one maximum, one exp per score, no rescaling of partial sums), then the probability-
+// weighted value rows. A sequence longer than one span is cut into spans, each a work item of
+// its own, whose softmax states are merged afterwards (split-K, as FlashDecoding): one long
+// sequence keeps every thread busy.
+//
+// bfloat16 keys are multiplied with vdpbf16ps where the CPU has AVX512-BF16: pairs of bf16
+// products summed into fp32 lanes, exact products as with widening, no conversions. Without
+// it (or with NNSC_ATTENTION_BF16DOT=0) they are widened to float once per KV head.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +20,10 @@
 #include "Avx512Math.h"
 
 #include <algorithm>
+#include <cassert>
+#include <cstdlib>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -24,22 +32,29 @@ namespace nnsc::attention {
 
 namespace {
 
+/// Keys one call of attendKeys reads: a span, or a whole tile of at most one span.
+constexpr int64_t MaxKeys = DecodeSpanKeys;
+static_assert(MaxKeys % 16 == 0, "keys are read 16 at a time");
+
+constexpr float NegInf = -std::numeric_limits<float>::infinity();
+
 /// Per-thread buffers, grown to the largest shape seen and reused across calls.
 template <typename T> struct DecodeScratch {
-  std::vector<float> query, acc, maxScore, denom, probs, corrections;
+  std::vector<float> query, acc, maxScore, denom;
+  std::vector<float> probs;   // [heads, MaxKeys]: the scores, then exp(score - max)
   std::vector<float> keyRows; // [16, head_dim], one KV head's keys widened from bfloat16
-  std::vector<T> zeros;       // stands in for the rows past the sequence's end, one token wide
+  std::vector<T> zeros;       // stands in for the rows past the span's end, one token wide
 
   void reserve(const Dims &d) {
     const auto heads = size_t(d.numHeads), dim = size_t(d.headDim);
     for (std::vector<float> *v : {&query, &acc})
       if (v->size() < heads * dim)
         v->resize(heads * dim);
-    for (std::vector<float> *v : {&maxScore, &denom, &corrections})
+    for (std::vector<float> *v : {&maxScore, &denom})
       if (v->size() < heads)
         v->resize(heads);
-    if (probs.size() < heads * 16)
-      probs.resize(heads * 16);
+    if (probs.size() < heads * MaxKeys)
+      probs.resize(heads * MaxKeys);
     if (keyRows.size() < 16 * dim)
       keyRows.resize(16 * dim);
     if (zeros.size() < size_t(d.numKvHeads) * dim)
@@ -77,22 +92,49 @@ template <int NV> __m512 scoreKeys(const float *query, const float *const (&keys
   return transposeSum16(dots);
 }
 
-/// acc[g] = acc[g] * corrections[g] + sum_t probs[g][t] * values[t] for GS heads whose
-/// accumulator rows ([GS, 16 * NV]) and probabilities ([GS, 16]) are packed.
+/// Chunk c of 32 bfloat16 values of a 16 * NV row: the last one is half a chunk (zeros
+/// above) when NV is odd.
+template <int NV>
+__attribute__((target("avx512bf16"))) __m512bh loadPairs(const uint16_t *row, int c) {
+  const __mmask32 mask = (NV % 2 && c == NV / 2) ? 0xffffu : 0xffffffffu;
+  return (__m512bh)_mm512_maskz_loadu_epi16(mask, row + 32 * c);
+}
+
+/// The scores of one head's bfloat16 query (unscaled) against 16 bfloat16 key rows with
+/// vdpbf16ps. Compiled for AVX512-BF16 only here; Operands::bf16Dot says the CPU has it.
+template <int NV>
+__attribute__((target("avx512bf16"))) __m512 scoreKeysBf16Dot(const uint16_t *query,
+                                                              const uint16_t *const (&keys)[16]) {
+  constexpr int Chunks = (NV + 1) / 2;
+  __m512bh q[Chunks];
+  for (int c = 0; c < Chunks; ++c)
+    q[c] = loadPairs<NV>(query, c);
+  __m512 dots[16];
+  for (int t = 0; t < 16; ++t) {
+    __m512 a = _mm512_setzero_ps();
+    for (int c = 0; c < Chunks; ++c)
+      a = _mm512_dpbf16_ps(a, q[c], loadPairs<NV>(keys[t], c));
+    dots[t] = a;
+  }
+  return transposeSum16(dots);
+}
+
+/// acc[g] = sum_i probs[g][i] * values[i] over the span's n keys, for GS heads whose
+/// accumulator rows ([GS, 16 * NV]) are packed and whose probabilities are rows `stride`
+/// apart.
 template <int GS, int NV, typename T>
-void accumulateValues(const T *const (&values)[16], int64_t offset, int n, const float *probs,
-                      const float *corrections, float *acc) {
+void accumulateValues(const T *const *values, int64_t n, int64_t offset, const float *probs,
+                      int64_t stride, float *acc) {
   __m512 a[GS][NV];
   for (int g = 0; g < GS; ++g)
     for (int c = 0; c < NV; ++c)
-      a[g][c] =
-          _mm512_mul_ps(_mm512_loadu_ps(acc + (g * NV + c) * 16), _mm512_set1_ps(corrections[g]));
-  for (int t = 0; t < n; ++t) {
-    const T *value = values[t] + offset;
+      a[g][c] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; ++i) {
+    const T *value = values[i] + offset;
     for (int c = 0; c < NV; ++c) {
       const __m512 v = load16(value + 16 * c);
       for (int g = 0; g < GS; ++g)
-        a[g][c] = _mm512_fmadd_ps(_mm512_set1_ps(probs[g * 16 + t]), v, a[g][c]);
+        a[g][c] = _mm512_fmadd_ps(_mm512_set1_ps(probs[g * stride + i]), v, a[g][c]);
     }
   }
   for (int g = 0; g < GS; ++g)
@@ -100,91 +142,122 @@ void accumulateValues(const T *const (&values)[16], int64_t offset, int n, const
       _mm512_storeu_ps(acc + (g * NV + c) * 16, a[g][c]);
 }
 
-/// The online-softmax state of every query head of one decoding query over the keys at
-/// positions [keyBegin, keyEnd): per head, the value rows weighted by exp(score - maxScore) and
-/// summed (acc, [heads, Dim]), the running maximum score, and the sum of the weights (denom).
+/// The softmax state of every query head of one decoding query over the keys at positions
+/// [keyBegin, keyEnd), at most MaxKeys of them: per head, the value rows weighted by
+/// exp(score - maxScore) and summed (acc, [heads, Dim]), the maximum score, and the sum of the
+/// weights (denom). A head that sees no key (all absent) has maxScore -inf and zero sums.
 template <typename T, int NV>
 void attendKeys(const Operands<T> &ops, const Tile &tile, int64_t keyBegin, int64_t keyEnd,
                 float *acc, float *maxScore, float *denom) {
   constexpr int64_t Dim = 16 * NV;
   // Heads whose value accumulators are held in registers at once: at most 16 vectors.
   constexpr int MaxHeadSet = NV >= 16 ? 1 : 16 / NV;
+  constexpr bool IsBf16 = std::is_same_v<T, uint16_t>;
   const Dims &d = ops.dims;
   const int64_t group = d.group();
   const int64_t tokenStride = d.numKvHeads * Dim;
+  const int64_t numKeys = keyEnd - keyBegin;
+  assert(numKeys >= 1 && numKeys <= MaxKeys && "a call reads one span at most");
+  const int64_t numChunks = (numKeys + 15) / 16;
   DecodeScratch<T> &s = scratch<T>();
   s.reserve(d);
+  const bool bf16Dot = IsBf16 && ops.bf16Dot;
 
   const T *q = ops.q + tile.firstRow * d.numHeads * Dim;
-  for (int64_t i = 0; i < d.numHeads * Dim; i += 16)
-    _mm512_storeu_ps(s.query.data() + i, _mm512_mul_ps(load16(q + i), _mm512_set1_ps(ops.scale)));
-  std::fill_n(acc, d.numHeads * Dim, 0.f);
-  std::fill_n(maxScore, d.numHeads, -std::numeric_limits<float>::infinity());
-  std::fill_n(denom, d.numHeads, 0.f);
+  if (!bf16Dot)
+    for (int64_t i = 0; i < d.numHeads * Dim; i += 16)
+      _mm512_storeu_ps(s.query.data() + i, _mm512_mul_ps(load16(q + i), _mm512_set1_ps(ops.scale)));
 
-  for (int64_t first = keyBegin; first < keyEnd; first += 16) {
-    const int n = int(std::min<int64_t>(16, keyEnd - first));
-    // Rows of the 16 positions, at KV head 0; past the end, zeros.
-    const T *keys[16], *values[16];
+  // The K and V rows of the keys at KV head 0, zeros past the last key; per chunk of 16, the
+  // keys that are there (in range and not absent).
+  const T *keys[MaxKeys], *values[MaxKeys];
+  __mmask16 valid[MaxKeys / 16];
+  for (int64_t chunk = 0; chunk < numChunks; ++chunk) {
+    const int n = int(std::min<int64_t>(16, numKeys - 16 * chunk));
     int64_t slots[16];
-    slotsOf(tile, d.blockSize, first, n, slots);
-    __mmask16 valid = __mmask16((1u << n) - 1);
-    if (ops.absent)
-      for (int t = 0; t < n; ++t)
-        if (ops.absent[slots[t]])
-          valid &= __mmask16(~(1u << t));
+    slotsOf(tile, d.blockSize, keyBegin + 16 * chunk, n, slots);
+    valid[chunk] = __mmask16((1u << n) - 1);
     for (int t = 0; t < 16; ++t) {
+      const int64_t i = 16 * chunk + t;
       if (t < n) {
-        keys[t] = ops.kCache + slots[t] * tokenStride;
-        values[t] = ops.vCache + slots[t] * tokenStride;
+        keys[i] = ops.kCache + slots[t] * tokenStride;
+        values[i] = ops.vCache + slots[t] * tokenStride;
+        if (ops.absent && ops.absent[slots[t]])
+          valid[chunk] &= __mmask16(~(1u << t));
       } else {
-        keys[t] = values[t] = s.zeros.data();
+        keys[i] = values[i] = s.zeros.data();
       }
     }
+  }
+
+  // Pass 1: every head's scores, -inf for the keys that are not there.
+  float *const probs = s.probs.data();
+  for (int64_t chunk = 0; chunk < numChunks; ++chunk) {
+    const T *const *chunkKeys = keys + 16 * chunk;
     for (int64_t kvHead = 0; kvHead < d.numKvHeads; ++kvHead) {
       const int64_t offset = kvHead * Dim;
       const int64_t firstHead = kvHead * group;
-      // Every head of the group reads the keys: widen bfloat16 ones once.
+      const T *rows[16];
+      for (int t = 0; t < 16; ++t)
+        rows[t] = chunkKeys[t] + offset;
+      // Without the bf16 dot product every head of the group reads the keys: widen them once.
       const float *keyRows[16];
-      for (int t = 0; t < 16; ++t) {
-        if constexpr (std::is_same_v<T, float>) {
-          keyRows[t] = keys[t] + offset;
+      if (!bf16Dot) {
+        for (int t = 0; t < 16; ++t) {
+          if constexpr (IsBf16) {
+            float *widened = s.keyRows.data() + t * Dim;
+            for (int c = 0; c < NV; ++c)
+              _mm512_storeu_ps(widened + 16 * c, load16(rows[t] + 16 * c));
+            keyRows[t] = widened;
+          } else {
+            keyRows[t] = rows[t];
+          }
+        }
+      }
+      for (int64_t head = firstHead; head < firstHead + group; ++head) {
+        __m512 scores;
+        if constexpr (IsBf16) {
+          scores = bf16Dot ? _mm512_mul_ps(scoreKeysBf16Dot<NV>(q + head * Dim, rows),
+                                           _mm512_set1_ps(ops.scale))
+                           : scoreKeys<NV>(s.query.data() + head * Dim, keyRows);
         } else {
-          float *widened = s.keyRows.data() + t * Dim;
-          for (int c = 0; c < NV; ++c)
-            _mm512_storeu_ps(widened + 16 * c, load16(keys[t] + offset + 16 * c));
-          keyRows[t] = widened;
+          scores = scoreKeys<NV>(s.query.data() + head * Dim, keyRows);
         }
+        _mm512_storeu_ps(probs + head * MaxKeys + 16 * chunk,
+                         _mm512_mask_mov_ps(_mm512_set1_ps(NegInf), valid[chunk], scores));
       }
-      for (int64_t g = 0; g < group; ++g) {
-        const int64_t head = firstHead + g;
-        const __m512 scores = scoreKeys<NV>(s.query.data() + head * Dim, keyRows);
-        // Online softmax: the running maximum over the keys seen so far, with what the
-        // earlier keys accumulated rescaled to it.
-        const float old = maxScore[head];
-        const float top = std::max(old, _mm512_mask_reduce_max_ps(valid, scores));
-        if (top == -std::numeric_limits<float>::infinity()) {
-          // No key seen yet (all absent so far): nothing to add or rescale.
-          s.corrections[g] = 1.f;
-          _mm512_storeu_ps(s.probs.data() + g * 16, _mm512_setzero_ps());
-          continue;
-        }
-        const __m512 p =
-            _mm512_maskz_mov_ps(valid, exp512(_mm512_sub_ps(scores, _mm512_set1_ps(top))));
-        // The vector exp on one lane: a libm call here would spill every live vector
-        // register around it.
-        s.corrections[g] = _mm512_cvtss_f32(exp512(_mm512_set1_ps(old - top)));
-        denom[head] = denom[head] * s.corrections[g] + _mm512_reduce_add_ps(p);
-        maxScore[head] = top;
-        _mm512_storeu_ps(s.probs.data() + g * 16, p);
-      }
-      for (int64_t g0 = 0; g0 < group; g0 += MaxHeadSet)
-        withCount<MaxHeadSet>(int(std::min<int64_t>(MaxHeadSet, group - g0)), [&](auto gs) {
-          accumulateValues<decltype(gs)::value, NV>(values, offset, n, s.probs.data() + g0 * 16,
-                                                    s.corrections.data() + g0,
-                                                    acc + (firstHead + g0) * Dim);
-        });
     }
+  }
+
+  // Pass 2: each head's softmax weights over all of its scores.
+  for (int64_t head = 0; head < d.numHeads; ++head) {
+    float *row = probs + head * MaxKeys;
+    __m512 top = _mm512_set1_ps(NegInf);
+    for (int64_t chunk = 0; chunk < numChunks; ++chunk)
+      top = _mm512_max_ps(top, _mm512_loadu_ps(row + 16 * chunk));
+    const float max = _mm512_reduce_max_ps(top);
+    maxScore[head] = max;
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t chunk = 0; chunk < numChunks; ++chunk) {
+      // A head with no key at all gets zero weights (nothing to exponentiate against).
+      const __mmask16 there = max == NegInf ? __mmask16(0) : valid[chunk];
+      const __m512 p = _mm512_maskz_mov_ps(
+          there, exp512(_mm512_sub_ps(_mm512_loadu_ps(row + 16 * chunk), _mm512_set1_ps(max))));
+      _mm512_storeu_ps(row + 16 * chunk, p);
+      sum = _mm512_add_ps(sum, p);
+    }
+    denom[head] = _mm512_reduce_add_ps(sum);
+  }
+
+  // Pass 3: the weighted value rows, a register-sized set of a group's heads at a time.
+  for (int64_t kvHead = 0; kvHead < d.numKvHeads; ++kvHead) {
+    const int64_t firstHead = kvHead * group;
+    for (int64_t g0 = 0; g0 < group; g0 += MaxHeadSet)
+      withCount<MaxHeadSet>(int(std::min<int64_t>(MaxHeadSet, group - g0)), [&](auto gs) {
+        accumulateValues<decltype(gs)::value, NV>(values, numKeys, kvHead * Dim,
+                                                  probs + (firstHead + g0) * MaxKeys, MaxKeys,
+                                                  acc + (firstHead + g0) * Dim);
+      });
   }
 }
 
@@ -265,6 +338,14 @@ void mergeSpans(const Operands<T> &ops, const Tile &tile, const float *states, i
 bool avx512Usable(int64_t headDim) {
   return headDim % 16 == 0 && headDim > 0 && headDim <= 256 && __builtin_cpu_supports("avx512f") &&
          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+}
+
+bool decodeBf16DotUsable() {
+  static const bool usable = __builtin_cpu_supports("avx512bf16") && [] {
+    const char *v = std::getenv("NNSC_ATTENTION_BF16DOT");
+    return !v || std::string(v) != "0";
+  }();
+  return usable;
 }
 
 void decodeTileAvx512(const Operands<float> &ops, const Tile &tile) { decodeAnyDim(ops, tile); }

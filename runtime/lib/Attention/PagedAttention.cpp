@@ -177,7 +177,8 @@ torch::Tensor dispatch(const char *fn, const torch::Tensor &q, const torch::Tens
   } else {
     auto bits = [](const torch::Tensor &t) { return static_cast<uint16_t *>(t.data_ptr()); };
     runTiles(Operands<uint16_t>{bits(q), bits(out), bits(kCache), bits(vCache), d,
-                                static_cast<float>(scale), absentSlots},
+                                static_cast<float>(scale), absentSlots,
+                                attention::decodeBf16DotUsable()},
              tiles, decode);
   }
   return out;
