@@ -87,4 +87,60 @@ void dequantizeQ4_1(const uint8_t *src, float *out, int64_t count) {
   }
 }
 
+void unpackQ4_K(const uint8_t *block, int8_t *q, float *scales, float *minimums) {
+  const float d = halfToFloat(load16(block)), dmin = halfToFloat(load16(block + 2));
+  const uint8_t *packed = block + 4, *qs = block + 16;
+  for (int j = 0; j < 8; ++j) {
+    // ggml's get_scale_min_k4: sub-blocks 0-3 in the low 6 bits of bytes 0-3 (scales) and 4-7
+    // (minimums); 4-7 in the nibbles of bytes 8-11 with their top 2 bits in bytes 0-7.
+    const int sc = j < 4 ? packed[j] & 63 : (packed[j + 4] & 15) | ((packed[j - 4] >> 6) << 4);
+    const int m = j < 4 ? packed[j + 4] & 63 : (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
+    scales[j] = d * float(sc);
+    minimums[j] = dmin * float(m);
+  }
+  for (int g = 0; g < 4; ++g)
+    for (int l = 0; l < 32; ++l) {
+      q[64 * g + l] = int8_t(qs[32 * g + l] & 15);
+      q[64 * g + 32 + l] = int8_t(qs[32 * g + l] >> 4);
+    }
+}
+
+void unpackQ6_K(const uint8_t *block, int8_t *q, float *scales) {
+  const uint8_t *ql = block, *qh = block + 128;
+  const auto *sc = reinterpret_cast<const int8_t *>(block + 192);
+  const float d = halfToFloat(load16(block + 208));
+  for (int k = 0; k < 16; ++k)
+    scales[k] = d * float(sc[k]);
+  for (int h = 0; h < 2; ++h)
+    for (int l = 0; l < 32; ++l) {
+      const int low = ql[64 * h + l], high = ql[64 * h + l + 32], bits = qh[32 * h + l];
+      q[128 * h + l] = int8_t(((low & 15) | ((bits & 3) << 4)) - 32);
+      q[128 * h + l + 32] = int8_t(((high & 15) | (((bits >> 2) & 3) << 4)) - 32);
+      q[128 * h + l + 64] = int8_t(((low >> 4) | (((bits >> 4) & 3) << 4)) - 32);
+      q[128 * h + l + 96] = int8_t(((high >> 4) | (((bits >> 6) & 3) << 4)) - 32);
+    }
+}
+
+void dequantizeQ4_K(const uint8_t *src, float *out, int64_t count) {
+  assert(count % kKQuantBlock == 0 && "Q4_K needs whole super-blocks");
+  int8_t q[kKQuantBlock];
+  float scales[8], minimums[8];
+  for (int64_t b = 0; b < count / kKQuantBlock; ++b, src += 144, out += kKQuantBlock) {
+    unpackQ4_K(src, q, scales, minimums);
+    for (int i = 0; i < kKQuantBlock; ++i)
+      out[i] = scales[i / 32] * float(q[i]) - minimums[i / 32];
+  }
+}
+
+void dequantizeQ6_K(const uint8_t *src, float *out, int64_t count) {
+  assert(count % kKQuantBlock == 0 && "Q6_K needs whole super-blocks");
+  int8_t q[kKQuantBlock];
+  float scales[16];
+  for (int64_t b = 0; b < count / kKQuantBlock; ++b, src += 210, out += kKQuantBlock) {
+    unpackQ6_K(src, q, scales);
+    for (int i = 0; i < kKQuantBlock; ++i)
+      out[i] = scales[i / 16] * float(q[i]);
+  }
+}
+
 } // namespace nnsc::kernels

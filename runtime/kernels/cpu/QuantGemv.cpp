@@ -25,6 +25,10 @@ const char *quantFormatName(QuantFormat format) {
     return "Q4_1";
   case QuantFormat::Q8_0:
     return "Q8_0";
+  case QuantFormat::Q4_K:
+    return "Q4_K";
+  case QuantFormat::Q6_K:
+    return "Q6_K";
   }
   return "?";
 }
@@ -35,6 +39,11 @@ namespace {
 /// the split row's regions, otherwise they are scattered back into blocks.
 void convertRows(QuantFormat format, const uint8_t *src, uint8_t *dst, int64_t rows, int64_t cols,
                  bool toSplit) {
+  if (isKQuant(format)) { // read as stored
+    std::memcpy(dst, src,
+                size_t(rows * cols / quantBlockWeights(format) * quantBlockBytes(format)));
+    return;
+  }
   const int64_t bytes = quantBlockBytes(format), blocks = cols / 32;
   const int64_t quantBytes = quantBlockQuantBytes(format);
   const int64_t headerBytes = bytes - quantBytes; // d, or d and m (Q4_1)
@@ -109,8 +118,10 @@ template <typename T>
 void dispatch(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd, QuantIsa isa) {
   if (!quantIsaSupported(isa))
     throw InvalidInput("quantGemv: this CPU does not run the requested kernels");
-  if (a.cols % 32 != 0)
-    throw InvalidInput("quantGemv: cols must be a multiple of 32");
+  if (a.cols % quantBlockWeights(a.format) != 0)
+    throw InvalidInput(std::string("quantGemv: cols must be a multiple of ") +
+                       std::to_string(quantBlockWeights(a.format)) + " for " +
+                       quantFormatName(a.format));
   if constexpr (std::is_same_v<T, uint16_t>) {
     if (isa == QuantIsa::Avx512Bf16 && quantGemvAvx512Bf16Applies(a)) {
       quantGemvAvx512Bf16(a, rowBegin, rowEnd);

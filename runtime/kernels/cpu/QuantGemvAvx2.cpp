@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "QuantGemvIsa.h"
+#include "QuantGemvKQuantKernel.h"
 #include "QuantGemvKernel.h"
 
 namespace nnsc::kernels {
@@ -71,11 +72,17 @@ struct Avx2 {
 } // namespace
 
 void quantGemvAvx2(const QuantGemvArgs<float> &a, int64_t rowBegin, int64_t rowEnd) {
-  quantGemvOn<Avx2>(a, rowBegin, rowEnd);
+  if (isKQuant(a.format))
+    kQuantGemvOn<Avx2>(a, rowBegin, rowEnd);
+  else
+    quantGemvOn<Avx2>(a, rowBegin, rowEnd);
 }
 
 void quantGemvAvx2(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd) {
-  quantGemvOn<Avx2>(a, rowBegin, rowEnd);
+  if (isKQuant(a.format))
+    kQuantGemvOn<Avx2>(a, rowBegin, rowEnd);
+  else
+    quantGemvOn<Avx2>(a, rowBegin, rowEnd);
 }
 
 } // namespace nnsc::kernels

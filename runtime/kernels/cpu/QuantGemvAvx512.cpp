@@ -10,15 +10,22 @@
 
 #include "QuantGemvAvx512Isa.h"
 #include "QuantGemvIsa.h"
+#include "QuantGemvKQuantKernel.h"
 
 namespace nnsc::kernels {
 
 void quantGemvAvx512(const QuantGemvArgs<float> &a, int64_t rowBegin, int64_t rowEnd) {
-  quantGemvOn<Avx512>(a, rowBegin, rowEnd);
+  if (isKQuant(a.format))
+    kQuantGemvOn<Avx512>(a, rowBegin, rowEnd);
+  else
+    quantGemvOn<Avx512>(a, rowBegin, rowEnd);
 }
 
 void quantGemvAvx512(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd) {
-  quantGemvOn<Avx512>(a, rowBegin, rowEnd);
+  if (isKQuant(a.format))
+    kQuantGemvOn<Avx512>(a, rowBegin, rowEnd);
+  else
+    quantGemvOn<Avx512>(a, rowBegin, rowEnd);
 }
 
 } // namespace nnsc::kernels

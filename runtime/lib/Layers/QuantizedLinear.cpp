@@ -141,7 +141,7 @@ torch::Tensor QuantizedMatrix::ggmlBlocks() const {
 }
 
 QuantizedMatrix QuantizedMatrix::narrowCols(int64_t begin, int64_t count) const {
-  constexpr int64_t blockCols = 32;
+  const int64_t blockCols = kernels::quantBlockWeights(format);
   if (!defined() || begin % blockCols || count % blockCols)
     return {};
   const int64_t blockBytes = kernels::quantBlockBytes(format);

@@ -61,11 +61,17 @@ torch::Tensor dequantizeGGUFTensor(const gguf::GGUFFile &file, const gguf::Tenso
   case gguf::TensorType::Q4_1:
     kernels::dequantizeQ4_1(src, dst, n);
     break;
+  case gguf::TensorType::Q4_K:
+    kernels::dequantizeQ4_K(src, dst, n);
+    break;
+  case gguf::TensorType::Q6_K:
+    kernels::dequantizeQ6_K(src, dst, n);
+    break;
   default:
     throw ModelLoadError("'" + file.path() + "': tensor '" + info.name + "' has type " +
                          gguf::tensorTypeName(info.type) +
                          ", which is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, "
-                         "Q4_1)");
+                         "Q4_1, Q4_K, Q6_K)");
   }
   return out;
 }
@@ -136,11 +142,18 @@ QuantizedMatrix GGUFWeightSource::getQuantized(const std::string &hfName,
   case gguf::TensorType::Q8_0:
     format = kernels::QuantFormat::Q8_0;
     break;
+  case gguf::TensorType::Q4_K:
+    format = kernels::QuantFormat::Q4_K;
+    break;
+  case gguf::TensorType::Q6_K:
+    format = kernels::QuantFormat::Q6_K;
+    break;
   default:
     return {};
   }
-  const int64_t rowBytes = shape[1] / kernels::kQuantBlock * kernels::quantBlockBytes(format);
-  if (shape[1] % kernels::kQuantBlock != 0 || int64_t(info->size) != shape[0] * rowBytes)
+  const int64_t blockWeights = kernels::quantBlockWeights(format);
+  const int64_t rowBytes = shape[1] / blockWeights * kernels::quantBlockBytes(format);
+  if (shape[1] % blockWeights != 0 || int64_t(info->size) != shape[0] * rowBytes)
     return {};
   torch::Tensor blocks = torch::empty({shape[0], rowBytes}, torch::kUInt8);
   std::memcpy(blocks.data_ptr<uint8_t>(), file.tensorData(*info), size_t(info->size));

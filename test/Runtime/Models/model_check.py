@@ -1,7 +1,9 @@
 """Reference side of the model tests: transformers on the same weights.
 
   model_check.py tiny NNS_RUN WORKDIR     tiny random Llama/Qwen2/Qwen3/Mistral models
-  model_check.py smollm NNS_RUN WORKDIR GGUF   SmolLM2-135M from the GGUF (dequantized by transformers)
+  model_check.py smollm NNS_RUN WORKDIR GGUF [NNS_RUN_ARG...]
+                                              SmolLM2-135M from the GGUF (dequantized by
+                                              transformers), nns-run given the extra arguments
   model_check.py batching NNS_RUN WORKDIR     64 concurrent requests vs one at a time, prefix hits
   model_check.py hooks NNS_RUN WORKDIR        site values and replacements vs transformers hooks
 
@@ -112,7 +114,7 @@ def mode_tiny(nns_run, workdir):
         compare(kind, model, prompts, results, logits)
 
 
-def mode_smollm(nns_run, workdir, gguf):
+def mode_smollm(nns_run, workdir, gguf, extra=()):
     model, tok = reference.load_gguf_reference(gguf)
     texts = [
         "The capital of France is", "def fibonacci(n):", "Once upon a time, in a small village,",
@@ -126,7 +128,7 @@ def mode_smollm(nns_run, workdir, gguf):
     ]
     prompts = [tok(t)["input_ids"] for t in texts]
     results, logits, _ = run_nns(nns_run, gguf, prompts, workdir, "smollm",
-                                 ["--max-tokens", "64"])
+                                 ["--max-tokens", "64", *extra])
     compare("smollm2-135m", model, prompts, results, logits)
 
 
@@ -272,7 +274,7 @@ def main():
     if mode == "tiny":
         mode_tiny(nns_run, workdir)
     elif mode == "smollm":
-        mode_smollm(nns_run, workdir, sys.argv[4])
+        mode_smollm(nns_run, workdir, sys.argv[4], sys.argv[5:])
     elif mode == "hooks":
         mode_hooks(nns_run, workdir)
     elif mode == "batching":

@@ -1,170 +1,24 @@
 //===- QuantGemvTest.cpp - Quantized GEMV vs dequantize-then-matmul -*- C++ -*-===//
 //
-// Every quantized GEMV kernel (each format, each instruction set this CPU runs, fp32 and bf16
-// activations) against LibTorch's float64 matmul of the loader's dequantized weights, on
-// random blocks and on the bundled GGUF file's own blocks. The bound is the worst case of an
-// fp32 sum of `cols` products, gamma_cols * sum (|w| + 2 |m| + 32 |d|) |x| (m the block's
-// minimum, -8 d for Q4_0: the single-row kernels sum d * q x and m * x separately, and the
-// vdpbf16ps kernel sums 16 d (1 + q / 16) x and (m - 16 d) x), plus half a bf16 ulp for a bf16
-// output: a wrong weight, nibble order or scale is far outside it.
+// Every quantized GEMV kernel of the 32-weight formats (each format, each instruction set this
+// CPU runs, fp32 and bf16 activations) against LibTorch's float64 matmul of the loader's
+// dequantized weights (QuantGemvTestUtil.h, with the error bound), on random blocks and on the
+// bundled GGUF file's own blocks. The K-quants are in QuantGemvKQuantTest.cpp.
 //
 //===----------------------------------------------------------------------===//
 
-#include "nnsc/Runtime/Kernels/QuantGemv.h"
-#include "nnsc/Runtime/Kernels/Dequantize.h"
+#include "QuantGemvTestUtil.h"
+
 #include "nnsc/Runtime/Layers/Linear.h"
-#include "nnsc/Runtime/Layers/QuantizedLinear.h"
 #include "nnsc/Runtime/Models/GGUFWeights.h"
+#include "nnsc/Runtime/Support/Error.h"
 #include "nnsc/Schema/ModelConfig.h"
 
-#include "nnsc/Runtime/Support/Error.h"
-
-#include <gtest/gtest.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <filesystem>
 
 namespace {
 
-using nnsc::QuantizedMatrix;
-using nnsc::kernels::QuantFormat;
-using nnsc::kernels::QuantIsa;
-
-/// The loader's dequantization of `m` to fp32 [rows, cols].
-torch::Tensor dequantize(const QuantizedMatrix &m) {
-  torch::Tensor blocks = m.ggmlBlocks();
-  torch::Tensor out = torch::empty({m.rows(), m.cols}, torch::kFloat32);
-  const int64_t n = m.rows() * m.cols;
-  const uint8_t *src = blocks.data_ptr<uint8_t>();
-  float *dst = out.data_ptr<float>();
-  switch (m.format) {
-  case QuantFormat::Q4_0:
-    nnsc::kernels::dequantizeQ4_0(src, dst, n);
-    break;
-  case QuantFormat::Q4_1:
-    nnsc::kernels::dequantizeQ4_1(src, dst, n);
-    break;
-  case QuantFormat::Q8_0:
-    nnsc::kernels::dequantizeQ8_0(src, dst, n);
-    break;
-  }
-  return out;
-}
-
-/// |m| of each weight's block [rows, cols]: the Q4_1 minimum, 8 |d| for Q4_0, 0 for Q8_0;
-/// with `scales`, |d| instead (0 for Q8_0, whose kernels take no 1 + q / 16 form).
-torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = false) {
-  torch::Tensor out = torch::zeros({m.rows(), m.cols}, torch::kFloat64);
-  if (m.format == QuantFormat::Q8_0)
-    return out;
-  const int64_t bytes = nnsc::kernels::quantBlockBytes(m.format);
-  const torch::Tensor blocks = m.ggmlBlocks();
-  double *o = out.data_ptr<double>();
-  for (int64_t r = 0; r < m.rows(); ++r)
-    for (int64_t k = 0; k < m.cols / 32; ++k) {
-      const uint8_t *p = blocks.data_ptr<uint8_t>() + r * blocks.stride(0) + k * bytes;
-      uint16_t h;
-      std::memcpy(&h, m.format == QuantFormat::Q4_1 && !scales ? p + 2 : p, 2);
-      const double v = std::abs(double(nnsc::kernels::halfToFloat(h))) *
-                       (m.format == QuantFormat::Q4_0 && !scales ? 8 : 1);
-      std::fill(o + r * m.cols + k * 32, o + r * m.cols + k * 32 + 32, v);
-    }
-  return out;
-}
-
-/// Random blocks: quants uniform over all bytes, scales fp16 in [2^-8, 2^-7) and minimums
-/// in (-2^-6, 2^-7], roughly the range of a real model's.
-QuantizedMatrix randomMatrix(QuantFormat format, int64_t rows, int64_t cols) {
-  const int64_t bytes = nnsc::kernels::quantBlockBytes(format);
-  torch::Tensor blocks = torch::randint(0, 256, {rows, cols / 32 * bytes}, torch::kUInt8);
-  uint8_t *p = blocks.data_ptr<uint8_t>();
-  for (int64_t b = 0; b < rows * cols / 32; ++b, p += bytes) {
-    const uint16_t d = uint16_t(0x1c00 + torch::randint(0, 0x400, {1}).item<int>());
-    std::memcpy(p, &d, 2);
-    if (format == QuantFormat::Q4_1) {
-      const uint16_t mn = uint16_t(0x9c00 + torch::randint(0, 0x400, {1}).item<int>());
-      std::memcpy(p + 2, &mn, 2);
-    }
-  }
-  return QuantizedMatrix::fromGgmlBlocks(format, blocks, cols);
-}
-
-/// Checks y (batch x rows, dtype of x) against x @ dequantize(w)^T (+ bias) (+ y0) in double.
-void expectClose(const torch::Tensor &got, const torch::Tensor &x, const QuantizedMatrix &w,
-                 const torch::Tensor &bias, const torch::Tensor &y0, const std::string &what) {
-  const torch::Tensor wd = dequantize(w).to(torch::kFloat64);
-  const torch::Tensor xd = x.to(torch::kFloat64);
-  torch::Tensor want = at::matmul(xd, wd.t());
-  torch::Tensor scale = at::matmul(
-      xd.abs(), (wd.abs() + 2 * minimumMagnitudes(w) + 32 * minimumMagnitudes(w, true)).t());
-  if (bias.defined()) {
-    want = want + bias.to(torch::kFloat64);
-    scale = scale + bias.to(torch::kFloat64).abs();
-  }
-  if (y0.defined()) {
-    want = want + y0.to(torch::kFloat64);
-    scale = scale + y0.to(torch::kFloat64).abs();
-  }
-  const double n = double(w.cols + 2);
-  const double gamma = n * std::ldexp(1.0, -24) / (1 - n * std::ldexp(1.0, -24));
-  torch::Tensor bound = scale * gamma + 1e-30;
-  if (got.scalar_type() == torch::kBFloat16)
-    bound = bound + want.abs() * std::ldexp(1.0, -8) + scale * std::ldexp(1.0, -8) * gamma;
-  const torch::Tensor excess = (got.to(torch::kFloat64) - want).abs() - bound;
-  EXPECT_LE(excess.max().item<double>(), 0.0) << what;
-}
-
-std::vector<QuantIsa> supportedIsas() {
-  std::vector<QuantIsa> isas;
-  for (QuantIsa isa : {QuantIsa::Avx2, QuantIsa::Avx512, QuantIsa::Avx512Bf16})
-    if (nnsc::kernels::quantIsaSupported(isa))
-      isas.push_back(isa);
-  return isas;
-}
-
-const char *isaName(QuantIsa isa) {
-  switch (isa) {
-  case QuantIsa::Avx2:
-    return "avx2";
-  case QuantIsa::Avx512:
-    return "avx512";
-  case QuantIsa::Avx512Bf16:
-    return "avx512bf16";
-  }
-  return "?";
-}
-
-/// Runs one kernel call directly (no threads), with `isa`.
-torch::Tensor runKernel(const torch::Tensor &x, const QuantizedMatrix &w, const torch::Tensor &bias,
-                        torch::Tensor y, bool accumulate, QuantIsa isa) {
-  auto fill = [&](auto &a, auto *type) {
-    using T = std::remove_pointer_t<decltype(type)>;
-    a.format = w.format;
-    a.w = w.blocks.data_ptr<uint8_t>();
-    a.rowBytes = w.blocks.stride(0);
-    a.x = static_cast<const T *>(x.data_ptr());
-    a.y = static_cast<T *>(y.data_ptr());
-    a.bias = bias.defined() ? static_cast<const T *>(bias.data_ptr()) : nullptr;
-    a.rows = w.rows();
-    a.cols = w.cols;
-    a.batch = x.size(0);
-    a.xStride = x.stride(0);
-    a.yStride = y.stride(0);
-    a.accumulate = accumulate;
-  };
-  if (x.scalar_type() == torch::kBFloat16) {
-    nnsc::kernels::QuantGemvArgs<uint16_t> a;
-    fill(a, static_cast<uint16_t *>(nullptr));
-    nnsc::kernels::quantGemv(a, 0, a.rows, isa);
-  } else {
-    nnsc::kernels::QuantGemvArgs<float> a;
-    fill(a, static_cast<float *>(nullptr));
-    nnsc::kernels::quantGemv(a, 0, a.rows, isa);
-  }
-  return y;
-}
+using namespace nnsc::quant_test;
 
 class QuantGemv : public ::testing::TestWithParam<std::tuple<QuantFormat, torch::ScalarType>> {
 protected:

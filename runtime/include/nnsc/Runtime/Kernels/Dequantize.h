@@ -1,8 +1,9 @@
 //===- Dequantize.h - ggml block formats to fp32 ----------------*- C++ -*-===//
 //
 // Decoders of the ggml weight formats the loader accepts, on raw pointers (no torch) so they
-// can be unit-tested against hand-built blocks. Layouts follow ggml-common.h: every block
-// starts with an fp16 scale `d` (Q4_1 also an fp16 minimum `m`) followed by the quants.
+// can be unit-tested against hand-built blocks. Layouts follow ggml-common.h: every 32-weight
+// block starts with an fp16 scale `d` (Q4_1 also an fp16 minimum `m`) followed by the quants;
+// the K-quants' 256-weight super-blocks are described at unpackQ4_K and unpackQ6_K.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,9 @@ namespace nnsc::kernels {
 
 /// Elements per block of the Q8_0, Q4_0 and Q4_1 formats.
 constexpr int64_t kQuantBlock = 32;
+
+/// Elements per super-block of the K-quants (Q4_K, Q6_K).
+constexpr int64_t kKQuantBlock = 256;
 
 /// IEEE half and bfloat16 bit patterns to float.
 float halfToFloat(uint16_t bits);
@@ -32,6 +36,26 @@ void dequantizeQ4_0(const uint8_t *src, float *out, int64_t count);
 /// Q4_1: 20-byte blocks {fp16 d; fp16 m; uint8 qs[16]}, x[j] = d * (qs[j] & 15) + m and
 /// x[j + 16] = d * (qs[j] >> 4) + m.
 void dequantizeQ4_1(const uint8_t *src, float *out, int64_t count);
+
+/// Q4_K: 144-byte super-blocks {fp16 d; fp16 dmin; uint8 scales[12]; uint8 qs[128]} of 8
+/// sub-blocks of 32 weights. Sub-block j has a 6-bit scale sc[j] and a 6-bit minimum m[j],
+/// packed in `scales` as ggml's get_scale_min_k4 reads them, and its weight i is
+/// (d * sc[j]) * q - dmin * m[j] with q in [0, 15]: for each 64 weights 2g..2g+1, byte l of
+/// the 32 bytes qs[32 g ..] holds sub-block 2g's quant l (low nibble) and 2g+1's (high).
+/// Writes the 256 quants to `q`, and per sub-block scales[j] = d * sc[j] and
+/// minimums[j] = dmin * m[j] (both exact in fp32) to 8 floats each.
+void unpackQ4_K(const uint8_t *block, int8_t *q, float *scales, float *minimums);
+/// Q6_K: 210-byte super-blocks {uint8 ql[128]; uint8 qh[64]; int8 scales[16]; fp16 d}. Weight
+/// i is (d * scales[i / 16]) * (q - 32) with the 6-bit q made of a nibble of ql and two bits
+/// of qh (for each 128 weights h: weights l, l + 32, l + 64, l + 96 (l < 32) take the low
+/// nibble of ql[64 h + l], of ql[64 h + l + 32], the high nibble of the same two bytes, and
+/// bits 0-1, 2-3, 4-5, 6-7 of qh[32 h + l]). Writes the 256 values q - 32 to `q` and the 16
+/// scales d * scales[k] (exact in fp32) to `scales`.
+void unpackQ6_K(const uint8_t *block, int8_t *q, float *scales);
+/// The K-quants as fp32: x = scale * q - minimum (Q4_K), x = scale * q (Q6_K), with the
+/// scales of unpackQ4_K/unpackQ6_K; `count` must be a multiple of kKQuantBlock.
+void dequantizeQ4_K(const uint8_t *src, float *out, int64_t count);
+void dequantizeQ6_K(const uint8_t *src, float *out, int64_t count);
 
 } // namespace nnsc::kernels
 

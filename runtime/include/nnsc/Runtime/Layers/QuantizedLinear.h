@@ -1,11 +1,11 @@
 //===- QuantizedLinear.h - Linears on a GGUF file's own blocks --*- C++ -*-===//
 //
 // Decode with a batch of a few rows streams every weight once per step. A projection loaded
-// from a Q4_0 / Q4_1 / Q8_0 GGUF tensor keeps the file's blocks next to its widened copy, and
-// up to quantDecodeMaxRows(dtype) activation rows the product runs the quantized GEMV kernels
-// (Kernels/QuantGemv.h) on them: 4.5 bits per weight read instead of 32 (fp32) or 16 (bf16).
-// Longer batches (prefill) keep the widened weights and oneDNN. The choice is per call, on the
-// number of rows; NNSC_QUANT_DECODE switches it (docs/Engine.md, "Quantized decode").
+// from a Q4_0 / Q4_1 / Q8_0 / Q4_K / Q6_K GGUF tensor keeps the file's blocks next to its widened
+// copy, and up to quantDecodeMaxRows(dtype) activation rows the product runs the quantized GEMV
+// kernels (Kernels/QuantGemv.h) on them: 4.5 bits per weight read instead of 32 (fp32) or 16
+// (bf16). Longer batches (prefill) keep the widened weights and oneDNN. The choice is per call, on
+// the number of rows; NNSC_QUANT_DECODE switches it (docs/Engine.md, "Quantized decode").
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,13 +39,14 @@ bool quantDecodeEnabled();
 /// rearranged into the kernels' split-row layout (kernels::splitQuantRows).
 struct QuantizedMatrix {
   kernels::QuantFormat format = kernels::QuantFormat::Q4_1;
-  torch::Tensor blocks; // uint8 [rows, cols / 32 * quantBlockBytes(format)], split rows
+  torch::Tensor blocks; // uint8 [rows, cols / quantBlockWeights * quantBlockBytes], split rows
   int64_t cols = 0;
 
-  /// From ggml blocks as a GGUF file stores them: uint8 [rows, cols / 32 * block bytes].
+  /// From ggml blocks as a GGUF file stores them: uint8 [rows, cols / block weights * block
+  /// bytes].
   static QuantizedMatrix fromGgmlBlocks(kernels::QuantFormat format, const torch::Tensor &ggml,
                                         int64_t cols);
-  /// The ggml blocks again, [rows, cols / 32 * block bytes] (for dequantization).
+  /// The ggml blocks again, [rows, cols / block weights * block bytes] (for dequantization).
   torch::Tensor ggmlBlocks() const;
 
   bool defined() const { return blocks.defined(); }

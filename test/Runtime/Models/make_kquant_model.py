@@ -1,0 +1,201 @@
+"""Writes a copy of a GGUF model whose ffn_down weights are K-quants (Q4_K and Q6_K).
+
+usage: make_kquant_model.py INPUT.gguf OUTPUT.gguf
+
+OUTPUT equals INPUT (every metadata key and value, tensor names, order, shapes, types and bytes,
+alignment) except that each `blk.N.ffn_down.weight` is re-quantized from gguf-py's dequantization
+of the input tensor: to Q4_K when N is even, to Q6_K when N is odd. gguf-py can only dequantize
+K-quants, so the encoders are here: ggml's block layouts (super-blocks of 256 weights along a
+row) with plain scale choices (min/max per 32-weight sub-block for Q4_K, max |w| per 16-weight
+sub-block for Q6_K) instead of ggml's iterative search. They are deterministic: the output is
+byte-identical from run to run.
+
+Each re-quantized tensor is dequantized again with gguf-py and its error, relative to the RMS of
+its weights, is printed; an error far above what the format allows (a layout mistake) fails the
+script. The written file is read back and compared with the input.
+"""
+import sys
+import time
+
+import gguf
+import numpy as np
+from gguf import GGMLQuantizationType as QType
+from gguf.quants import dequantize
+
+QK_K = 256
+# Relative RMS round-trip error above which the encoding is wrong, not merely lossy.
+MAX_RMS_ERROR = {QType.Q4_K: 0.15, QType.Q6_K: 0.05}
+
+
+def target_type(name):
+    """The K-quant for tensor `name`, or None where it is copied unchanged."""
+    parts = name.split(".")
+    if len(parts) == 4 and parts[0] == "blk" and parts[2:] == ["ffn_down", "weight"]:
+        return QType.Q4_K if int(parts[1]) % 2 == 0 else QType.Q6_K
+    return None
+
+
+def divide(a, b):
+    """a / b, 0 where b is 0."""
+    return np.divide(a, b, out=np.zeros(np.broadcast(a, b).shape, np.float32), where=b != 0)
+
+
+def fp16(x):
+    """x rounded to float16: (the float16 array, its float32 values)."""
+    half = x.astype(np.float16)
+    return half, half.astype(np.float32)
+
+
+def half_bytes(half):
+    """(n,) float16 -> (n, 2) little-endian bytes."""
+    return half.astype("<f2").reshape(-1, 1).view(np.uint8)
+
+
+def pack_q4_k_scales(sc, m):
+    """(n, 8) 6-bit scales and mins -> (n, 12) bytes, ggml's get_scale_min_k4 layout: bytes 0-3
+    hold sc[0:4] and the top 2 bits of sc[4:8], bytes 4-7 m[0:4] and the top 2 bits of m[4:8],
+    bytes 8-11 the low 4 bits of sc[4:8] (low nibble) and m[4:8] (high nibble)."""
+    lo_sc, hi_sc, lo_m, hi_m = sc[:, :4], sc[:, 4:], m[:, :4], m[:, 4:]
+    return np.concatenate([lo_sc | (hi_sc >> 4) << 6,
+                           lo_m | (hi_m >> 4) << 6,
+                           (hi_sc & 0xF) | (hi_m & 0xF) << 4], axis=1)
+
+
+def encode_q4_k(blocks):
+    """(n, 256) float32 -> (n, 144) Q4_K blocks: fp16 d, fp16 dmin, 12 bytes of 6-bit scales
+    and mins, 128 bytes of 4-bit quants. Sub-block j (32 weights) decodes as
+    d * sc[j] * q - dmin * m[j]."""
+    x = blocks.reshape(-1, 8, 32)
+    low = np.minimum(x.min(axis=2), 0)  # the offset -dmin * m can only lower the weights
+    scale = (x.max(axis=2) - low) / 15
+    d16, d = fp16(scale.max(axis=1) / 63)
+    dmin16, dmin = fp16(-low.min(axis=1) / 63)
+    sc = np.clip(np.rint(divide(scale, d[:, None])), 0, 63).astype(np.uint8)
+    m = np.clip(np.rint(divide(-low, dmin[:, None])), 0, 63).astype(np.uint8)
+    step = (d[:, None] * sc)[:, :, None]
+    offset = (dmin[:, None] * m)[:, :, None]
+    q = np.clip(np.rint(divide(x + offset, step)), 0, 15).astype(np.uint8)
+    # Byte l of 64-weight group g: sub-block 2g's quant l in the low nibble, 2g+1's in the high.
+    qs = (q[:, 0::2] | q[:, 1::2] << 4).reshape(-1, 128)
+    return np.concatenate([half_bytes(d16), half_bytes(dmin16), pack_q4_k_scales(sc, m), qs],
+                          axis=1)
+
+
+def encode_q6_k(blocks):
+    """(n, 256) float32 -> (n, 210) Q6_K blocks: ql[128] (low 4 bits of the quants), qh[64]
+    (high 2 bits), int8 scales[16], fp16 d. Sub-block k (16 weights) decodes as
+    d * scales[k] * (q - 32)."""
+    x = blocks.reshape(-1, 16, 16)
+    extreme = np.take_along_axis(x, np.abs(x).argmax(axis=2)[:, :, None], axis=2)[:, :, 0]
+    scale = extreme / -32  # as ggml: the largest |w| of a sub-block decodes from q - 32 = -32
+    largest = np.take_along_axis(scale, np.abs(scale).argmax(axis=1)[:, None], axis=1)[:, 0]
+    d16, d = fp16(largest / -128)
+    sc = np.clip(np.rint(divide(scale, d[:, None])), -128, 127).astype(np.int8)
+    step = (d[:, None] * sc)[:, :, None]
+    q = (np.clip(np.rint(divide(x, step)), -32, 31) + 32).astype(np.uint8)
+    # Per 128-weight half h and l < 32, quarter k holds weights 32k + l: ql[64h + l] has quarters
+    # 0 (low nibble) and 2 (high), ql[64h + 32 + l] quarters 1 and 3, qh[32h + l] the high bits
+    # of quarter k at bits 2k.
+    q = q.reshape(-1, 2, 4, 32)
+    low = q & 0xF
+    ql = (low[:, :, :2] | low[:, :, 2:] << 4).reshape(-1, 128)
+    high = q >> 4
+    qh = (high[:, :, 0] | high[:, :, 1] << 2 | high[:, :, 2] << 4 | high[:, :, 3] << 6)
+    return np.concatenate([ql, qh.reshape(-1, 64), sc.view(np.uint8), half_bytes(d16)], axis=1)
+
+
+ENCODERS = {QType.Q4_K: encode_q4_k, QType.Q6_K: encode_q6_k}
+
+
+def requantize(tensor, qtype):
+    """(raw bytes with one row per weight row, weights) of `tensor` re-quantized to qtype."""
+    weights = dequantize(tensor.data, tensor.tensor_type)
+    rows, cols = weights.shape
+    if cols % QK_K:
+        sys.exit("%s: rows of %d weights are not a multiple of %d" % (tensor.name, cols, QK_K))
+    raw = ENCODERS[qtype](weights.reshape(-1, QK_K).astype(np.float32))
+    return raw.reshape(rows, -1), weights
+
+
+def check_round_trip(name, qtype, raw, weights):
+    """Prints the dequantization error of raw relative to the weights' RMS; fails if gross."""
+    diff = dequantize(raw, qtype) - weights
+    rms = np.sqrt(np.mean(weights.astype(np.float64) ** 2))
+    rel_rms = np.sqrt(np.mean(diff.astype(np.float64) ** 2)) / rms
+    rel_max = np.abs(diff).max() / rms
+    print("  %-22s %s  rms error %.2f%%  max abs error %.1f%% of weight rms"
+          % (name, qtype.name, 100 * rel_rms, 100 * rel_max), flush=True)
+    if not rel_rms <= MAX_RMS_ERROR[qtype]:
+        sys.exit("%s: %s round trip rms error %.3g > %g: the encoding is wrong"
+                 % (name, qtype.name, rel_rms, MAX_RMS_ERROR[qtype]))
+
+
+def copy_metadata(reader, writer):
+    """Every key/value of reader with its type; GGUF.* are the header, not keys, and
+    general.architecture was written by the writer's constructor."""
+    writer.data_alignment = reader.alignment
+    for field in reader.fields.values():
+        if field.name.startswith("GGUF.") or field.name == gguf.Keys.General.ARCHITECTURE:
+            continue
+        vtype = field.types[0]
+        sub_type = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
+        writer.add_key_value(field.name, field.contents(), vtype, sub_type=sub_type)
+
+
+def write(reader, path):
+    """Writes the output; returns {name: (type, raw bytes)} of the re-quantized tensors."""
+    arch = reader.get_field(gguf.Keys.General.ARCHITECTURE).contents()
+    writer = gguf.GGUFWriter(path, arch)
+    copy_metadata(reader, writer)
+    changed = {}
+    for tensor in reader.tensors:
+        qtype = target_type(tensor.name)
+        if qtype is None:
+            writer.add_tensor(tensor.name, tensor.data, raw_dtype=tensor.tensor_type)
+            continue
+        raw, weights = requantize(tensor, qtype)
+        check_round_trip(tensor.name, qtype, raw, weights)
+        writer.add_tensor(tensor.name, raw, raw_dtype=qtype)
+        changed[tensor.name] = (qtype, raw)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return changed
+
+
+def verify(reader, path, changed):
+    """Reads the output back: the same fields and tensors as the input, except `changed`."""
+    out = gguf.GGUFReader(path)
+    if out.alignment != reader.alignment or list(out.fields) != list(reader.fields):
+        sys.exit("%s: alignment or metadata keys differ from the input" % path)
+    for name, field in reader.fields.items():
+        if out.fields[name].types != field.types or out.fields[name].contents() != field.contents():
+            sys.exit("%s: metadata %s differs from the input" % (path, name))
+    if [t.name for t in out.tensors] != [t.name for t in reader.tensors]:
+        sys.exit("%s: tensor names or order differ from the input" % path)
+    for old, new in zip(reader.tensors, out.tensors):
+        qtype, data = changed.get(old.name, (old.tensor_type, old.data))
+        if new.tensor_type != qtype or list(new.shape) != list(old.shape):
+            sys.exit("%s: tensor %s is %s %s, expected %s %s" % (
+                path, old.name, new.tensor_type.name, list(new.shape), qtype.name, list(old.shape)))
+        if new.data.tobytes() != data.tobytes():
+            sys.exit("%s: tensor %s: data differs from what was written" % (path, old.name))
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__.split("\n\n")[1])
+    src, dst = sys.argv[1:]
+    start = time.time()
+    reader = gguf.GGUFReader(src)
+    print("make_kquant_model: %s: %d tensors, re-quantizing blk.*.ffn_down.weight"
+          " (even blocks Q4_K, odd Q6_K)" % (src, len(reader.tensors)), flush=True)
+    changed = write(reader, dst)
+    verify(reader, dst, changed)
+    print("make_kquant_model: wrote %s (%d tensors re-quantized, the rest identical) in %.1f s"
+          % (dst, len(changed), time.time() - start), flush=True)
+
+
+if __name__ == "__main__":
+    main()
