@@ -90,13 +90,11 @@ void dequantizeQ4_1(const uint8_t *src, float *out, int64_t count) {
 void unpackQ4_K(const uint8_t *block, int8_t *q, float *scales, float *minimums) {
   const float d = halfToFloat(load16(block)), dmin = halfToFloat(load16(block + 2));
   const uint8_t *packed = block + 4, *qs = block + 16;
+  uint8_t scalesThenMinimums[16];
+  q4KScalesMins(packed, scalesThenMinimums);
   for (int j = 0; j < 8; ++j) {
-    // ggml's get_scale_min_k4: sub-blocks 0-3 in the low 6 bits of bytes 0-3 (scales) and 4-7
-    // (minimums); 4-7 in the nibbles of bytes 8-11 with their top 2 bits in bytes 0-7.
-    const int sc = j < 4 ? packed[j] & 63 : (packed[j + 4] & 15) | ((packed[j - 4] >> 6) << 4);
-    const int m = j < 4 ? packed[j + 4] & 63 : (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
-    scales[j] = d * float(sc);
-    minimums[j] = dmin * float(m);
+    scales[j] = d * float(scalesThenMinimums[j]);
+    minimums[j] = dmin * float(scalesThenMinimums[8 + j]);
   }
   for (int g = 0; g < 4; ++g)
     for (int l = 0; l < 32; ++l) {

@@ -2,13 +2,15 @@
 //
 // Private to runtime/kernels/cpu, included by QuantGemvAvx2.cpp and QuantGemvAvx512.cpp after
 // QuantGemvKernel.h, whose internal-linkage rules and helpers it shares. Q4_K and Q6_K rows
-// are read as the file stores them: 256-weight super-blocks, each unpacked once per product
-// (Dequantize.h's unpackQ4_K / unpackQ6_K: the quants as int8, the sub-block scales and
-// minimums as exact fp32) into a small buffer that stays in L1, then widened W quants at a time
-// to exactly the weights dequantizeQ4_K / dequantizeQ6_K produce (scale * q, minus the
-// minimum for Q4_K: two roundings, -ffp-contract=off) and multiplied with every activation row
-// of the tile. One form for every batch size: the result is the fp32 product with the
-// dequantized weights up to summation order.
+// are read as the file stores them, 256-weight super-blocks, with the quants widened in
+// registers W at a time (Isa::q4: a Q4_K byte's low nibble is a weight of the even sub-block
+// of its 64, the high nibble the same weight of the odd one; Isa::q6: a nibble of ql and two
+// bits of qh) and the sub-block scales decoded once per super-block and row (q4KScalesMins).
+// Each weight is widened to exactly its dequantized value (scale * q, minus the minimum for
+// Q4_K, two roundings under -ffp-contract=off) once for every activation row of the tile,
+// except for Q4_K against a single row, which takes the factored form
+// scale * sum(q x) - minimum * sum(x) per 32-weight sub-block as the 32-weight formats do
+// (QuantGemv.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,90 +23,151 @@
 namespace nnsc::kernels {
 namespace { // NOLINT: internal linkage per instruction set, see QuantGemvKernel.h
 
-/// One super-block of a row, unpacked: the quants, and per group of weights sharing a scale
-/// (32 for Q4_K, 16 for Q6_K) the scale and (Q4_K) the minimum.
-template <QuantFormat F> struct UnpackedSuperBlock {
+/// A super-block's scales (32-weight sub-blocks for Q4_K, 16 weights for Q6_K) and Q4_K's
+/// minimums, exact in fp32 as dequantizeQ4_K / dequantizeQ6_K compute them.
+template <QuantFormat F> struct SuperBlockScales {
   static constexpr int Groups = F == QuantFormat::Q4_K ? 8 : 16;
-  static constexpr int GroupWeights = int(kKQuantBlock) / Groups;
-  alignas(64) int8_t q[kKQuantBlock];
   float scales[Groups];
   float minimums[F == QuantFormat::Q4_K ? Groups : 1];
 
-  void unpack(const uint8_t *block) {
-    if constexpr (F == QuantFormat::Q4_K)
-      unpackQ4_K(block, q, scales, minimums);
-    else
-      unpackQ6_K(block, q, scales);
+  void decode(const uint8_t *block) {
+    if constexpr (F == QuantFormat::Q4_K) {
+      // Widened 8 at a time (AVX2, the baseline of both including files): a scalar loop
+      // here compiled to a byte extract per value and cost a third of the kernel.
+      alignas(16) uint8_t packed[16];
+      q4KScalesMins(block + 4, packed);
+      const __m128i bytes = _mm_load_si128(reinterpret_cast<const __m128i *>(packed));
+      auto widen8 = [](__m128i v, float factor, float *out) {
+        _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_set1_ps(factor),
+                                            _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v))));
+      };
+      widen8(bytes, half(block), scales);
+      widen8(_mm_srli_si128(bytes, 8), half(block + 2), minimums);
+    } else {
+      const float d = half(block + 208);
+      const auto *sc = reinterpret_cast<const int8_t *>(block + 192);
+      for (int k = 0; k < Groups; ++k)
+        scales[k] = d * float(sc[k]);
+    }
   }
 };
 
-/// Rows [r, r + RB) of W against activation rows [b, b + BB).
+/// Rows [r, r + RB) of W against activation rows [b, b + BB). With BB = 1 the factored form:
+/// `subSums` holds sum(x) of every 32 activations of row b (Q4_K's minimums' terms).
 template <class Isa, QuantFormat F, int RB, int BB, typename T>
-void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
+void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *subSums) {
   using V = typename Isa::V;
-  using Unpacked = UnpackedSuperBlock<F>;
   constexpr int W = Isa::W;
   constexpr int64_t Bytes = quantBlockBytes(F);
+  constexpr bool Factored = BB == 1;
   V acc[RB][BB];
   for (int i = 0; i < RB; ++i)
     for (int j = 0; j < BB; ++j)
       acc[i][j] = Isa::zero();
   const uint8_t *w = a.w + r * a.rowBytes;
   const T *x = a.x + b * a.xStride;
-  Unpacked rows[RB];
+  float minimumTerms[RB] = {}; // Q4_K, factored: sum over sub-blocks of minimum * sum(x)
   for (int64_t k = 0; k < a.cols / kKQuantBlock; ++k) {
     if (b == 0) // later activation tiles of these rows find the next group prefetched
       prefetchNextGroup<RB, Bytes>(w, a.rowBytes, k);
+    const uint8_t *blocks[RB];
     for (int i = 0; i < RB; ++i)
-      rows[i].unpack(w + i * a.rowBytes + k * Bytes);
-    for (int g = 0; g < Unpacked::Groups; ++g) {
-      V scale[RB], minimum[RB];
-      for (int i = 0; i < RB; ++i) {
-        scale[i] = Isa::set1(rows[i].scales[g]);
-        if constexpr (F == QuantFormat::Q4_K)
-          minimum[i] = Isa::set1(rows[i].minimums[g]);
-      }
-      for (int p = 0; p < Unpacked::GroupWeights; p += W) {
-        const int64_t col = k * kKQuantBlock + g * Unpacked::GroupWeights + p;
-        V xs[BB];
-        for (int j = 0; j < BB; ++j)
-          xs[j] = Isa::load(x + j * a.xStride + col);
-        for (int i = 0; i < RB; ++i) {
-          V weight = Isa::mul(scale[i], Isa::q8(rows[i].q + g * Unpacked::GroupWeights + p));
-          if constexpr (F == QuantFormat::Q4_K)
-            weight = Isa::sub(weight, minimum[i]);
-          for (int j = 0; j < BB; ++j)
-            acc[i][j] = Isa::fma(weight, xs[j], acc[i][j]);
+      blocks[i] = w + i * a.rowBytes + k * Bytes;
+    const T *xk = x + k * kKQuantBlock;
+    SuperBlockScales<F> sb[RB];
+    for (int i = 0; i < RB; ++i)
+      sb[i].decode(blocks[i]);
+    if constexpr (F == QuantFormat::Q4_K) {
+      for (int g = 0; g < 4; ++g) { // 64 weights: sub-blocks 2g (low nibbles) and 2g + 1
+        if constexpr (Factored) {
+          V dotLo[RB], dotHi[RB];
+          for (int p = 0; p < 32 / W; ++p) {
+            const V xlo = Isa::load(xk + 64 * g + p * W), xhi = Isa::load(xk + 64 * g + 32 + p * W);
+            for (int i = 0; i < RB; ++i) {
+              V lo, hi;
+              Isa::q4(blocks[i] + 16 + 32 * g + p * W, lo, hi);
+              dotLo[i] = p ? Isa::fma(lo, xlo, dotLo[i]) : Isa::mul(lo, xlo);
+              dotHi[i] = p ? Isa::fma(hi, xhi, dotHi[i]) : Isa::mul(hi, xhi);
+            }
+          }
+          for (int i = 0; i < RB; ++i) {
+            acc[i][0] = Isa::fma(Isa::set1(sb[i].scales[2 * g]), dotLo[i], acc[i][0]);
+            acc[i][0] = Isa::fma(Isa::set1(sb[i].scales[2 * g + 1]), dotHi[i], acc[i][0]);
+            minimumTerms[i] += sb[i].minimums[2 * g] * subSums[8 * k + 2 * g] +
+                               sb[i].minimums[2 * g + 1] * subSums[8 * k + 2 * g + 1];
+          }
+        } else {
+          for (int p = 0; p < 32 / W; ++p) {
+            V xlo[BB], xhi[BB];
+            for (int j = 0; j < BB; ++j) {
+              xlo[j] = Isa::load(xk + j * a.xStride + 64 * g + p * W);
+              xhi[j] = Isa::load(xk + j * a.xStride + 64 * g + 32 + p * W);
+            }
+            for (int i = 0; i < RB; ++i) {
+              V lo, hi;
+              Isa::q4(blocks[i] + 16 + 32 * g + p * W, lo, hi);
+              lo = Isa::sub(Isa::mul(Isa::set1(sb[i].scales[2 * g]), lo),
+                            Isa::set1(sb[i].minimums[2 * g]));
+              hi = Isa::sub(Isa::mul(Isa::set1(sb[i].scales[2 * g + 1]), hi),
+                            Isa::set1(sb[i].minimums[2 * g + 1]));
+              for (int j = 0; j < BB; ++j) {
+                acc[i][j] = Isa::fma(lo, xlo[j], acc[i][j]);
+                acc[i][j] = Isa::fma(hi, xhi[j], acc[i][j]);
+              }
+            }
+          }
         }
       }
+    } else {
+      // Each 128 weights h: the quants of weights 32 s + [p W, p W + W) for s < 4 from one
+      // load each of ql, ql + 32 and qh; 16 weights share a scale, so the factored form saves
+      // nothing and every row count takes the exact weights.
+      for (int h = 0; h < 2; ++h)
+        for (int p = 0; p < 32 / W; ++p) {
+          V q[RB][4];
+          for (int i = 0; i < RB; ++i)
+            Isa::q6(blocks[i] + 64 * h + p * W, blocks[i] + 128 + 32 * h + p * W, q[i]);
+          for (int s = 0; s < 4; ++s) {
+            const int col = 128 * h + 32 * s + p * W, scale = col / 16;
+            V xs[BB];
+            for (int j = 0; j < BB; ++j)
+              xs[j] = Isa::load(xk + j * a.xStride + col);
+            for (int i = 0; i < RB; ++i) {
+              const V weight = Isa::mul(Isa::set1(sb[i].scales[scale]), q[i][s]);
+              for (int j = 0; j < BB; ++j)
+                acc[i][j] = Isa::fma(weight, xs[j], acc[i][j]);
+            }
+          }
+        }
     }
   }
   for (int i = 0; i < RB; ++i) {
     const float bias = a.bias ? widen(a.bias[r + i]) : 0.0f;
     for (int j = 0; j < BB; ++j) {
       T *out = a.y + (b + j) * a.yStride + r + i;
-      const float v = Isa::reduce(acc[i][j]) + bias;
+      const float v = Isa::reduce(acc[i][j]) - minimumTerms[i] + bias;
       store(out, a.accumulate ? widen(*out) + v : v);
     }
   }
 }
 
-/// Weight rows [r, r + RB) against every activation row, BatchBlock rows at a time.
+/// Weight rows [r, r + RB) against every activation row, BatchBlock rows at a time; a last
+/// row left alone takes the factored form.
 template <class Isa, QuantFormat F, int RB, typename T>
-void kQuantRowBlock(const QuantGemvArgs<T> &a, int64_t r) {
+void kQuantRowBlock(const QuantGemvArgs<T> &a, int64_t r, const float *subSums) {
   constexpr int BB = Isa::BatchBlock;
   int64_t b = 0;
   for (; b + BB <= a.batch; b += BB)
-    kQuantBlock<Isa, F, RB, BB>(a, r, b);
+    kQuantBlock<Isa, F, RB, BB>(a, r, b, nullptr);
   switch (a.batch - b) {
   case 3:
-    kQuantBlock<Isa, F, RB, 3>(a, r, b);
+    kQuantBlock<Isa, F, RB, 3>(a, r, b, nullptr);
     break;
   case 2:
-    kQuantBlock<Isa, F, RB, 2>(a, r, b);
+    kQuantBlock<Isa, F, RB, 2>(a, r, b, nullptr);
     break;
   case 1:
-    kQuantBlock<Isa, F, RB, 1>(a, r, b);
+    kQuantBlock<Isa, F, RB, 1>(a, r, b, subSums);
     break;
   default:
     break;
@@ -113,11 +176,16 @@ void kQuantRowBlock(const QuantGemvArgs<T> &a, int64_t r) {
 
 template <class Isa, QuantFormat F, int RB, typename T>
 void kQuantRows(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
+  // sum(x) per 32 activations of the row the factored form takes (blockMinSums with Q4_1's
+  // factor 1); Q6_K has no minimums.
+  const float *subSums = F == QuantFormat::Q4_K && a.batch % Isa::BatchBlock == 1
+                             ? blockMinSums<Isa, QuantFormat::Q4_1>(a, a.batch - 1)
+                             : nullptr;
   int64_t r = rowBegin;
   for (; r + RB <= rowEnd; r += RB)
-    kQuantRowBlock<Isa, F, RB>(a, r);
+    kQuantRowBlock<Isa, F, RB>(a, r, subSums);
   for (; r < rowEnd; ++r)
-    kQuantRowBlock<Isa, F, 1>(a, r);
+    kQuantRowBlock<Isa, F, 1>(a, r, subSums);
 }
 
 /// Output columns [rowBegin, rowEnd) of a Q4_K or Q6_K product. A single activation row leaves

@@ -5,9 +5,9 @@
 // QuantGemvTest.cpp and QuantGemvKQuantTest.cpp. The bound is the worst case of an fp32 sum of
 // `cols` products, gamma_cols * sum (|w| + 2 |m| + 32 |d|) |x| (m the block's minimum, -8 d for
 // Q4_0: the single-row kernels sum d * q x and m * x separately, and the vdpbf16ps kernel sums
-// 16 d (1 + q / 16) x and (m - 16 d) x; the K-quants' kernels widen each weight exactly, so
-// theirs is gamma_cols * sum |w| |x|), plus half a bf16 ulp for a bf16 output: a wrong weight,
-// nibble order or scale is far outside it.
+// 16 d (1 + q / 16) x and (m - 16 d) x; for the K-quants m is Q4_K's sub-block minimum, 0 for
+// Q6_K), plus half a bf16 ulp for a bf16 output: a wrong weight, nibble order or scale is far
+// outside it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,16 +60,30 @@ inline torch::Tensor dequantize(const QuantizedMatrix &m) {
   return out;
 }
 
-/// |m| of each weight's block [rows, cols]: the Q4_1 minimum, 8 |d| for Q4_0, 0 for Q8_0;
-/// with `scales`, |d| instead (0 for Q8_0, whose kernels take no 1 + q / 16 form). 0 for the
-/// K-quants, whose kernels widen every weight exactly.
+/// |m| of each weight's block [rows, cols]: the Q4_1 minimum, 8 |d| for Q4_0, 0 for Q8_0 and
+/// Q6_K, Q4_K's sub-block minimum; with `scales`, |d| instead (0 for Q8_0 and the K-quants,
+/// whose kernels take no 1 + q / 16 form).
 inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = false) {
   torch::Tensor out = torch::zeros({m.rows(), m.cols}, torch::kFloat64);
-  if (m.format == QuantFormat::Q8_0 || nnsc::kernels::isKQuant(m.format))
+  if (m.format == QuantFormat::Q8_0 || m.format == QuantFormat::Q6_K ||
+      (m.format == QuantFormat::Q4_K && scales))
     return out;
   const int64_t bytes = nnsc::kernels::quantBlockBytes(m.format);
   const torch::Tensor blocks = m.ggmlBlocks();
   double *o = out.data_ptr<double>();
+  if (m.format == QuantFormat::Q4_K) {
+    int8_t q[256];
+    float sc[8], mn[8];
+    for (int64_t r = 0; r < m.rows(); ++r)
+      for (int64_t k = 0; k < m.cols / 256; ++k) {
+        nnsc::kernels::unpackQ4_K(blocks.data_ptr<uint8_t>() + r * blocks.stride(0) + k * bytes, q,
+                                  sc, mn);
+        for (int j = 0; j < 8; ++j)
+          std::fill(o + r * m.cols + k * 256 + 32 * j, o + r * m.cols + k * 256 + 32 * j + 32,
+                    std::abs(double(mn[j])));
+      }
+    return out;
+  }
   for (int64_t r = 0; r < m.rows(); ++r)
     for (int64_t k = 0; k < m.cols / 32; ++k) {
       const uint8_t *p = blocks.data_ptr<uint8_t>() + r * blocks.stride(0) + k * bytes;

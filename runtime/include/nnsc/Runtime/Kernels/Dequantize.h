@@ -11,6 +11,7 @@
 #define NNSC_RUNTIME_KERNELS_DEQUANTIZE_H
 
 #include <cstdint>
+#include <cstring>
 
 namespace nnsc::kernels {
 
@@ -37,9 +38,23 @@ void dequantizeQ4_0(const uint8_t *src, float *out, int64_t count);
 /// x[j + 16] = d * (qs[j] >> 4) + m.
 void dequantizeQ4_1(const uint8_t *src, float *out, int64_t count);
 
+/// The 6-bit scales and minimums of a Q4_K super-block's 8 sub-blocks from its 12 packed bytes,
+/// as ggml's get_scale_min_k4 reads them: sub-blocks 0-3 in the low 6 bits of bytes 0-3
+/// (scales) and 4-7 (minimums); 4-7 in the nibbles of bytes 8-11, their top 2 bits in the top
+/// bits of bytes 0-7. Writes the 8 scales, then the 8 minimums. Four 32-bit words at a time,
+/// as llama.cpp's dot products unpack them.
+inline void q4KScalesMins(const uint8_t *packed, uint8_t (&scalesThenMinimums)[16]) {
+  uint32_t w[3];
+  std::memcpy(w, packed, sizeof w);
+  const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
+  const uint32_t out[4] = {w[0] & low6, (w[2] & low4) | (((w[0] >> 6) & low2) << 4), w[1] & low6,
+                           ((w[2] >> 4) & low4) | (((w[1] >> 6) & low2) << 4)};
+  std::memcpy(scalesThenMinimums, out, sizeof out);
+}
+
 /// Q4_K: 144-byte super-blocks {fp16 d; fp16 dmin; uint8 scales[12]; uint8 qs[128]} of 8
 /// sub-blocks of 32 weights. Sub-block j has a 6-bit scale sc[j] and a 6-bit minimum m[j],
-/// packed in `scales` as ggml's get_scale_min_k4 reads them, and its weight i is
+/// packed in `scales` (q4KScalesMins), and its weight i is
 /// (d * sc[j]) * q - dmin * m[j] with q in [0, 15]: for each 64 weights 2g..2g+1, byte l of
 /// the 32 bytes qs[32 g ..] holds sub-block 2g's quant l (low nibble) and 2g+1's (high).
 /// Writes the 256 quants to `q`, and per sub-block scales[j] = d * sc[j] and
