@@ -186,7 +186,8 @@ def main():
           " (rate after the first). Prefill: one %d-token prompt. Roofline: %.1f GB/s read"
           " bandwidth (the higher of the probes before and after: %s) over %.1f MB read per"
           " decode step (every tensor of the file once) = %.0f tok/s. llama.cpp rounds the"
-          " activations to 8 bits in its Q4_1 products (vec_dot_q4_1_q8_1), so its greedy"
+          " activations to 8 bits in its quantized products (q8_1 blocks against Q4_0/Q4_1,"
+          " q8_K against the K-quants), so its greedy"
           " tokens may part from the fp32 computation's; nns-run keeps them fp32."
           % (a.rounds, a.threads, os.path.basename(a.model), a.decode_tokens, DECODE_PROMPT,
              len(prefill_ids), max(bw), ", ".join("%.1f" % b for b in bw), read / 1e6, roof))

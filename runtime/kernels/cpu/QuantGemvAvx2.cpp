@@ -67,17 +67,6 @@ struct Avx2 {
     return _mm256_cvtepi32_ps(
         _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(q))));
   }
-  /// Q6_K quants minus 32 of the 8 bytes at `ql`, `ql + 32` and `qh`: q[s] = the low
-  /// nibbles of ql (s = 0) or ql + 32 (s = 1), their high nibbles (s = 2, 3), each with bits
-  /// 2 s, 2 s + 1 of qh as bits 4, 5.
-  static void q6(const uint8_t *ql, const uint8_t *qh, V (&q)[4]) {
-    __m128i bytes[4];
-    q6Bytes(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(ql)),
-            _mm_loadl_epi64(reinterpret_cast<const __m128i *>(ql + 32)),
-            _mm_loadl_epi64(reinterpret_cast<const __m128i *>(qh)), bytes);
-    for (int s = 0; s < 4; ++s)
-      q[s] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes[s]));
-  }
 };
 
 } // namespace

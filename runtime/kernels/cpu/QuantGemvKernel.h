@@ -65,20 +65,6 @@ inline void store(uint16_t *p, float v) {
     *p = uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
 }
 
-/// Q6_K quants minus 32, as int8, of the bytes `a` (ql), `b` (ql + 32) and `h` (qh): q[s] = the
-/// low nibbles of a (s = 0) or b (s = 1), their high nibbles (s = 2, 3), each with bits 2 s and
-/// 2 s + 1 of h as bits 4 and 5. Byte-wise (SSE2), before the widening to W lanes.
-inline void q6Bytes(__m128i a, __m128i b, __m128i h, __m128i (&q)[4]) {
-  const __m128i nibble = _mm_set1_epi8(15), top = _mm_set1_epi8(0x30), bias = _mm_set1_epi8(32);
-  const __m128i low[4] = {_mm_and_si128(a, nibble), _mm_and_si128(b, nibble),
-                          _mm_and_si128(_mm_srli_epi16(a, 4), nibble),
-                          _mm_and_si128(_mm_srli_epi16(b, 4), nibble)};
-  // 16-bit shifts carry bits across bytes only outside the 0x30 mask.
-  const __m128i high[4] = {_mm_slli_epi16(h, 4), _mm_slli_epi16(h, 2), h, _mm_srli_epi16(h, 2)};
-  for (int s = 0; s < 4; ++s)
-    q[s] = _mm_sub_epi8(_mm_or_si128(low[s], _mm_and_si128(high[s], top)), bias);
-}
-
 /// Prefetches the blocks of the next group of RB rows while this group's block k is read. A
 /// row is short (360 bytes for 576 columns in Q4_1), so the hardware's stream prefetchers,
 /// seeing RB interleaved streams a few lines long each, train too late: the loads of the

@@ -1,0 +1,77 @@
+//===- QuantFormatBench.cpp - The quantized GEMV per block format -*- C++ -*-===//
+//
+// One thread, one kernel call at a time (quantGemv with the best instruction set), every block
+// format the kernels read, on a matrix that stays in L2 (576 x 1536, SmolLM2's down_proj) and
+// on one that comes from memory (4096 x 4096, a 7B model's projection), at 1 and 4 activation
+// rows: what each format's kernel computes per second, apart from the memory system. Bytes are
+// 0x3c throughout (fp16 scales 1.06, quants 3 and 12): the kernels take no data-dependent path.
+// Each cell is the best of 5 rounds of at least 50 ms.
+//
+//   nnsc-bench-quant-formats
+//
+//===----------------------------------------------------------------------===//
+
+#include "nnsc/Runtime/Kernels/QuantGemv.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+using nnsc::kernels::QuantFormat;
+
+double secondsPerCall(const nnsc::kernels::QuantGemvArgs<float> &a) {
+  using Clock = std::chrono::steady_clock;
+  double best = 1e30;
+  for (int round = 0; round < 5; ++round) {
+    const auto start = Clock::now();
+    int calls = 0;
+    double elapsed = 0;
+    do {
+      nnsc::kernels::quantGemv(a, 0, a.rows);
+      ++calls;
+      elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    } while (elapsed < 0.05);
+    best = std::min(best, elapsed / calls);
+  }
+  return best;
+}
+
+} // namespace
+
+int main() {
+  std::printf("one thread, fp32 activations, best of 5\n");
+  std::printf("%-11s %-5s %5s %10s %8s %12s\n", "shape", "fmt", "rows", "us", "GB/s",
+              "Gweights/s");
+  const int64_t shapes[][2] = {{576, 1536}, {4096, 4096}};
+  for (const auto &shape : shapes)
+    for (QuantFormat format : {QuantFormat::Q4_0, QuantFormat::Q4_1, QuantFormat::Q8_0,
+                               QuantFormat::Q4_K, QuantFormat::Q6_K})
+      for (int64_t batch : {1, 4}) {
+        const int64_t rows = shape[0], cols = shape[1];
+        const int64_t rowBytes = cols / nnsc::kernels::quantBlockWeights(format) *
+                                 nnsc::kernels::quantBlockBytes(format);
+        std::vector<uint8_t> w(size_t(rows * rowBytes), 0x3c);
+        std::vector<float> x(size_t(batch * cols), 0.5f);
+        std::vector<float> y(size_t(batch * rows));
+        nnsc::kernels::QuantGemvArgs<float> a;
+        a.format = format;
+        a.w = w.data();
+        a.rowBytes = rowBytes;
+        a.x = x.data();
+        a.y = y.data();
+        a.rows = rows;
+        a.cols = cols;
+        a.batch = batch;
+        a.xStride = cols;
+        a.yStride = rows;
+        const double seconds = secondsPerCall(a);
+        std::printf("%5ldx%-5ld %-5s %5ld %10.1f %8.2f %12.2f\n", long(rows), long(cols),
+                    nnsc::kernels::quantFormatName(format), long(batch), seconds * 1e6,
+                    double(rows * rowBytes) / seconds / 1e9,
+                    double(rows * cols) / seconds / 1e9);
+      }
+  return 0;
+}
