@@ -147,7 +147,7 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
 }
 
 /// Weight rows [r, r + RB) against every activation row, BatchBlock rows at a time; a last
-/// row left alone takes the factored form.
+/// row left alone takes Q4_K's factored form.
 template <class Isa, QuantFormat F, int RB, typename T>
 void kQuantRowBlock(const QuantGemvArgs<T> &a, int64_t r, const float *subSums) {
   constexpr int BB = Isa::BatchBlock;
