@@ -43,8 +43,7 @@ double secondsPerCall(const nnsc::kernels::QuantGemvArgs<float> &a) {
 
 int main() {
   std::printf("one thread, fp32 activations, best of 5\n");
-  std::printf("%-11s %-5s %5s %10s %8s %12s\n", "shape", "fmt", "rows", "us", "GB/s",
-              "Gweights/s");
+  std::printf("%-11s %-5s %5s %10s %8s %12s\n", "shape", "fmt", "rows", "us", "GB/s", "Gweights/s");
   const int64_t shapes[][2] = {{576, 1536}, {4096, 4096}};
   for (const auto &shape : shapes)
     for (QuantFormat format : {QuantFormat::Q4_0, QuantFormat::Q4_1, QuantFormat::Q8_0,
@@ -70,8 +69,7 @@ int main() {
         const double seconds = secondsPerCall(a);
         std::printf("%5ldx%-5ld %-5s %5ld %10.1f %8.2f %12.2f\n", long(rows), long(cols),
                     nnsc::kernels::quantFormatName(format), long(batch), seconds * 1e6,
-                    double(rows * rowBytes) / seconds / 1e9,
-                    double(rows * cols) / seconds / 1e9);
+                    double(rows * rowBytes) / seconds / 1e9, double(rows * cols) / seconds / 1e9);
       }
   return 0;
 }

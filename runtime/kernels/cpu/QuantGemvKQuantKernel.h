@@ -87,11 +87,12 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
               dotHi[i] = p ? Isa::fma(hi, xhi, dotHi[i]) : Isa::mul(hi, xhi);
             }
           }
+          const float *sums = subSums + 8 * k + int64_t(2) * g; // sub-blocks 2g, 2g + 1
           for (int i = 0; i < RB; ++i) {
             acc[i][0] = Isa::fma(Isa::set1(sb[i].scales[2 * g]), dotLo[i], acc[i][0]);
             acc[i][0] = Isa::fma(Isa::set1(sb[i].scales[2 * g + 1]), dotHi[i], acc[i][0]);
-            minimumTerms[i] += sb[i].minimums[2 * g] * subSums[8 * k + 2 * g] +
-                               sb[i].minimums[2 * g + 1] * subSums[8 * k + 2 * g + 1];
+            minimumTerms[i] +=
+                sb[i].minimums[2 * g] * sums[0] + sb[i].minimums[2 * g + 1] * sums[1];
           }
         } else {
           for (int p = 0; p < 32 / W; ++p) {
