@@ -151,23 +151,10 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
 /// row left alone takes Q4_K's factored form.
 template <class Isa, QuantFormat F, int RB, typename T>
 void kQuantRowBlock(const QuantGemvArgs<T> &a, int64_t r, const float *subSums) {
-  constexpr int BB = Isa::BatchBlock;
-  int64_t b = 0;
-  for (; b + BB <= a.batch; b += BB)
-    kQuantBlock<Isa, F, RB, BB>(a, r, b, nullptr);
-  switch (a.batch - b) {
-  case 3:
-    kQuantBlock<Isa, F, RB, 3>(a, r, b, nullptr);
-    break;
-  case 2:
-    kQuantBlock<Isa, F, RB, 2>(a, r, b, nullptr);
-    break;
-  case 1:
-    kQuantBlock<Isa, F, RB, 1>(a, r, b, subSums);
-    break;
-  default:
-    break;
-  }
+  forBatchTiles<Isa::BatchBlock>(a.batch, [&](auto rows, int64_t b) {
+    constexpr int BB = decltype(rows)::value;
+    kQuantBlock<Isa, F, RB, BB>(a, r, b, BB == 1 ? subSums : nullptr);
+  });
 }
 
 template <class Isa, QuantFormat F, int RB, typename T>

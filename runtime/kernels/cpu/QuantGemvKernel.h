@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace nnsc::kernels {
@@ -274,25 +275,33 @@ const float *blockMinSums(const QuantGemvArgs<T> &a, int64_t b) {
   return sums.data();
 }
 
-template <class Isa, QuantFormat F, int RB, typename T>
-void rowBlock(const QuantGemvArgs<T> &a, int64_t r, const float *minSums) {
-  constexpr int BB = Isa::BatchBlock;
+/// Calls tile(std::integral_constant<int, n>(), b) for the activation rows [b, b + n) of a
+/// batch: BB rows at a time (BB = Isa::BatchBlock, 4), then the 1-3 rows left.
+template <int BB, typename F> void forBatchTiles(int64_t batch, const F &tile) {
+  static_assert(BB == 4, "the rest is cut into tiles of 3, 2 or 1 rows");
   int64_t b = 0;
-  for (; b + BB <= a.batch; b += BB)
-    block<Isa, F, RB, BB>(a, r, b, minSums);
-  switch (a.batch - b) {
+  for (; b + BB <= batch; b += BB)
+    tile(std::integral_constant<int, BB>(), b);
+  switch (batch - b) {
   case 3:
-    block<Isa, F, RB, 3>(a, r, b, minSums);
+    tile(std::integral_constant<int, 3>(), b);
     break;
   case 2:
-    block<Isa, F, RB, 2>(a, r, b, minSums);
+    tile(std::integral_constant<int, 2>(), b);
     break;
   case 1:
-    block<Isa, F, RB, 1>(a, r, b, minSums);
+    tile(std::integral_constant<int, 1>(), b);
     break;
   default:
     break;
   }
+}
+
+template <class Isa, QuantFormat F, int RB, typename T>
+void rowBlock(const QuantGemvArgs<T> &a, int64_t r, const float *minSums) {
+  forBatchTiles<Isa::BatchBlock>(a.batch, [&](auto rows, int64_t b) {
+    block<Isa, F, RB, decltype(rows)::value>(a, r, b, minSums);
+  });
 }
 
 template <class Isa, QuantFormat F, int RB, typename T>

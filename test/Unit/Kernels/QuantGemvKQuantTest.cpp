@@ -106,41 +106,13 @@ protected:
 
 TEST_P(KQuantGemv, MatchesDequantizedMatmulOverShapes) {
   const auto [format, dtype] = GetParam();
-  // Row counts off the 2- and 4-row blocks; one to six super-blocks; batches off the 2- and
-  // 4-row activation blocks.
-  for (QuantIsa isa : supportedIsas())
-    for (int64_t rows : {1, 3, 5, 6, 17})
-      for (int64_t cols : {256, 768, 1536})
-        for (int64_t batch : {1, 2, 3, 4, 5, 7, 9}) {
-          const QuantizedMatrix w = randomMatrix(format, rows, cols);
-          const torch::Tensor x = torch::randn({batch, cols}).to(dtype);
-          const torch::Tensor bias = torch::randn({rows}).to(dtype);
-          for (bool withBias : {false, true}) {
-            const torch::Tensor b = withBias ? bias : torch::Tensor();
-            torch::Tensor y = runKernel(x, w, b, torch::empty({batch, rows}, dtype), false, isa);
-            expectClose(y, x, w, b, {},
-                        std::string(isaName(isa)) + " rows=" + std::to_string(rows) +
-                            " cols=" + std::to_string(cols) + " batch=" + std::to_string(batch) +
-                            " bias=" + std::to_string(withBias));
-          }
-        }
+  // One to six super-blocks.
+  expectKernelsMatchOverShapes(format, dtype, {256, 768, 1536});
 }
 
 TEST_P(KQuantGemv, AccumulatesIntoStridedRowsThroughLinear) {
   const auto [format, dtype] = GetParam();
-  for (QuantIsa isa : supportedIsas())
-    for (int64_t batch : {1, 3, 6}) {
-      const QuantizedMatrix w = randomMatrix(format, 37, 512);
-      const torch::Tensor x = torch::randn({batch, 600}).to(dtype).narrow(1, 40, 512);
-      torch::Tensor buffer = torch::randn({batch, 50}).to(dtype);
-      const torch::Tensor original = buffer.clone();
-      torch::Tensor acc = buffer.narrow(1, 5, 37);
-      runKernel(x, w, {}, acc, /*accumulate=*/true, isa);
-      expectClose(acc, x, w, {}, original.narrow(1, 5, 37),
-                  std::string(isaName(isa)) + " accumulate batch=" + std::to_string(batch));
-      EXPECT_TRUE(buffer.narrow(1, 0, 5).equal(original.narrow(1, 0, 5)));
-      EXPECT_TRUE(buffer.narrow(1, 42, 8).equal(original.narrow(1, 42, 8)));
-    }
+  expectAccumulatesIntoStridedRows(format, dtype, 512);
   // Through nnsc::linear as the decoder calls it: the quantized path on the thread pool.
   const QuantizedMatrix w = randomMatrix(format, 70, 768);
   const torch::Tensor dense = dequantize(w);

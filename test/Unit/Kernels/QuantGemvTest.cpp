@@ -31,43 +31,13 @@ protected:
 
 TEST_P(QuantGemv, MatchesDequantizedMatmulOverShapes) {
   const auto [format, dtype] = GetParam();
-  // Row counts off the 2- and 4-row blocks; one block, odd block counts, real widths;
-  // batches off the 2- and 4-row activation blocks.
-  for (QuantIsa isa : supportedIsas())
-    for (int64_t rows : {1, 3, 5, 6, 17})
-      for (int64_t cols : {32, 96, 224, 576, 1024})
-        for (int64_t batch : {1, 2, 3, 4, 5, 7, 9}) {
-          const QuantizedMatrix w = randomMatrix(format, rows, cols);
-          const torch::Tensor x = torch::randn({batch, cols}).to(dtype);
-          const torch::Tensor bias = torch::randn({rows}).to(dtype);
-          for (bool withBias : {false, true}) {
-            const torch::Tensor b = withBias ? bias : torch::Tensor();
-            torch::Tensor y = runKernel(x, w, b, torch::empty({batch, rows}, dtype), false, isa);
-            expectClose(y, x, w, b, {},
-                        std::string(isaName(isa)) + " rows=" + std::to_string(rows) +
-                            " cols=" + std::to_string(cols) + " batch=" + std::to_string(batch) +
-                            " bias=" + std::to_string(withBias));
-          }
-        }
+  // One block, odd block counts, real widths.
+  expectKernelsMatchOverShapes(format, dtype, {32, 96, 224, 576, 1024});
 }
 
 TEST_P(QuantGemv, AccumulatesIntoStridedRowsAndPartialRowRanges) {
   const auto [format, dtype] = GetParam();
-  for (QuantIsa isa : supportedIsas())
-    for (int64_t batch : {1, 3, 6}) {
-      const QuantizedMatrix w = randomMatrix(format, 37, 160);
-      const torch::Tensor x = torch::randn({batch, 200}).to(dtype).narrow(1, 20, 160);
-      // The accumulator is a column slice of a wider buffer: rows 50 elements apart.
-      torch::Tensor buffer = torch::randn({batch, 50}).to(dtype);
-      const torch::Tensor original = buffer.clone();
-      torch::Tensor acc = buffer.narrow(1, 5, 37);
-      runKernel(x, w, {}, acc, /*accumulate=*/true, isa);
-      expectClose(acc, x, w, {}, original.narrow(1, 5, 37),
-                  std::string(isaName(isa)) + " accumulate batch=" + std::to_string(batch));
-      // Columns outside the slice are untouched.
-      EXPECT_TRUE(buffer.narrow(1, 0, 5).equal(original.narrow(1, 0, 5)));
-      EXPECT_TRUE(buffer.narrow(1, 42, 8).equal(original.narrow(1, 42, 8)));
-    }
+  expectAccumulatesIntoStridedRows(format, dtype, 160);
   // Row ranges as the thread pool splits them: each range writes its own outputs only.
   const QuantizedMatrix w = randomMatrix(format, 23, 64);
   const torch::Tensor x = torch::randn({2, 64}).to(dtype);

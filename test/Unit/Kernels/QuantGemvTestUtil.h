@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -198,6 +199,49 @@ inline torch::Tensor runKernel(const torch::Tensor &x, const QuantizedMatrix &w,
     nnsc::kernels::quantGemv(a, 0, a.rows, isa);
   }
   return y;
+}
+
+/// Every kernel this CPU runs on random `format` blocks of each width in `widths`: row counts
+/// off the 2- and 4-row blocks, batches off the 2- and 4-row activation blocks, with and
+/// without bias.
+inline void expectKernelsMatchOverShapes(QuantFormat format, torch::ScalarType dtype,
+                                         std::initializer_list<int64_t> widths) {
+  for (QuantIsa isa : supportedIsas())
+    for (int64_t rows : {1, 3, 5, 6, 17})
+      for (int64_t cols : widths)
+        for (int64_t batch : {1, 2, 3, 4, 5, 7, 9}) {
+          const QuantizedMatrix w = randomMatrix(format, rows, cols);
+          const torch::Tensor x = torch::randn({batch, cols}).to(dtype);
+          const torch::Tensor bias = torch::randn({rows}).to(dtype);
+          for (bool withBias : {false, true}) {
+            const torch::Tensor b = withBias ? bias : torch::Tensor();
+            torch::Tensor y = runKernel(x, w, b, torch::empty({batch, rows}, dtype), false, isa);
+            expectClose(y, x, w, b, {},
+                        std::string(isaName(isa)) + " rows=" + std::to_string(rows) +
+                            " cols=" + std::to_string(cols) + " batch=" + std::to_string(batch) +
+                            " bias=" + std::to_string(withBias));
+          }
+        }
+}
+
+/// Every kernel this CPU runs accumulating 37 outputs into a column slice of a wider buffer
+/// (rows 50 elements apart) from strided activations of `cols` columns: the slice gets the
+/// sums, the columns around it stay untouched.
+inline void expectAccumulatesIntoStridedRows(QuantFormat format, torch::ScalarType dtype,
+                                             int64_t cols) {
+  for (QuantIsa isa : supportedIsas())
+    for (int64_t batch : {1, 3, 6}) {
+      const QuantizedMatrix w = randomMatrix(format, 37, cols);
+      const torch::Tensor x = torch::randn({batch, cols + 88}).to(dtype).narrow(1, 40, cols);
+      torch::Tensor buffer = torch::randn({batch, 50}).to(dtype);
+      const torch::Tensor original = buffer.clone();
+      torch::Tensor acc = buffer.narrow(1, 5, 37);
+      runKernel(x, w, {}, acc, /*accumulate=*/true, isa);
+      expectClose(acc, x, w, {}, original.narrow(1, 5, 37),
+                  std::string(isaName(isa)) + " accumulate batch=" + std::to_string(batch));
+      EXPECT_TRUE(buffer.narrow(1, 0, 5).equal(original.narrow(1, 0, 5)));
+      EXPECT_TRUE(buffer.narrow(1, 42, 8).equal(original.narrow(1, 42, 8)));
+    }
 }
 
 } // namespace nnsc::quant_test
