@@ -21,9 +21,7 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cstdlib>
 #include <limits>
-#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -334,19 +332,6 @@ void mergeSpans(const Operands<T> &ops, const Tile &tile, const float *states, i
 }
 
 } // namespace
-
-bool avx512Usable(int64_t headDim) {
-  return headDim % 16 == 0 && headDim > 0 && headDim <= 256 && __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
-}
-
-bool decodeBf16DotUsable() {
-  static const bool usable = __builtin_cpu_supports("avx512bf16") && [] {
-    const char *v = std::getenv("NNSC_ATTENTION_BF16DOT");
-    return !v || std::string(v) != "0";
-  }();
-  return usable;
-}
 
 void decodeTileAvx512(const Operands<float> &ops, const Tile &tile) { decodeAnyDim(ops, tile); }
 void decodeTileAvx512(const Operands<uint16_t> &ops, const Tile &tile) { decodeAnyDim(ops, tile); }

@@ -19,9 +19,26 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace nnsc {
+
+// The CPU checks live here, compiled for the build's baseline ISA: they run before anything
+// knows the CPU has AVX-512, so they must not be compiled with it (Avx512*.cpp are).
+bool attention::avx512Usable(int64_t headDim) {
+  return headDim % 16 == 0 && headDim > 0 && headDim <= 256 && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+}
+
+bool attention::decodeBf16DotUsable() {
+  static const bool usable = __builtin_cpu_supports("avx512bf16") && [] {
+    const char *v = std::getenv("NNSC_ATTENTION_BF16DOT");
+    return !v || std::string(v) != "0";
+  }();
+  return usable;
+}
 
 using attention::Dims;
 using attention::Operands;
