@@ -25,7 +25,7 @@ namespace { // NOLINT: internal linkage per instruction set, see QuantGemvKernel
 
 /// A super-block's scales (32-weight sub-blocks for Q4_K, 16 weights for Q6_K) and Q4_K's
 /// minimums, exact in fp32 as dequantizeQ4_K / dequantizeQ6_K compute them: decode() fills
-/// Q4_K's, unpackQ6_K writes Q6_K's with the quants.
+/// Q4_K's (it does nothing for Q6_K), unpackQ6_K writes Q6_K's with the quants.
 template <QuantFormat F> struct SuperBlockScales {
   static constexpr int Groups = F == QuantFormat::Q4_K ? 8 : 16;
   float scales[Groups];
@@ -72,9 +72,9 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
     for (int i = 0; i < RB; ++i)
       blocks[i] = w + i * a.rowBytes + k * Bytes;
     const T *xk = x + k * kKQuantBlock;
-    for (int i = 0; i < RB; ++i)
-      sb[i].decode(blocks[i]);
     if constexpr (F == QuantFormat::Q4_K) {
+      for (int i = 0; i < RB; ++i)
+        sb[i].decode(blocks[i]);
       for (int g = 0; g < 4; ++g) { // 64 weights: sub-blocks 2g (low nibbles) and 2g + 1
         if constexpr (Factored) {
           V dotLo[RB], dotHi[RB];

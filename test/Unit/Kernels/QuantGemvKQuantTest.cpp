@@ -95,14 +95,7 @@ TEST(KQuantBlocks, Q6_KUnpacksEverySixBitQuantAndSignedScale) {
   }
 }
 
-class KQuantGemv : public ::testing::TestWithParam<std::tuple<QuantFormat, torch::ScalarType>> {
-protected:
-  void SetUp() override {
-    if (supportedIsas().empty())
-      GTEST_SKIP() << "no AVX2/FMA/F16C on this CPU";
-    torch::manual_seed(0);
-  }
-};
+class KQuantGemv : public QuantKernelTest {};
 
 TEST_P(KQuantGemv, MatchesDequantizedMatmulOverShapes) {
   const auto [format, dtype] = GetParam();
@@ -124,11 +117,7 @@ TEST_P(KQuantGemv, AccumulatesIntoStridedRowsThroughLinear) {
 INSTANTIATE_TEST_SUITE_P(Formats, KQuantGemv,
                          ::testing::Combine(::testing::Values(QuantFormat::Q4_K, QuantFormat::Q6_K),
                                             ::testing::Values(torch::kFloat32, torch::kBFloat16)),
-                         [](const auto &info) {
-                           return std::string(
-                                      nnsc::kernels::quantFormatName(std::get<0>(info.param))) +
-                                  (std::get<1>(info.param) == torch::kFloat32 ? "_fp32" : "_bf16");
-                         });
+                         formatAndDtypeName);
 
 TEST(KQuantMatrix, RowsAreStoredAsTheFileHasThemAndSliceOnSuperBlocks) {
   torch::manual_seed(3);

@@ -20,14 +20,7 @@ namespace {
 
 using namespace nnsc::quant_test;
 
-class QuantGemv : public ::testing::TestWithParam<std::tuple<QuantFormat, torch::ScalarType>> {
-protected:
-  void SetUp() override {
-    if (supportedIsas().empty())
-      GTEST_SKIP() << "no AVX2/FMA/F16C on this CPU";
-    torch::manual_seed(0);
-  }
-};
+class QuantGemv : public QuantKernelTest {};
 
 TEST_P(QuantGemv, MatchesDequantizedMatmulOverShapes) {
   const auto [format, dtype] = GetParam();
@@ -61,14 +54,11 @@ TEST_P(QuantGemv, AccumulatesIntoStridedRowsAndPartialRowRanges) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Formats, QuantGemv,
-    ::testing::Combine(::testing::Values(QuantFormat::Q4_0, QuantFormat::Q4_1, QuantFormat::Q8_0),
-                       ::testing::Values(torch::kFloat32, torch::kBFloat16)),
-    [](const auto &info) {
-      return std::string(nnsc::kernels::quantFormatName(std::get<0>(info.param))) +
-             (std::get<1>(info.param) == torch::kFloat32 ? "_fp32" : "_bf16");
-    });
+INSTANTIATE_TEST_SUITE_P(Formats, QuantGemv,
+                         ::testing::Combine(::testing::Values(QuantFormat::Q4_0, QuantFormat::Q4_1,
+                                                              QuantFormat::Q8_0),
+                                            ::testing::Values(torch::kFloat32, torch::kBFloat16)),
+                         formatAndDtypeName);
 
 TEST(QuantGemvErrors, RejectsColumnsOffTheBlock) {
   nnsc::kernels::QuantGemvArgs<float> a;
@@ -80,7 +70,7 @@ TEST(QuantGemvErrors, RejectsColumnsOffTheBlock) {
 
 TEST(QuantGemvErrors, QuantizedLinearNamesAMismatchedInput) {
   if (supportedIsas().empty())
-    GTEST_SKIP() << "no AVX2/FMA/F16C on this CPU";
+    GTEST_SKIP() << NoQuantKernels;
   const QuantizedMatrix w = randomMatrix(QuantFormat::Q4_1, 8, 64);
   EXPECT_FALSE(nnsc::quantizedLinearApplies(torch::randn({1, 96}), w));
   try {
@@ -136,7 +126,7 @@ TEST(QuantizedMatrix, SplitRowsPutScalesMinimumsAndQuantsSideBySide) {
 // the bf16 single rows where the CPU has AVX512-BF16).
 TEST(QuantGemvRealBlocks, BundledModelProjectionsMatchTheWidenedWeights) {
   if (supportedIsas().empty())
-    GTEST_SKIP() << "no AVX2/FMA/F16C on this CPU";
+    GTEST_SKIP() << NoQuantKernels;
   const std::string path = NNSC_DEFAULT_MODEL;
   ASSERT_TRUE(std::filesystem::exists(path)) << path << " is missing: run scripts/setup";
   std::string error;

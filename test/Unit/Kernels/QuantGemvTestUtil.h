@@ -26,6 +26,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace nnsc::quant_test {
@@ -156,6 +157,31 @@ inline std::vector<QuantIsa> supportedIsas() {
     if (nnsc::kernels::quantIsaSupported(isa))
       isas.push_back(isa);
   return isas;
+}
+
+/// Why a kernel test skips where supportedIsas() is empty. The kernels' baseline is x86-64-v3
+/// (AVX2, FMA, F16C); on an older CPU the engine never calls them (quantizedLinearApplies is
+/// false, the widened weights serve every product), so there is nothing of theirs to test.
+constexpr const char *NoQuantKernels =
+    "this CPU lacks AVX2/FMA/F16C, the quantized kernels' baseline: the engine keeps every "
+    "product on the widened weights here";
+
+/// The parameterized kernel tests of one (format, activation dtype).
+class QuantKernelTest
+    : public ::testing::TestWithParam<std::tuple<QuantFormat, torch::ScalarType>> {
+protected:
+  void SetUp() override {
+    if (supportedIsas().empty())
+      GTEST_SKIP() << NoQuantKernels;
+    torch::manual_seed(0);
+  }
+};
+
+/// "Q4_1_fp32" for the (format, dtype) parameter.
+inline std::string formatAndDtypeName(
+    const ::testing::TestParamInfo<std::tuple<QuantFormat, torch::ScalarType>> &info) {
+  return std::string(nnsc::kernels::quantFormatName(std::get<0>(info.param))) +
+         (std::get<1>(info.param) == torch::kFloat32 ? "_fp32" : "_bf16");
 }
 
 inline const char *isaName(QuantIsa isa) {
