@@ -46,8 +46,9 @@ int main() {
   std::printf("%-11s %-5s %5s %10s %8s %12s\n", "shape", "fmt", "rows", "us", "GB/s", "Gweights/s");
   const int64_t shapes[][2] = {{576, 1536}, {4096, 4096}};
   for (const auto &shape : shapes)
-    for (QuantFormat format : {QuantFormat::Q4_0, QuantFormat::Q4_1, QuantFormat::Q8_0,
-                               QuantFormat::Q4_K, QuantFormat::Q6_K})
+    for (QuantFormat format :
+         {QuantFormat::Q4_0, QuantFormat::Q4_1, QuantFormat::Q5_0, QuantFormat::Q5_1,
+          QuantFormat::Q8_0, QuantFormat::Q4_K, QuantFormat::Q6_K})
       for (int64_t batch : {1, 4}) {
         const int64_t rows = shape[0], cols = shape[1];
         const int64_t rowBytes = cols / nnsc::kernels::quantBlockWeights(format) *

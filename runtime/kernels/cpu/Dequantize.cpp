@@ -87,6 +87,40 @@ void dequantizeQ4_1(const uint8_t *src, float *out, int64_t count) {
   }
 }
 
+/// The 32 5-bit quants of a Q5_0/Q5_1 block from its fifth bits `qh` (at qs - 4) and nibbles.
+static void q5Quants(const uint8_t *qhThenQs, int (&q)[kQuantBlock]) {
+  uint32_t qh;
+  std::memcpy(&qh, qhThenQs, sizeof qh);
+  const uint8_t *qs = qhThenQs + sizeof qh;
+  for (int j = 0; j < kQuantBlock / 2; ++j) {
+    q[j] = (qs[j] & 0x0f) | int((qh >> j) & 1) << 4;
+    q[j + kQuantBlock / 2] = (qs[j] >> 4) | int((qh >> (j + 16)) & 1) << 4;
+  }
+}
+
+void dequantizeQ5_0(const uint8_t *src, float *out, int64_t count) {
+  assert(count % kQuantBlock == 0 && "Q5_0 needs whole blocks");
+  for (int64_t b = 0; b < count / kQuantBlock; ++b, src += 22, out += kQuantBlock) {
+    const float d = halfToFloat(load16(src));
+    int q[kQuantBlock];
+    q5Quants(src + 2, q);
+    for (int j = 0; j < kQuantBlock; ++j)
+      out[j] = d * float(q[j] - 16);
+  }
+}
+
+void dequantizeQ5_1(const uint8_t *src, float *out, int64_t count) {
+  assert(count % kQuantBlock == 0 && "Q5_1 needs whole blocks");
+  for (int64_t b = 0; b < count / kQuantBlock; ++b, src += 24, out += kQuantBlock) {
+    const float d = halfToFloat(load16(src));
+    const float m = halfToFloat(load16(src + 2));
+    int q[kQuantBlock];
+    q5Quants(src + 4, q);
+    for (int j = 0; j < kQuantBlock; ++j)
+      out[j] = d * float(q[j]) + m;
+  }
+}
+
 void unpackQ4_K(const uint8_t *block, int8_t *q, float *scales, float *minimums) {
   const float d = halfToFloat(load16(block)), dmin = halfToFloat(load16(block + 2));
   const uint8_t *packed = block + 4, *qs = block + 16;

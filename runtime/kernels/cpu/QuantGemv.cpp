@@ -23,6 +23,10 @@ const char *quantFormatName(QuantFormat format) {
     return "Q4_0";
   case QuantFormat::Q4_1:
     return "Q4_1";
+  case QuantFormat::Q5_0:
+    return "Q5_0";
+  case QuantFormat::Q5_1:
+    return "Q5_1";
   case QuantFormat::Q8_0:
     return "Q8_0";
   case QuantFormat::Q4_K:
@@ -46,7 +50,7 @@ void convertRows(QuantFormat format, const uint8_t *src, uint8_t *dst, int64_t r
   }
   const int64_t bytes = quantBlockBytes(format), blocks = cols / 32;
   const int64_t quantBytes = quantBlockQuantBytes(format);
-  const int64_t headerBytes = bytes - quantBytes; // d, or d and m (Q4_1)
+  const int64_t headerBytes = bytes - quantBytes; // d, or d and m (Q4_1, Q5_1)
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t *in = src + r * blocks * bytes;
     uint8_t *out = dst + r * blocks * bytes;

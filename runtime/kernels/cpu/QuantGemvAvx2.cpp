@@ -45,6 +45,18 @@ struct Avx2 {
     lo = _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0x0f)));
     hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
   }
+  /// Adds 16 to the lanes of `lo` whose bit of `fifthBits` is set (bits 8 p to 8 p + 7), and to
+  /// those of `hi` (bits 16 + 8 p to 16 + 8 p + 7): the fifth bits of Q5_0/Q5_1's quants.
+  static void addFifthBits(uint32_t fifthBits, std::ptrdiff_t p, V &lo, V &hi) {
+    const __m256i lane = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    auto sixteenWhereSet = [&](uint32_t bits) {
+      const __m256i set = _mm256_set1_epi32(int(bits & 0xff));
+      const __m256i mask = _mm256_cmpeq_epi32(_mm256_and_si256(set, lane), lane);
+      return _mm256_and_ps(_mm256_castsi256_ps(mask), set1(16.0f));
+    };
+    lo = add(lo, sixteenWhereSet(fifthBits >> (8 * p)));
+    hi = add(hi, sixteenWhereSet(fifthBits >> (16 + 8 * p)));
+  }
   /// The n <= 16 fp16 values at `p` widened into out[0, n), zeros in out[n, 16); bytes up to
   /// `end` may be read. Two 16-byte loads where that allows (a copy through the stack first
   /// would stall the loads on store forwarding), one value at a time otherwise.

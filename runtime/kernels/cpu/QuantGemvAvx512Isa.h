@@ -41,6 +41,13 @@ struct Avx512 {
     lo = _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(0x0f)));
     hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
   }
+  /// Adds 16 to the lanes of `lo` whose bit of `fifthBits` is set (bits 0-15), and to those of
+  /// `hi` (bits 16-31): the fifth bits of Q5_0/Q5_1's quants. One part per block (p = 0).
+  static void addFifthBits(uint32_t fifthBits, std::ptrdiff_t, V &lo, V &hi) {
+    const V sixteen = set1(16.0f);
+    lo = _mm512_mask_add_ps(lo, __mmask16(fifthBits), lo, sixteen);
+    hi = _mm512_mask_add_ps(hi, __mmask16(fifthBits >> 16), hi, sixteen);
+  }
   /// The n <= 16 fp16 values at `p` widened into out[0, n), zeros in out[n, 16) (a masked
   /// load: nothing past them is read, whatever `end`).
   static void widenHalves(const uint8_t *p, int n, const uint8_t *, float *out) {

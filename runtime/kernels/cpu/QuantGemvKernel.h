@@ -6,7 +6,8 @@
 // is compiled for a different instruction set, and an inline function with external linkage
 // could be merged by the linker into the AVX-512 copy and then run on a CPU without AVX-512.
 // Those files are compiled with -ffp-contract=off so that d * q + m rounds twice in
-// exactBlock, as dequantizeQ4_1 does; the products with the activations are explicit FMAs.
+// exactBlock, as dequantizeQ4_1 and dequantizeQ5_1 do; the products with the activations are
+// explicit FMAs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,7 +32,8 @@ namespace { // NOLINT: internal linkage per instruction set, see above
 constexpr int64_t BlockWeights = 32;
 
 /// Where a row's parts lie in the split-row layout (splitQuantRows): the fp16 scales of its
-/// `blocks` blocks, then (Q4_1) their minimums, then their quants.
+/// `blocks` blocks, then (Q4_1, Q5_1) their minimums, then their quants (for Q5_0/Q5_1 each
+/// block's 4 bytes of fifth bits, then its 16 bytes of low nibbles).
 template <QuantFormat F> struct SplitRow {
   static constexpr int64_t QuantBytes = quantBlockQuantBytes(F);
   static constexpr int64_t ScaleBytes = quantBlockBytes(F) - QuantBytes; // scale (+ minimum)
@@ -83,27 +85,53 @@ inline void prefetchNextGroup(const uint8_t *w, int64_t rowBytes, int64_t k) {
                  _MM_HINT_T0);
 }
 
-/// Weights [p W, p W + W) and [16 + p W, 16 + p W + W) of the block whose quants are at `qs`
-/// (W lanes), as the exact fp32 weights: in the 4-bit formats byte i holds weight i (low
-/// nibble) and weight 16 + i (high nibble), so one widening of W bytes serves both.
+/// Whether F's quants are 5 bits: 4 in nibbles as in the 4-bit formats, the fifth in a word.
+constexpr bool isQ5(QuantFormat f) { return f == QuantFormat::Q5_0 || f == QuantFormat::Q5_1; }
+
+/// The quants [p W, p W + W) and [16 + p W, 16 + p W + W) of the block whose quants are at
+/// `qs` (W lanes), as exact fp32 integers, unsigned for the 4- and 5-bit formats: in those
+/// byte i holds quant i (low nibble) and quant 16 + i (high nibble), so one widening of W bytes
+/// serves both; Q5_0/Q5_1 add 16 where bit j of the 32-bit word before the nibbles is set.
 template <class Isa, QuantFormat F>
-inline void weights(const uint8_t *qs, std::ptrdiff_t p, typename Isa::V d, typename Isa::V m,
-                    typename Isa::V &lo, typename Isa::V &hi) {
+inline void quants(const uint8_t *qs, std::ptrdiff_t p, typename Isa::V &lo, typename Isa::V &hi) {
   constexpr int W = Isa::W;
   if constexpr (F == QuantFormat::Q8_0) {
     const auto *q = reinterpret_cast<const int8_t *>(qs);
-    lo = Isa::mul(d, Isa::q8(q + p * W));
-    hi = Isa::mul(d, Isa::q8(q + 16 + p * W));
+    lo = Isa::q8(q + p * W);
+    hi = Isa::q8(q + 16 + p * W);
+  } else if constexpr (isQ5(F)) {
+    uint32_t fifthBits;
+    std::memcpy(&fifthBits, qs, sizeof fifthBits);
+    Isa::q4(qs + sizeof fifthBits + p * W, lo, hi);
+    Isa::addFifthBits(fifthBits, p, lo, hi);
   } else {
-    typename Isa::V qlo, qhi;
-    Isa::q4(qs + p * W, qlo, qhi);
-    if constexpr (F == QuantFormat::Q4_0) {
-      lo = Isa::mul(d, Isa::sub(qlo, Isa::set1(8.0f)));
-      hi = Isa::mul(d, Isa::sub(qhi, Isa::set1(8.0f)));
-    } else {
-      lo = Isa::add(Isa::mul(d, qlo), m);
-      hi = Isa::add(Isa::mul(d, qhi), m);
-    }
+    Isa::q4(qs + p * W, lo, hi);
+  }
+}
+
+/// The offset the symmetric formats subtract from their unsigned quants: 8 (Q4_0), 16 (Q5_0).
+template <QuantFormat F> constexpr float quantOffset() {
+  return F == QuantFormat::Q4_0 ? 8.0f : F == QuantFormat::Q5_0 ? 16.0f : 0.0f;
+}
+
+/// Weights [p W, p W + W) and [16 + p W, 16 + p W + W) of the block whose quants are at `qs`
+/// (W lanes), as the exact fp32 weights, computed as dequantize*() computes them: d * q
+/// (Q8_0), d * (q - offset) (Q4_0, Q5_0), d * q + m rounded twice (Q4_1, Q5_1).
+template <class Isa, QuantFormat F>
+inline void weights(const uint8_t *qs, std::ptrdiff_t p, typename Isa::V d, typename Isa::V m,
+                    typename Isa::V &lo, typename Isa::V &hi) {
+  typename Isa::V qlo, qhi;
+  quants<Isa, F>(qs, p, qlo, qhi);
+  if constexpr (F == QuantFormat::Q8_0) {
+    lo = Isa::mul(d, qlo);
+    hi = Isa::mul(d, qhi);
+  } else if constexpr (quantHasMinimum(F)) {
+    lo = Isa::add(Isa::mul(d, qlo), m);
+    hi = Isa::add(Isa::mul(d, qhi), m);
+  } else {
+    const typename Isa::V offset = Isa::set1(quantOffset<F>());
+    lo = Isa::mul(d, Isa::sub(qlo, offset));
+    hi = Isa::mul(d, Isa::sub(qhi, offset));
   }
 }
 
@@ -130,8 +158,7 @@ void exactBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
     for (int i = 0; i < RB; ++i) {
       const uint8_t *row = w + i * a.rowBytes;
       d[i] = Isa::set1(half(Row::scales(row) + 2 * k));
-      m[i] = F == QuantFormat::Q4_1 ? Isa::set1(half(Row::minimums(row, blocks) + 2 * k))
-                                    : Isa::zero();
+      m[i] = quantHasMinimum(F) ? Isa::set1(half(Row::minimums(row, blocks) + 2 * k)) : Isa::zero();
     }
     for (int p = 0; p < Pairs; ++p) {
       V xlo[BB], xhi[BB];
@@ -160,27 +187,12 @@ void exactBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
   }
 }
 
-/// The quants [p W, p W + W) and [16 + p W, 16 + p W + W) of the block at `blk` (W lanes)
-/// as exact fp32 integers: in the 4-bit formats byte i holds quant i (low nibble) and quant
-/// 16 + i (high nibble), so one widening of W bytes serves both.
-template <class Isa, QuantFormat F>
-inline void quants(const uint8_t *qs, std::ptrdiff_t p, typename Isa::V &lo, typename Isa::V &hi) {
-  constexpr int W = Isa::W;
-  if constexpr (F == QuantFormat::Q8_0) {
-    const auto *q = reinterpret_cast<const int8_t *>(qs);
-    lo = Isa::q8(q + p * W);
-    hi = Isa::q8(q + 16 + p * W);
-  } else {
-    Isa::q4(qs + p * W, lo, hi);
-  }
-}
-
 /// Rows [r, r + RB) of W against activation row b. A block's weights are d * q + m (m = -8 d
-/// for Q4_0, 0 for Q8_0), so its dot product with x is d * sum(q x) + m * sum(x): the quants
-/// are multiplied as exact integers and the scales applied once per block. Fewer instructions
-/// per weight than exactBlock: used for a single activation row. The scales (and minimums) of
-/// 16 blocks of a row are widened together into a small array, from which each block's FMA
-/// broadcasts its own scale; the minimums' terms m * sum(x) of those 16 blocks are one vector
+/// for Q4_0, -16 d for Q5_0, 0 for Q8_0), so its dot product with x is d * sum(q x) + m * sum(x):
+/// the quants are multiplied as exact integers and the scales applied once per block. Fewer
+/// instructions per weight than exactBlock: used for a single activation row. The scales (and
+/// minimums) of 16 blocks of a row are widened together into a small array, from which each block's
+/// FMA broadcasts its own scale; the minimums' terms m * sum(x) of those 16 blocks are one vector
 /// FMA per row with `minSums` (blockMinSums).
 template <class Isa, QuantFormat F, int RB, typename T>
 void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *minSums) {
@@ -203,7 +215,7 @@ void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float 
       const uint8_t *row = w + i * a.rowBytes;
       const uint8_t *rowEnd = row + blocks * Bytes;
       Isa::widenHalves(Row::scales(row) + 2 * chunk, n, rowEnd, scales[i]);
-      if constexpr (F == QuantFormat::Q4_1)
+      if constexpr (quantHasMinimum(F))
         Isa::widenHalves(Row::minimums(row, blocks) + 2 * chunk, n, rowEnd, minimums[i]);
     }
     // The accumulators stay in registers through the chunk: no call or branch in between.
@@ -214,7 +226,7 @@ void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float 
       acc[i] = chunkSum[i];
       if constexpr (HasMin)
         for (int c = 0; c < 16; c += W)
-          acc[i] = Isa::fma(Isa::load((F == QuantFormat::Q4_1 ? minimums : scales)[i] + c),
+          acc[i] = Isa::fma(Isa::load((quantHasMinimum(F) ? minimums : scales)[i] + c),
                             Isa::load(minSums + chunk + c), acc[i]);
     }
     for (int kk = 0; kk < n; ++kk) {
@@ -255,8 +267,8 @@ void block(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *minSums
 }
 
 /// For the factored kernel on activation row b: per block k, sum(x[32 k, 32 k + 32)) times the
-/// factor of the block's minimum (1 for Q4_1's m, -8 for Q4_0's m = -8 d), then zeros up to a
-/// multiple of 16 blocks. Per thread, reused.
+/// factor of the block's minimum (1 for Q4_1's and Q5_1's m, -8 for Q4_0's m = -8 d, -16 for
+/// Q5_0's), then zeros up to a multiple of 16 blocks. Per thread, reused.
 template <class Isa, QuantFormat F, typename T>
 const float *blockMinSums(const QuantGemvArgs<T> &a, int64_t b) {
   constexpr int W = Isa::W;
@@ -270,7 +282,7 @@ const float *blockMinSums(const QuantGemvArgs<T> &a, int64_t b) {
     typename Isa::V v = Isa::zero();
     for (int c = 0; c < BlockWeights; c += W)
       v = Isa::add(v, Isa::load(x + k * BlockWeights + c));
-    sums[size_t(k)] = (F == QuantFormat::Q4_0 ? -8.0f : 1.0f) * Isa::reduce(v);
+    sums[size_t(k)] = (quantHasMinimum(F) ? 1.0f : -quantOffset<F>()) * Isa::reduce(v);
   }
   return sums.data();
 }
@@ -333,6 +345,12 @@ void quantGemvOn(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
     break;
   case QuantFormat::Q4_1:
     gemvRows<Isa, QuantFormat::Q4_1>(a, rowBegin, rowEnd);
+    break;
+  case QuantFormat::Q5_0:
+    gemvRows<Isa, QuantFormat::Q5_0>(a, rowBegin, rowEnd);
+    break;
+  case QuantFormat::Q5_1:
+    gemvRows<Isa, QuantFormat::Q5_1>(a, rowBegin, rowEnd);
     break;
   case QuantFormat::Q8_0:
     gemvRows<Isa, QuantFormat::Q8_0>(a, rowBegin, rowEnd);

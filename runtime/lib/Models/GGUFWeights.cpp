@@ -61,6 +61,12 @@ torch::Tensor dequantizeGGUFTensor(const gguf::GGUFFile &file, const gguf::Tenso
   case gguf::TensorType::Q4_1:
     kernels::dequantizeQ4_1(src, dst, n);
     break;
+  case gguf::TensorType::Q5_0:
+    kernels::dequantizeQ5_0(src, dst, n);
+    break;
+  case gguf::TensorType::Q5_1:
+    kernels::dequantizeQ5_1(src, dst, n);
+    break;
   case gguf::TensorType::Q4_K:
     kernels::dequantizeQ4_K(src, dst, n);
     break;
@@ -71,7 +77,7 @@ torch::Tensor dequantizeGGUFTensor(const gguf::GGUFFile &file, const gguf::Tenso
     throw ModelLoadError("'" + file.path() + "': tensor '" + info.name + "' has type " +
                          gguf::tensorTypeName(info.type) +
                          ", which is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, "
-                         "Q4_1, Q4_K, Q6_K)");
+                         "Q4_1, Q5_0, Q5_1, Q4_K, Q6_K)");
   }
   return out;
 }
@@ -138,6 +144,12 @@ QuantizedMatrix GGUFWeightSource::getQuantized(const std::string &hfName,
     break;
   case gguf::TensorType::Q4_1:
     format = kernels::QuantFormat::Q4_1;
+    break;
+  case gguf::TensorType::Q5_0:
+    format = kernels::QuantFormat::Q5_0;
+    break;
+  case gguf::TensorType::Q5_1:
+    format = kernels::QuantFormat::Q5_1;
     break;
   case gguf::TensorType::Q8_0:
     format = kernels::QuantFormat::Q8_0;

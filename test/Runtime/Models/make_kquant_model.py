@@ -1,6 +1,7 @@
-"""Writes a copy of a GGUF model whose ffn_down weights are K-quants (Q4_K and Q6_K).
+"""Writes a copy of a GGUF model whose ffn_down weights are K-quants (Q4_K and Q6_K), and with
+--q5 whose other projections are Q5_0 and Q5_1.
 
-usage: make_kquant_model.py INPUT.gguf OUTPUT.gguf
+usage: make_kquant_model.py [--q5] INPUT.gguf OUTPUT.gguf
 
 OUTPUT equals INPUT (every metadata key and value, tensor names, order, shapes, types and bytes,
 alignment) except that each `blk.N.ffn_down.weight` is re-quantized from gguf-py's dequantization
@@ -9,6 +10,13 @@ K-quants, so the encoders are here: ggml's block layouts (super-blocks of 256 we
 row) with plain scale choices (min/max per 32-weight sub-block for Q4_K, max |w| per 16-weight
 sub-block for Q6_K) instead of ggml's iterative search. They are deterministic: the output is
 byte-identical from run to run.
+
+With --q5, each `blk.N.{attn_q,attn_k,attn_v,attn_output,ffn_gate,ffn_up}.weight` is also
+re-quantized from gguf-py's dequantization: to Q5_0 when N is even, to Q5_1 when N is odd, by
+gguf-py's own encoder (gguf.quants.quantize, a port of ggml's quantize_row_q5_0/q5_1). With the
+K-quant ffn_down these are the types of llama.cpp's Q4_K_M and Q5_K_M files of SmolLM2-135M: rows
+of 576 weights are not a multiple of 256, so llama.cpp falls back from Q4_K to Q5_0 and from Q5_K
+to Q5_1 there, while ffn_down (rows of 1536) keeps its K-quants.
 
 Each re-quantized tensor is dequantized again with gguf-py and its error, relative to the RMS of
 its weights, is printed; an error far above what the format allows (a layout mistake) fails the
@@ -20,18 +28,26 @@ import time
 import gguf
 import numpy as np
 from gguf import GGMLQuantizationType as QType
-from gguf.quants import dequantize
+from gguf.quants import dequantize, quantize
 
 QK_K = 256
 # Relative RMS round-trip error above which the encoding is wrong, not merely lossy.
-MAX_RMS_ERROR = {QType.Q4_K: 0.15, QType.Q6_K: 0.05}
+MAX_RMS_ERROR = {QType.Q4_K: 0.15, QType.Q6_K: 0.05, QType.Q5_0: 0.10, QType.Q5_1: 0.10}
+# The tensors (blk.N.KIND.weight) that --q5 re-quantizes to Q5_0 / Q5_1.
+Q5_KINDS = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up")
 
 
-def target_type(name):
-    """The K-quant for tensor `name`, or None where it is copied unchanged."""
+def target_type(name, q5):
+    """The quantization for tensor `name` (q5: --q5 was given), or None where it is copied
+    unchanged."""
     parts = name.split(".")
-    if len(parts) == 4 and parts[0] == "blk" and parts[2:] == ["ffn_down", "weight"]:
-        return QType.Q4_K if int(parts[1]) % 2 == 0 else QType.Q6_K
+    if len(parts) != 4 or parts[0] != "blk" or parts[3] != "weight":
+        return None
+    even = int(parts[1]) % 2 == 0
+    if parts[2] == "ffn_down":
+        return QType.Q4_K if even else QType.Q6_K
+    if q5 and parts[2] in Q5_KINDS:
+        return QType.Q5_0 if even else QType.Q5_1
     return None
 
 
@@ -111,9 +127,13 @@ def requantize(tensor, qtype):
     """(raw bytes with one row per weight row, weights) of `tensor` re-quantized to qtype."""
     weights = dequantize(tensor.data, tensor.tensor_type)
     rows, cols = weights.shape
-    if cols % QK_K:
-        sys.exit("%s: rows of %d weights are not a multiple of %d" % (tensor.name, cols, QK_K))
-    raw = ENCODERS[qtype](weights.reshape(-1, QK_K).astype(np.float32))
+    block = gguf.GGML_QUANT_SIZES[qtype][0]
+    if cols % block:
+        sys.exit("%s: rows of %d weights are not a multiple of %d" % (tensor.name, cols, block))
+    if qtype in ENCODERS:
+        raw = ENCODERS[qtype](weights.reshape(-1, QK_K).astype(np.float32))
+    else:
+        raw = quantize(weights.astype(np.float32), qtype)
     return raw.reshape(rows, -1), weights
 
 
@@ -142,14 +162,14 @@ def copy_metadata(reader, writer):
         writer.add_key_value(field.name, field.contents(), vtype, sub_type=sub_type)
 
 
-def write(reader, path):
+def write(reader, path, q5):
     """Writes the output; returns {name: (type, raw bytes)} of the re-quantized tensors."""
     arch = reader.get_field(gguf.Keys.General.ARCHITECTURE).contents()
     writer = gguf.GGUFWriter(path, arch)
     copy_metadata(reader, writer)
     changed = {}
     for tensor in reader.tensors:
-        qtype = target_type(tensor.name)
+        qtype = target_type(tensor.name, q5)
         if qtype is None:
             writer.add_tensor(tensor.name, tensor.data, raw_dtype=tensor.tensor_type)
             continue
@@ -184,14 +204,21 @@ def verify(reader, path, changed):
 
 
 def main():
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    q5 = args[:1] == ["--q5"]
+    if q5:
+        args = args[1:]
+    if len(args) != 2:
         sys.exit(__doc__.split("\n\n")[1])
-    src, dst = sys.argv[1:]
+    src, dst = args
     start = time.time()
     reader = gguf.GGUFReader(src)
     print("make_kquant_model: %s: %d tensors, re-quantizing blk.*.ffn_down.weight"
           " (even blocks Q4_K, odd Q6_K)" % (src, len(reader.tensors)), flush=True)
-    changed = write(reader, dst)
+    if q5:
+        print("make_kquant_model: and blk.*.{%s}.weight (even blocks Q5_0, odd Q5_1)"
+              % ",".join(Q5_KINDS), flush=True)
+    changed = write(reader, dst, q5)
     verify(reader, dst, changed)
     print("make_kquant_model: wrote %s (%d tensors re-quantized, the rest identical) in %.1f s"
           % (dst, len(changed), time.time() - start), flush=True)

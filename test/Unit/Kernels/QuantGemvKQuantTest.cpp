@@ -5,7 +5,7 @@
 // kernels (each instruction set this CPU runs, fp32 and bf16 activations) against LibTorch's
 // float64 matmul of the dequantized weights (QuantGemvTestUtil.h). End to end, against
 // transformers dequantizing a real file with gguf-py:
-// test/Runtime/Models/smollm2-kquant-logits.test.
+// test/Runtime/Models/smollm2-requantized-logits.test.
 //
 //===----------------------------------------------------------------------===//
 

@@ -56,6 +56,7 @@ TEST_P(QuantGemv, AccumulatesIntoStridedRowsAndPartialRowRanges) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, QuantGemv,
                          ::testing::Combine(::testing::Values(QuantFormat::Q4_0, QuantFormat::Q4_1,
+                                                              QuantFormat::Q5_0, QuantFormat::Q5_1,
                                                               QuantFormat::Q8_0),
                                             ::testing::Values(torch::kFloat32, torch::kBFloat16)),
                          formatAndDtypeName);
@@ -109,7 +110,8 @@ TEST(QuantizedMatrix, SplitRowsPutScalesMinimumsAndQuantsSideBySide) {
     want.push_back(i);
   EXPECT_TRUE(m.blocks.to(torch::kInt64).view({-1}).equal(torch::tensor(want))) << m.blocks;
   EXPECT_TRUE(m.ggmlBlocks().equal(blocks));
-  for (QuantFormat format : {QuantFormat::Q4_0, QuantFormat::Q8_0}) {
+  for (QuantFormat format :
+       {QuantFormat::Q4_0, QuantFormat::Q5_0, QuantFormat::Q5_1, QuantFormat::Q8_0}) {
     const QuantizedMatrix r = randomMatrix(format, 3, 96);
     EXPECT_TRUE(QuantizedMatrix::fromGgmlBlocks(format, r.ggmlBlocks(), 96).blocks.equal(r.blocks));
   }

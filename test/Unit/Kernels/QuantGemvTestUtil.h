@@ -49,6 +49,12 @@ inline torch::Tensor dequantize(const QuantizedMatrix &m) {
   case QuantFormat::Q4_1:
     nnsc::kernels::dequantizeQ4_1(src, dst, n);
     break;
+  case QuantFormat::Q5_0:
+    nnsc::kernels::dequantizeQ5_0(src, dst, n);
+    break;
+  case QuantFormat::Q5_1:
+    nnsc::kernels::dequantizeQ5_1(src, dst, n);
+    break;
   case QuantFormat::Q8_0:
     nnsc::kernels::dequantizeQ8_0(src, dst, n);
     break;
@@ -62,13 +68,13 @@ inline torch::Tensor dequantize(const QuantizedMatrix &m) {
   return out;
 }
 
-/// |m| of each weight's block [rows, cols]: the Q4_1 minimum, 8 |d| for Q4_0, 0 for Q8_0 and
-/// Q6_K, Q4_K's sub-block minimum; with `scales`, |d| instead (0 for Q8_0 and the K-quants,
-/// whose kernels take no 1 + q / 16 form).
+/// |m| of each weight's block [rows, cols]: the Q4_1/Q5_1 minimum, 8 |d| for Q4_0, 16 |d| for
+/// Q5_0, 0 for Q8_0 and Q6_K, Q4_K's sub-block minimum; with `scales`, |d| instead for the
+/// formats of the vdpbf16ps kernel (Q4_0, Q4_1), 0 for the others (no 1 + q / 16 form).
 inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = false) {
   torch::Tensor out = torch::zeros({m.rows(), m.cols}, torch::kFloat64);
-  if (m.format == QuantFormat::Q8_0 || m.format == QuantFormat::Q6_K ||
-      (m.format == QuantFormat::Q4_K && scales))
+  const bool bf16DotFormat = m.format == QuantFormat::Q4_0 || m.format == QuantFormat::Q4_1;
+  if (m.format == QuantFormat::Q8_0 || m.format == QuantFormat::Q6_K || (scales && !bf16DotFormat))
     return out;
   const int64_t bytes = nnsc::kernels::quantBlockBytes(m.format);
   const torch::Tensor blocks = m.ggmlBlocks();
@@ -90,9 +96,13 @@ inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = f
     for (int64_t k = 0; k < m.cols / 32; ++k) {
       const uint8_t *p = blocks.data_ptr<uint8_t>() + r * blocks.stride(0) + k * bytes;
       uint16_t h;
-      std::memcpy(&h, m.format == QuantFormat::Q4_1 && !scales ? p + 2 : p, 2);
-      const double v = std::abs(double(nnsc::kernels::halfToFloat(h))) *
-                       (m.format == QuantFormat::Q4_0 && !scales ? 8 : 1);
+      const bool hasMinimum = nnsc::kernels::quantHasMinimum(m.format);
+      std::memcpy(&h, hasMinimum && !scales ? p + 2 : p, 2);
+      const double offset = m.format == QuantFormat::Q4_0   ? 8
+                            : m.format == QuantFormat::Q5_0 ? 16
+                                                            : 1;
+      const double v =
+          std::abs(double(nnsc::kernels::halfToFloat(h))) * (hasMinimum || scales ? 1 : offset);
       std::fill(o + r * m.cols + k * 32, o + r * m.cols + k * 32 + 32, v);
     }
   return out;
@@ -117,7 +127,7 @@ inline QuantizedMatrix randomMatrix(QuantFormat format, int64_t rows, int64_t co
   for (int64_t b = 0; b < rows * cols / weights; ++b, p += bytes) {
     const uint16_t d = randomHalf(kQuant ? -13 : -8);
     std::memcpy(p + (format == QuantFormat::Q6_K ? 208 : 0), &d, 2);
-    if (format == QuantFormat::Q4_1 || format == QuantFormat::Q4_K) {
+    if (nnsc::kernels::quantHasMinimum(format) || format == QuantFormat::Q4_K) {
       const uint16_t m = kQuant ? randomHalf(-12) : randomHalf(-8, /*negative=*/true);
       std::memcpy(p + 2, &m, 2);
     }

@@ -81,4 +81,54 @@ TEST(Dequantize, Q4_1AddsTheMinimumPerBlock) {
     }
 }
 
+/// A Q5_0/Q5_1 block's fifth bits: bit j of qh is quant j's (j < 16 from the low nibbles,
+/// j >= 16 from the high ones). Here quant j is j: low nibble j & 15 of byte j, high nibble
+/// (j + 16) & 15 = j of byte j, fifth bit set exactly for j >= 16.
+std::vector<uint8_t> q5CountingQuants() {
+  std::vector<uint8_t> out;
+  const uint32_t qh = 0xffff0000u;
+  for (int i = 0; i < 4; ++i)
+    out.push_back(uint8_t(qh >> (8 * i)));
+  for (int j = 0; j < 16; ++j)
+    out.push_back(uint8_t(j | (j << 4)));
+  return out;
+}
+
+TEST(Dequantize, Q5_0TakesTheFifthBitFromQhAndCentersOn16) {
+  std::vector<uint8_t> block;
+  put16(block, half(0, 14, 0)); // d = 0.5
+  const std::vector<uint8_t> quants = q5CountingQuants();
+  block.insert(block.end(), quants.begin(), quants.end());
+  ASSERT_EQ(block.size(), 22u);
+  std::vector<float> out(32);
+  dequantizeQ5_0(block.data(), out.data(), 32);
+  for (int j = 0; j < 32; ++j)
+    EXPECT_EQ(out[j], 0.5f * float(j - 16)) << j;
+  // One fifth bit alone moves one weight by 16 d: bit 3 is quant 3's, bit 19 quant 19's.
+  for (int bit : {3, 19}) {
+    std::vector<uint8_t> flipped = block;
+    flipped[2 + bit / 8] ^= uint8_t(1u << (bit % 8));
+    std::vector<float> moved(32);
+    dequantizeQ5_0(flipped.data(), moved.data(), 32);
+    for (int j = 0; j < 32; ++j)
+      EXPECT_EQ(moved[j] - out[j], j == bit ? (bit < 16 ? 8.0f : -8.0f) : 0.0f) << bit << " " << j;
+  }
+}
+
+TEST(Dequantize, Q5_1AddsTheMinimumPerBlock) {
+  std::vector<uint8_t> blocks;
+  for (int b = 0; b < 2; ++b) {
+    put16(blocks, half(0, 13, 0));     // d = 0.25
+    put16(blocks, half(1, 15 + b, 0)); // m = -1, then -2
+    const std::vector<uint8_t> quants = q5CountingQuants();
+    blocks.insert(blocks.end(), quants.begin(), quants.end());
+  }
+  ASSERT_EQ(blocks.size(), 48u);
+  std::vector<float> out(64);
+  dequantizeQ5_1(blocks.data(), out.data(), 64);
+  for (int b = 0; b < 2; ++b)
+    for (int j = 0; j < 32; ++j)
+      EXPECT_EQ(out[b * 32 + j], 0.25f * float(j) + (b == 0 ? -1.0f : -2.0f)) << b << " " << j;
+}
+
 } // namespace

@@ -2,8 +2,9 @@
 //
 // Decoders of the ggml weight formats the loader accepts, on raw pointers (no torch) so they
 // can be unit-tested against hand-built blocks. Layouts follow ggml-common.h: every 32-weight
-// block starts with an fp16 scale `d` (Q4_1 also an fp16 minimum `m`) followed by the quants;
-// the K-quants' 256-weight super-blocks are described at unpackQ4_K and unpackQ6_K.
+// block starts with an fp16 scale `d` (Q4_1 and Q5_1 also an fp16 minimum `m`) followed by the
+// quants (Q5_0/Q5_1: their fifth bits, then the low nibbles); the K-quants' 256-weight
+// super-blocks are described at unpackQ4_K and unpackQ6_K.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +16,7 @@
 
 namespace nnsc::kernels {
 
-/// Elements per block of the Q8_0, Q4_0 and Q4_1 formats.
+/// Elements per block of the Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 formats.
 constexpr int64_t kQuantBlock = 32;
 
 /// Elements per super-block of the K-quants (Q4_K, Q6_K).
@@ -37,6 +38,12 @@ void dequantizeQ4_0(const uint8_t *src, float *out, int64_t count);
 /// Q4_1: 20-byte blocks {fp16 d; fp16 m; uint8 qs[16]}, x[j] = d * (qs[j] & 15) + m and
 /// x[j + 16] = d * (qs[j] >> 4) + m.
 void dequantizeQ4_1(const uint8_t *src, float *out, int64_t count);
+/// Q5_0: 22-byte blocks {fp16 d; uint32 qh; uint8 qs[16]}: quant j is (qs[j] & 15) plus bit j of
+/// qh times 16, quant j + 16 is (qs[j] >> 4) plus bit j + 16 of qh times 16; x = d * (q - 16).
+void dequantizeQ5_0(const uint8_t *src, float *out, int64_t count);
+/// Q5_1: 24-byte blocks {fp16 d; fp16 m; uint32 qh; uint8 qs[16]}, quants as in Q5_0,
+/// x = d * q + m.
+void dequantizeQ5_1(const uint8_t *src, float *out, int64_t count);
 
 /// The 6-bit scales and minimums of a Q4_K super-block's 8 sub-blocks from its 12 packed bytes,
 /// as ggml's get_scale_min_k4 reads them: sub-blocks 0-3 in the low 6 bits of bytes 0-3

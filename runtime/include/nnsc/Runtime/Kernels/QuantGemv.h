@@ -1,15 +1,15 @@
 //===- QuantGemv.h - GEMV on ggml quantized blocks as stored ----*- C++ -*-===//
 //
 // Decode reads every weight once per token, so its speed is the number of weight bytes it
-// streams. These kernels read the GGUF file's own blocks (Q4_0, Q4_1, Q8_0: 32 weights along
-// the input dimension per block; Q4_K, Q6_K: 256) and widen them in registers. The activations are
-// never quantized: products are of fp32 (or exactly widened bf16) activations and accumulate in
-// fp32 with FMAs. For two or more activation rows each weight widens to exactly the fp32
-// value dequantize*() produces (d * q, or d * q + m rounded twice, no fused multiply-add),
+// streams. These kernels read the GGUF file's own blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0: 32
+// weights along the input dimension per block; Q4_K, Q6_K: 256) and widen them in registers. The
+// activations are never quantized: products are of fp32 (or exactly widened bf16) activations and
+// accumulate in fp32 with FMAs. For two or more activation rows each weight widens to exactly the
+// fp32 value dequantize*() produces (d * q, or d * q + m rounded twice, no fused multiply-add),
 // once for all rows, so the result is the fp32 product with the dequantized weights up to
 // summation order. For a single row (batch-1 decode) a block's dot product is computed as
-// d * sum(q x) + m * sum(x) (m = -8 d for Q4_0): the quants are exact integers and each scale
-// is applied once per block instead of once per weight, the same sum rounded differently
+// d * sum(q x) + m * sum(x) (m = -8 d for Q4_0, -16 d for Q5_0): the quants are exact integers and
+// each scale is applied once per block instead of once per weight, the same sum rounded differently
 // (within gamma_n * sum(|w| + 2 |m|) |x|, see the tests). The K-quants' weights are always
 // widened to exactly dequantize*()'s values (sub-block scale times quant, minus the sub-block
 // minimum for Q4_K), whatever the batch. A bf16 output is rounded once, to nearest even.
@@ -35,7 +35,7 @@ namespace nnsc::kernels {
 
 /// The block formats the kernels read (layouts in Dequantize.h): 32-weight blocks, and the
 /// K-quants' 256-weight super-blocks.
-enum class QuantFormat { Q4_0, Q4_1, Q8_0, Q4_K, Q6_K };
+enum class QuantFormat { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K };
 
 /// Whether `format` is a K-quant (256-weight super-blocks with sub-block scales).
 constexpr bool isKQuant(QuantFormat format) {
@@ -45,13 +45,18 @@ constexpr bool isKQuant(QuantFormat format) {
 /// Weights per block along a row: 32, or 256 for the K-quants.
 constexpr int64_t quantBlockWeights(QuantFormat format) { return isKQuant(format) ? 256 : 32; }
 
-/// Bytes of one block: 18 (Q4_0), 20 (Q4_1), 34 (Q8_0), 144 (Q4_K), 210 (Q6_K).
+/// Bytes of one block: 18 (Q4_0), 20 (Q4_1), 22 (Q5_0), 24 (Q5_1), 34 (Q8_0), 144 (Q4_K),
+/// 210 (Q6_K).
 constexpr int64_t quantBlockBytes(QuantFormat format) {
   switch (format) {
   case QuantFormat::Q4_0:
     return 18;
   case QuantFormat::Q4_1:
     return 20;
+  case QuantFormat::Q5_0:
+    return 22;
+  case QuantFormat::Q5_1:
+    return 24;
   case QuantFormat::Q8_0:
     return 34;
   case QuantFormat::Q4_K:
@@ -62,19 +67,37 @@ constexpr int64_t quantBlockBytes(QuantFormat format) {
   return 0;
 }
 
-/// Bytes of a 32-weight block's quants: 16 (Q4_0, Q4_1: two 4-bit weights a byte), 32 (Q8_0).
-/// The rest of the block is its fp16 scale d and, for Q4_1, its fp16 minimum m.
+/// Bytes of a 32-weight block's quants: 16 (Q4_0, Q4_1: two 4-bit weights a byte), 20 (Q5_0,
+/// Q5_1: the 32 fifth bits qh, then the low 4 bits as in Q4_0), 32 (Q8_0). The rest of the
+/// block is its fp16 scale d and, for Q4_1 and Q5_1, its fp16 minimum m.
 constexpr int64_t quantBlockQuantBytes(QuantFormat format) {
-  return format == QuantFormat::Q8_0 ? 32 : 16;
+  switch (format) {
+  case QuantFormat::Q5_0:
+  case QuantFormat::Q5_1:
+    return 20;
+  case QuantFormat::Q8_0:
+    return 32;
+  case QuantFormat::Q4_0:
+  case QuantFormat::Q4_1:
+  case QuantFormat::Q4_K: // not split (read as stored)
+  case QuantFormat::Q6_K:
+    return 16;
+  }
+  return 16;
 }
 
-/// "Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q6_K".
+/// Whether a 32-weight block has an fp16 minimum m after its scale (x = d * q + m).
+constexpr bool quantHasMinimum(QuantFormat format) {
+  return format == QuantFormat::Q4_1 || format == QuantFormat::Q5_1;
+}
+
+/// "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q6_K".
 const char *quantFormatName(QuantFormat format);
 
 /// Rearranges `rows` rows of cols / 32 ggml blocks of `format` (as a GGUF file stores them,
 /// `src`) into the kernels' split-row layout in `dst` (as many bytes, not overlapping): per
-/// row the fp16 scale d of every block, then for Q4_1 the fp16 minimum m of every block, then
-/// the quants of every block (16 bytes for Q4_0/Q4_1, 32 for Q8_0), each part in block order.
+/// row the fp16 scale d of every block, then for Q4_1/Q5_1 the fp16 minimum m of every block,
+/// then the quants of every block (quantBlockQuantBytes), each part in block order.
 /// The K-quants' kernels read the super-blocks as stored: their rows are copied unchanged.
 void splitQuantRows(QuantFormat format, const uint8_t *src, uint8_t *dst, int64_t rows,
                     int64_t cols);

@@ -1,9 +1,9 @@
 //===- GGUFWeights.h - weights from a GGUF file -----------------*- C++ -*-===//
 //
 // Maps Hugging Face parameter names to llama.cpp's (token_embd, blk.N.attn_q, ...),
-// dequantizes F32/F16/BF16/Q8_0/Q4_0/Q4_1, and undoes the q/k row permutation llama.cpp's
-// converter applies to Llama models for its interleaved RoPE layout, exactly as transformers'
-// GGUF loader does.
+// dequantizes F32/F16/BF16/Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q6_K, and undoes the q/k row permutation
+// llama.cpp's converter applies to Llama models for its interleaved RoPE layout, exactly as
+// transformers' GGUF loader does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,8 +27,8 @@ public:
   torch::Tensor get(const std::string &hfName, const std::vector<int64_t> &shape,
                     torch::ScalarType dtype, bool optional) override;
   int64_t size() const override { return int64_t(file.tensors().size()); }
-  /// Q4_0, Q4_1 and Q8_0 tensors' blocks, copied out of the mapping, q/k rows unpermuted as
-  /// in get().
+  /// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K tensors' blocks, copied out of the mapping, q/k
+  /// rows unpermuted as in get().
   QuantizedMatrix getQuantized(const std::string &hfName,
                                const std::vector<int64_t> &shape) override;
 

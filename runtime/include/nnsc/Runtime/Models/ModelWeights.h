@@ -4,9 +4,9 @@
 // (fp32 or bf16), loaded from a GGUF file (dequantized) or a Hugging Face model directory
 // (config.json + safetensors). q/k/v and gate/up are stored fused so the common path runs one
 // GEMM each; the unfused projections are row ranges of the fused weights. Projections loaded
-// from Q4_0 / Q4_1 / Q8_0 GGUF tensors also keep the file's blocks (fused the same way: blocks
-// run along the input dimension, so fusing rows concatenates block rows) for the quantized
-// decode path (Layers/QuantizedLinear.h).
+// from Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 / Q4_K / Q6_K GGUF tensors also keep the file's blocks
+// (fused the same way: blocks run along the input dimension, so fusing rows concatenates block
+// rows) for the quantized decode path (Layers/QuantizedLinear.h).
 //
 //===----------------------------------------------------------------------===//
 
