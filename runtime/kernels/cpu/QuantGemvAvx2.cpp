@@ -45,17 +45,23 @@ struct Avx2 {
     lo = _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0x0f)));
     hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
   }
-  /// Adds 16 to the lanes of `lo` whose bit of `fifthBits` is set (bits 8 p to 8 p + 7), and to
-  /// those of `hi` (bits 16 + 8 p to 16 + 8 p + 7): the fifth bits of Q5_0/Q5_1's quants.
-  static void addFifthBits(uint32_t fifthBits, std::ptrdiff_t p, V &lo, V &hi) {
+  /// Part p (quants 8 p to 8 p + 7, and 16 more) of a Q5_0/Q5_1 block from its 4 bytes of
+  /// fifth bits and 16 bytes of nibbles at `qhThenQs`: the nibbles as in q4, 16 or'ed in where
+  /// bit 8 p + l (low) or 16 + 8 p + l (high) is set.
+  static void q5(const uint8_t *qhThenQs, std::ptrdiff_t p, V &lo, V &hi) {
+    uint32_t bits;
+    std::memcpy(&bits, qhThenQs, sizeof bits);
+    const __m256i v = _mm256_cvtepu8_epi32(
+        _mm_loadl_epi64(reinterpret_cast<const __m128i *>(qhThenQs + 4 + 8 * p)));
     const __m256i lane = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
-    auto sixteenWhereSet = [&](uint32_t bits) {
-      const __m256i set = _mm256_set1_epi32(int(bits & 0xff));
-      const __m256i mask = _mm256_cmpeq_epi32(_mm256_and_si256(set, lane), lane);
-      return _mm256_and_ps(_mm256_castsi256_ps(mask), set1(16.0f));
+    auto withFifthBits = [&](__m256i nibbles, uint32_t eightBits) {
+      const __m256i set = _mm256_set1_epi32(int(eightBits & 0xff));
+      const __m256i where = _mm256_cmpeq_epi32(_mm256_and_si256(set, lane), lane);
+      return _mm256_cvtepi32_ps(
+          _mm256_or_si256(nibbles, _mm256_and_si256(where, _mm256_set1_epi32(16))));
     };
-    lo = add(lo, sixteenWhereSet(fifthBits >> (8 * p)));
-    hi = add(hi, sixteenWhereSet(fifthBits >> (16 + 8 * p)));
+    lo = withFifthBits(_mm256_and_si256(v, _mm256_set1_epi32(0x0f)), bits >> (8 * p));
+    hi = withFifthBits(_mm256_srli_epi32(v, 4), bits >> (16 + 8 * p));
   }
   /// The n <= 16 fp16 values at `p` widened into out[0, n), zeros in out[n, 16); bytes up to
   /// `end` may be read. Two 16-byte loads where that allows (a copy through the stack first

@@ -36,17 +36,32 @@ struct Avx512 {
   }
   static float reduce(V v) { return _mm512_reduce_add_ps(v); }
   /// The 16 bytes at `qs` widened to 32-bit lanes: their low nibbles as `lo`, high as `hi`.
+  /// vpermps with the values 0-15 as its table turns a lane's low 4 bits into their value as a
+  /// float, replacing an AND and a conversion (2-4% faster on a Zen 4, nnsc-bench-quant-formats).
   static void q4(const uint8_t *qs, V &lo, V &hi) {
     const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(qs)));
-    lo = _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(0x0f)));
-    hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
+    const V values = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    lo = _mm512_permutexvar_ps(v, values);
+    hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), values);
   }
-  /// Adds 16 to the lanes of `lo` whose bit of `fifthBits` is set (bits 0-15), and to those of
-  /// `hi` (bits 16-31): the fifth bits of Q5_0/Q5_1's quants. One part per block (p = 0).
-  static void addFifthBits(uint32_t fifthBits, std::ptrdiff_t, V &lo, V &hi) {
-    const V sixteen = set1(16.0f);
-    lo = _mm512_mask_add_ps(lo, __mmask16(fifthBits), lo, sixteen);
-    hi = _mm512_mask_add_ps(hi, __mmask16(fifthBits >> 16), hi, sixteen);
+  /// A Q5_0/Q5_1 block's 32 quants from its 4 bytes of fifth bits and 16 bytes of nibbles at
+  /// `qhThenQs`: 16 or'ed into the nibbles as integers where bit j (low) or 16 + j (high) is
+  /// set, the bits loaded straight into a mask register, then converted. One part per block
+  /// (p = 0). On a Zen 4: 18.0 Gweights/s on one thread, against 16.1 with a masked float add
+  /// of 16 after q4 and with two masked vpermps lookups, 15.0 with a zero-masked broadcast and
+  /// vpternlogd.
+  static void q5(const uint8_t *qhThenQs, std::ptrdiff_t, V &lo, V &hi) {
+    uint32_t bits;
+    std::memcpy(&bits, qhThenQs, sizeof bits);
+    const __mmask32 fifth = _cvtu32_mask32(bits);
+    const __m512i v =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(qhThenQs + 4)));
+    const __m512i sixteen = _mm512_set1_epi32(16);
+    const __m512i l = _mm512_and_si512(v, _mm512_set1_epi32(0x0f));
+    const __m512i h = _mm512_srli_epi32(v, 4);
+    lo = _mm512_cvtepi32_ps(_mm512_mask_or_epi32(l, __mmask16(fifth), l, sixteen));
+    hi = _mm512_cvtepi32_ps(
+        _mm512_mask_or_epi32(h, __mmask16(_kshiftri_mask32(fifth, 16)), h, sixteen));
   }
   /// The n <= 16 fp16 values at `p` widened into out[0, n), zeros in out[n, 16) (a masked
   /// load: nothing past them is read, whatever `end`).

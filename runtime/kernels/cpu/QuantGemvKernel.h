@@ -91,7 +91,8 @@ constexpr bool isQ5(QuantFormat f) { return f == QuantFormat::Q5_0 || f == Quant
 /// The quants [p W, p W + W) and [16 + p W, 16 + p W + W) of the block whose quants are at
 /// `qs` (W lanes), as exact fp32 integers, unsigned for the 4- and 5-bit formats: in those
 /// byte i holds quant i (low nibble) and quant 16 + i (high nibble), so one widening of W bytes
-/// serves both; Q5_0/Q5_1 add 16 where bit j of the 32-bit word before the nibbles is set.
+/// serves both; Q5_0/Q5_1 add 16 where bit j of the 32-bit word before the nibbles is set
+/// (Isa::q5).
 template <class Isa, QuantFormat F>
 inline void quants(const uint8_t *qs, std::ptrdiff_t p, typename Isa::V &lo, typename Isa::V &hi) {
   constexpr int W = Isa::W;
@@ -100,10 +101,7 @@ inline void quants(const uint8_t *qs, std::ptrdiff_t p, typename Isa::V &lo, typ
     lo = Isa::q8(q + p * W);
     hi = Isa::q8(q + 16 + p * W);
   } else if constexpr (isQ5(F)) {
-    uint32_t fifthBits;
-    std::memcpy(&fifthBits, qs, sizeof fifthBits);
-    Isa::q4(qs + sizeof fifthBits + p * W, lo, hi);
-    Isa::addFifthBits(fifthBits, p, lo, hi);
+    Isa::q5(qs, p, lo, hi);
   } else {
     Isa::q4(qs + p * W, lo, hi);
   }
