@@ -137,6 +137,16 @@ void unpackQ4_K(const uint8_t *block, int8_t *q, float *scales, float *minimums)
     }
 }
 
+void unpackQ5_K(const uint8_t *block, int8_t *q, float *scales, float *minimums) {
+  unpackQ4_K(block, q, scales, minimums); // same header; its quants at 16 are Q5_K's qh
+  const uint8_t *qh = block + 16, *qs = block + 48;
+  for (int g = 0; g < 4; ++g)
+    for (int l = 0; l < 32; ++l) {
+      q[64 * g + l] = int8_t((qs[32 * g + l] & 15) | ((qh[l] >> (2 * g)) & 1) << 4);
+      q[64 * g + 32 + l] = int8_t((qs[32 * g + l] >> 4) | ((qh[l] >> (2 * g + 1)) & 1) << 4);
+    }
+}
+
 void unpackQ6_K(const uint8_t *block, int8_t *q, float *scales) {
   const uint8_t *ql = block, *qh = block + 128;
   const auto *sc = reinterpret_cast<const int8_t *>(block + 192);
@@ -159,6 +169,17 @@ void dequantizeQ4_K(const uint8_t *src, float *out, int64_t count) {
   float scales[8], minimums[8];
   for (int64_t b = 0; b < count / kKQuantBlock; ++b, src += 144, out += kKQuantBlock) {
     unpackQ4_K(src, q, scales, minimums);
+    for (int i = 0; i < kKQuantBlock; ++i)
+      out[i] = scales[i / 32] * float(q[i]) - minimums[i / 32];
+  }
+}
+
+void dequantizeQ5_K(const uint8_t *src, float *out, int64_t count) {
+  assert(count % kKQuantBlock == 0 && "Q5_K needs whole super-blocks");
+  int8_t q[kKQuantBlock];
+  float scales[8], minimums[8];
+  for (int64_t b = 0; b < count / kKQuantBlock; ++b, src += 176, out += kKQuantBlock) {
+    unpackQ5_K(src, q, scales, minimums);
     for (int i = 0; i < kKQuantBlock; ++i)
       out[i] = scales[i / 32] * float(q[i]) - minimums[i / 32];
   }

@@ -31,6 +31,8 @@ const char *quantFormatName(QuantFormat format) {
     return "Q8_0";
   case QuantFormat::Q4_K:
     return "Q4_K";
+  case QuantFormat::Q5_K:
+    return "Q5_K";
   case QuantFormat::Q6_K:
     return "Q6_K";
   }

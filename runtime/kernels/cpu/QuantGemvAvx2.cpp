@@ -63,6 +63,22 @@ struct Avx2 {
     lo = withFifthBits(_mm256_and_si256(v, _mm256_set1_epi32(0x0f)), bits >> (8 * p));
     hi = withFifthBits(_mm256_srli_epi32(v, 4), bits >> (16 + 8 * p));
   }
+  /// Lanes p W to p W + W of two Q5_K sub-blocks 2g and 2g + 1: the 8 bytes of nibbles at `qs`
+  /// (as q4) with 16 or'ed in where bit `bit` (lo) or `bit` + 1 (hi) of the matching byte of
+  /// the 8 at `qh` is set.
+  static void q5K(const uint8_t *qs, const uint8_t *qh, int bit, V &lo, V &hi) {
+    const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(qs)));
+    // Each fifth bit moved to bit 4: shifted left by 4, then right by its position.
+    const __m256i h = _mm256_slli_epi32(
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(qh))), 4);
+    const __m256i sixteen = _mm256_set1_epi32(16);
+    auto fifth = [&](int b) {
+      return _mm256_and_si256(_mm256_srl_epi32(h, _mm_cvtsi32_si128(b)), sixteen);
+    };
+    lo = _mm256_cvtepi32_ps(
+        _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0x0f)), fifth(bit)));
+    hi = _mm256_cvtepi32_ps(_mm256_or_si256(_mm256_srli_epi32(v, 4), fifth(bit + 1)));
+  }
   /// The n <= 16 fp16 values at `p` widened into out[0, n), zeros in out[n, 16); bytes up to
   /// `end` may be read. Two 16-byte loads where that allows (a copy through the stack first
   /// would stall the loads on store forwarding), one value at a time otherwise.

@@ -63,6 +63,22 @@ struct Avx512 {
     hi = _mm512_cvtepi32_ps(
         _mm512_mask_or_epi32(h, __mmask16(_kshiftri_mask32(fifth, 16)), h, sixteen));
   }
+  /// Lanes p W to p W + W of two Q5_K sub-blocks 2g and 2g + 1: the 16 bytes of nibbles at
+  /// `qs` (as q4) with 16 or'ed in where bit `bit` (lo) or `bit` + 1 (hi) of the matching
+  /// byte of the 16 at `qh` is set (p = 0).
+  static void q5K(const uint8_t *qs, const uint8_t *qh, int bit, V &lo, V &hi) {
+    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(qs)));
+    // Each fifth bit moved to bit 4: shifted left by 4, then right by its position.
+    const __m512i h = _mm512_slli_epi32(
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(qh))), 4);
+    const __m512i sixteen = _mm512_set1_epi32(16);
+    // 0xf8: A | (B & C).
+    lo = _mm512_cvtepi32_ps(_mm512_ternarylogic_epi32(_mm512_and_si512(v, _mm512_set1_epi32(0x0f)),
+                                                      _mm512_srl_epi32(h, _mm_cvtsi32_si128(bit)),
+                                                      sixteen, 0xf8));
+    hi = _mm512_cvtepi32_ps(_mm512_ternarylogic_epi32(
+        _mm512_srli_epi32(v, 4), _mm512_srl_epi32(h, _mm_cvtsi32_si128(bit + 1)), sixteen, 0xf8));
+  }
   /// The n <= 16 fp16 values at `p` widened into out[0, n), zeros in out[n, 16) (a masked
   /// load: nothing past them is read, whatever `end`).
   static void widenHalves(const uint8_t *p, int n, const uint8_t *, float *out) {

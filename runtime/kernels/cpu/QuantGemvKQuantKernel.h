@@ -1,16 +1,17 @@
 //===- QuantGemvKQuantKernel.h - The K-quants' GEMV, over a vector ISA -*- C++ -*-===//
 //
 // Private to runtime/kernels/cpu, included by QuantGemvAvx2.cpp and QuantGemvAvx512.cpp after
-// QuantGemvKernel.h, whose internal-linkage rules and helpers it shares. Q4_K and Q6_K rows
-// are read as the file stores them, 256-weight super-blocks. Q4_K's quants are widened in
+// QuantGemvKernel.h, whose internal-linkage rules and helpers it shares. Q4_K, Q5_K and Q6_K
+// rows are read as the file stores them, 256-weight super-blocks. Q4_K's quants are widened in
 // registers W at a time (Isa::q4: a byte's low nibble is a weight of the even sub-block of its
-// 64, the high nibble the same weight of the odd one) and its 6-bit scales and minimums
-// decoded once per super-block and row (q4KScalesMins). Q6_K's are unpacked into a small
+// 64, the high nibble the same weight of the odd one), Q5_K's the same way with their fifth
+// bits or'ed in (Isa::q5K), and their 6-bit scales and minimums decoded once per super-block
+// and row (q4KScalesMins). Q6_K's are unpacked into a small
 // buffer (unpackQ6_K) and widened from there. Each weight is widened to exactly its
 // dequantized value (scale * q, minus the minimum for Q4_K, two roundings under
-// -ffp-contract=off) once for every activation row of the tile, except for Q4_K against a
-// single row, which takes the factored form scale * sum(q x) - minimum * sum(x) per 32-weight
-// sub-block as the 32-weight formats do (QuantGemv.h).
+// -ffp-contract=off) once for every activation row of the tile, except for Q4_K and Q5_K
+// against a single row, which takes the factored form scale * sum(q x) - minimum * sum(x) per
+// 32-weight sub-block as the 32-weight formats do (QuantGemv.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,16 +24,23 @@
 namespace nnsc::kernels {
 namespace { // NOLINT: internal linkage per instruction set, see QuantGemvKernel.h
 
-/// A super-block's scales (32-weight sub-blocks for Q4_K, 16 weights for Q6_K) and Q4_K's
-/// minimums, exact in fp32 as dequantizeQ4_K / dequantizeQ6_K compute them: decode() fills
-/// Q4_K's (it does nothing for Q6_K), unpackQ6_K writes Q6_K's with the quants.
+/// Whether F's super-blocks hold 8 sub-blocks of 32 weights with 6-bit scales and minimums
+/// and their quants' low 4 bits in nibbles: Q4_K, and Q5_K with a fifth bit plane.
+constexpr bool hasNibbleSubBlocks(QuantFormat f) {
+  return f == QuantFormat::Q4_K || f == QuantFormat::Q5_K;
+}
+
+/// A super-block's scales (32-weight sub-blocks for Q4_K and Q5_K, 16 weights for Q6_K) and
+/// Q4_K's and Q5_K's minimums, exact in fp32 as dequantizeQ4_K / dequantizeQ5_K /
+/// dequantizeQ6_K compute them: decode() fills Q4_K's and Q5_K's (it does nothing for Q6_K),
+/// unpackQ6_K writes Q6_K's with the quants.
 template <QuantFormat F> struct SuperBlockScales {
-  static constexpr int Groups = F == QuantFormat::Q4_K ? 8 : 16;
+  static constexpr int Groups = hasNibbleSubBlocks(F) ? 8 : 16;
   float scales[Groups];
-  float minimums[F == QuantFormat::Q4_K ? Groups : 1];
+  float minimums[hasNibbleSubBlocks(F) ? Groups : 1];
 
   void decode(const uint8_t *block) {
-    if constexpr (F == QuantFormat::Q4_K) {
+    if constexpr (hasNibbleSubBlocks(F)) {
       // Widened 8 at a time (AVX2, the baseline of both including files): a scalar loop
       // here compiled to a byte extract per value and cost a third of the kernel.
       alignas(16) uint8_t packed[16];
@@ -48,8 +56,20 @@ template <QuantFormat F> struct SuperBlockScales {
   }
 };
 
+/// The quants [p W, p W + W) of sub-blocks 2g (`lo`) and 2g + 1 (`hi`) of the Q4_K or Q5_K
+/// super-block at `block`, as exact fp32 integers.
+template <class Isa, QuantFormat F>
+inline void subBlockPairQuants(const uint8_t *block, int g, std::ptrdiff_t p, typename Isa::V &lo,
+                               typename Isa::V &hi) {
+  constexpr int W = Isa::W;
+  if constexpr (F == QuantFormat::Q4_K)
+    Isa::q4(block + 16 + 32 * g + p * W, lo, hi);
+  else // qh at 16, the nibbles at 48
+    Isa::q5K(block + 48 + 32 * g + p * W, block + 16 + p * W, 2 * g, lo, hi);
+}
+
 /// Rows [r, r + RB) of W against activation rows [b, b + BB). With BB = 1 the factored form:
-/// `subSums` holds sum(x) of every 32 activations of row b (Q4_K's minimums' terms).
+/// `subSums` holds sum(x) of every 32 activations of row b (the minimums' terms).
 template <class Isa, QuantFormat F, int RB, int BB, typename T>
 void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *subSums) {
   using V = typename Isa::V;
@@ -62,7 +82,7 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
       acc[i][j] = Isa::zero();
   const uint8_t *w = a.w + r * a.rowBytes;
   const T *x = a.x + b * a.xStride;
-  float minimumTerms[RB] = {}; // Q4_K, factored: sum over sub-blocks of minimum * sum(x)
+  float minimumTerms[RB] = {}; // Q4_K and Q5_K, factored: sum over sub-blocks of minimum * sum(x)
   SuperBlockScales<F> sb[RB];
   alignas(64) int8_t q[F == QuantFormat::Q6_K ? RB : 1][kKQuantBlock]; // Q6_K's unpacked quants
   for (int64_t k = 0; k < a.cols / kKQuantBlock; ++k) {
@@ -72,7 +92,7 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
     for (int i = 0; i < RB; ++i)
       blocks[i] = w + i * a.rowBytes + k * Bytes;
     const T *xk = x + k * kKQuantBlock;
-    if constexpr (F == QuantFormat::Q4_K) {
+    if constexpr (hasNibbleSubBlocks(F)) {
       for (int i = 0; i < RB; ++i)
         sb[i].decode(blocks[i]);
       for (int g = 0; g < 4; ++g) { // 64 weights: sub-blocks 2g (low nibbles) and 2g + 1
@@ -82,7 +102,7 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
             const V xlo = Isa::load(xk + 64 * g + p * W), xhi = Isa::load(xk + 64 * g + 32 + p * W);
             for (int i = 0; i < RB; ++i) {
               V lo, hi;
-              Isa::q4(blocks[i] + 16 + 32 * g + p * W, lo, hi);
+              subBlockPairQuants<Isa, F>(blocks[i], g, p, lo, hi);
               dotLo[i] = p ? Isa::fma(lo, xlo, dotLo[i]) : Isa::mul(lo, xlo);
               dotHi[i] = p ? Isa::fma(hi, xhi, dotHi[i]) : Isa::mul(hi, xhi);
             }
@@ -103,7 +123,7 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
             }
             for (int i = 0; i < RB; ++i) {
               V lo, hi;
-              Isa::q4(blocks[i] + 16 + 32 * g + p * W, lo, hi);
+              subBlockPairQuants<Isa, F>(blocks[i], g, p, lo, hi);
               lo = Isa::sub(Isa::mul(Isa::set1(sb[i].scales[2 * g]), lo),
                             Isa::set1(sb[i].minimums[2 * g]));
               hi = Isa::sub(Isa::mul(Isa::set1(sb[i].scales[2 * g + 1]), hi),
@@ -148,7 +168,7 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
 }
 
 /// Weight rows [r, r + RB) against every activation row, BatchBlock rows at a time; a last
-/// row left alone takes Q4_K's factored form.
+/// row left alone takes Q4_K's and Q5_K's factored form.
 template <class Isa, QuantFormat F, int RB, typename T>
 void kQuantRowBlock(const QuantGemvArgs<T> &a, int64_t r, const float *subSums) {
   forBatchTiles<Isa::BatchBlock>(a.batch, [&](auto rows, int64_t b) {
@@ -161,7 +181,7 @@ template <class Isa, QuantFormat F, int RB, typename T>
 void kQuantRows(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
   // sum(x) per 32 activations of the row the factored form takes (blockMinSums with Q4_1's
   // factor 1); Q6_K has no minimums.
-  const float *subSums = F == QuantFormat::Q4_K && a.batch % Isa::BatchBlock == 1
+  const float *subSums = hasNibbleSubBlocks(F) && a.batch % Isa::BatchBlock == 1
                              ? blockMinSums<Isa, QuantFormat::Q4_1>(a, a.batch - 1)
                              : nullptr;
   int64_t r = rowBegin;
@@ -171,8 +191,8 @@ void kQuantRows(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
     kQuantRowBlock<Isa, F, 1>(a, r, subSums);
 }
 
-/// Output columns [rowBegin, rowEnd) of a Q4_K or Q6_K product. A single activation row leaves
-/// registers for more weight rows.
+/// Output columns [rowBegin, rowEnd) of a Q4_K, Q5_K or Q6_K product. A single activation row
+/// leaves registers for more weight rows.
 template <class Isa, typename T>
 void kQuantGemvOn(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
   auto run = [&](auto format) {
@@ -184,6 +204,8 @@ void kQuantGemvOn(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
   };
   if (a.format == QuantFormat::Q4_K)
     run(std::integral_constant<QuantFormat, QuantFormat::Q4_K>());
+  else if (a.format == QuantFormat::Q5_K)
+    run(std::integral_constant<QuantFormat, QuantFormat::Q5_K>());
   else
     run(std::integral_constant<QuantFormat, QuantFormat::Q6_K>());
 }

@@ -354,6 +354,7 @@ void quantGemvOn(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
     gemvRows<Isa, QuantFormat::Q8_0>(a, rowBegin, rowEnd);
     break;
   case QuantFormat::Q4_K:
+  case QuantFormat::Q5_K:
   case QuantFormat::Q6_K:
     break; // kQuantGemvOn (QuantGemvKQuantKernel.h)
   }

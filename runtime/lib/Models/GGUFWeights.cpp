@@ -70,6 +70,9 @@ torch::Tensor dequantizeGGUFTensor(const gguf::GGUFFile &file, const gguf::Tenso
   case gguf::TensorType::Q4_K:
     kernels::dequantizeQ4_K(src, dst, n);
     break;
+  case gguf::TensorType::Q5_K:
+    kernels::dequantizeQ5_K(src, dst, n);
+    break;
   case gguf::TensorType::Q6_K:
     kernels::dequantizeQ6_K(src, dst, n);
     break;
@@ -77,7 +80,7 @@ torch::Tensor dequantizeGGUFTensor(const gguf::GGUFFile &file, const gguf::Tenso
     throw ModelLoadError("'" + file.path() + "': tensor '" + info.name + "' has type " +
                          gguf::tensorTypeName(info.type) +
                          ", which is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, "
-                         "Q4_1, Q5_0, Q5_1, Q4_K, Q6_K)");
+                         "Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
   }
   return out;
 }
@@ -156,6 +159,9 @@ QuantizedMatrix GGUFWeightSource::getQuantized(const std::string &hfName,
     break;
   case gguf::TensorType::Q4_K:
     format = kernels::QuantFormat::Q4_K;
+    break;
+  case gguf::TensorType::Q5_K:
+    format = kernels::QuantFormat::Q5_K;
     break;
   case gguf::TensorType::Q6_K:
     format = kernels::QuantFormat::Q6_K;

@@ -8,7 +8,7 @@ corrupt/       tiny whose model.safetensors header is not JSON
 truncated-st/  tiny whose model.safetensors lost its last bytes
 gpt2/          config.json with model_type gpt2
 truncated.gguf the first 100000 bytes of GGUF
-q5k.gguf       a Llama GGUF whose blk.0.ffn_down.weight is Q5_K (a type the loader does not read)
+q3k.gguf       a Llama GGUF whose blk.0.ffn_down.weight is Q3_K (a type the loader does not read)
 gpt2.gguf      a GGUF with general.architecture gpt2
 """
 
@@ -58,10 +58,10 @@ def write_gguf(path, arch, ffn_down_type):
         w.add_tensor("blk.0.%s.weight" % name, f32(hidden, hidden))
     w.add_tensor("blk.0.ffn_gate.weight", f32(inter, hidden))
     w.add_tensor("blk.0.ffn_up.weight", f32(inter, hidden))
-    if ffn_down_type == "Q5_K":
-        # [hidden, inter] in Q5_K: 256 elements per 176-byte block along the inner dimension.
-        raw = np.zeros((hidden, inter // 256 * 176), dtype=np.uint8)
-        w.add_tensor("blk.0.ffn_down.weight", raw, raw_dtype=gguf.GGMLQuantizationType.Q5_K)
+    if ffn_down_type == "Q3_K":
+        # [hidden, inter] in Q3_K: 256 elements per 110-byte block along the inner dimension.
+        raw = np.zeros((hidden, inter // 256 * 110), dtype=np.uint8)
+        w.add_tensor("blk.0.ffn_down.weight", raw, raw_dtype=gguf.GGMLQuantizationType.Q3_K)
     else:
         w.add_tensor("blk.0.ffn_down.weight", f32(hidden, inter))
     w.write_header_to_file()
@@ -93,7 +93,7 @@ def main():
     with open(real_gguf, "rb") as f:
         head = f.read(100000)
     open(os.path.join(out, "truncated.gguf"), "wb").write(head)
-    write_gguf(os.path.join(out, "q5k.gguf"), "llama", "Q5_K")
+    write_gguf(os.path.join(out, "q3k.gguf"), "llama", "Q3_K")
     write_gguf(os.path.join(out, "gpt2.gguf"), "gpt2", "F32")
 
 

@@ -1,5 +1,5 @@
-"""Writes a copy of a GGUF model whose ffn_down weights are K-quants (Q4_K and Q6_K), and with
---q5 whose other projections are Q5_0 and Q5_1.
+"""Writes a copy of a GGUF model whose ffn_down weights are K-quants (Q4_K and Q6_K; with --q5
+also Q5_K), and with --q5 whose other projections are Q5_0 and Q5_1.
 
 usage: make_kquant_model.py [--q5] INPUT.gguf OUTPUT.gguf
 
@@ -11,12 +11,14 @@ row) with plain scale choices (min/max per 32-weight sub-block for Q4_K, max |w|
 sub-block for Q6_K) instead of ggml's iterative search. They are deterministic: the output is
 byte-identical from run to run.
 
-With --q5, each `blk.N.{attn_q,attn_k,attn_v,attn_output,ffn_gate,ffn_up}.weight` is also
-re-quantized from gguf-py's dequantization: to Q5_0 when N is even, to Q5_1 when N is odd, by
-gguf-py's own encoder (gguf.quants.quantize, a port of ggml's quantize_row_q5_0/q5_1). With the
-K-quant ffn_down these are the types of llama.cpp's Q4_K_M and Q5_K_M files of SmolLM2-135M: rows
-of 576 weights are not a multiple of 256, so llama.cpp falls back from Q4_K to Q5_0 and from Q5_K
-to Q5_1 there, while ffn_down (rows of 1536) keeps its K-quants.
+With --q5, `blk.N.ffn_down.weight` becomes Q4_K, Q5_K or Q6_K for N % 3 = 0, 1, 2 (Q5_K's
+encoder is Q4_K's with quants of 5 bits, the fifth in its own bit plane), and each
+`blk.N.{attn_q,attn_k,attn_v,attn_output,ffn_gate,ffn_up}.weight` is re-quantized from gguf-py's
+dequantization: to Q5_0 when N is even, to Q5_1 when N is odd, by gguf-py's own encoder
+(gguf.quants.quantize, a port of ggml's quantize_row_q5_0/q5_1). These are the types of
+llama.cpp's Q4_K_M and Q5_K_M files of SmolLM2-135M: rows of 576 weights are not a multiple of
+256, so llama.cpp falls back from Q4_K to Q5_0 and from Q5_K to Q5_1 there, while ffn_down (rows
+of 1536) keeps its K-quants.
 
 Each re-quantized tensor is dequantized again with gguf-py and its error, relative to the RMS of
 its weights, is printed; an error far above what the format allows (a layout mistake) fails the
@@ -32,7 +34,8 @@ from gguf.quants import dequantize, quantize
 
 QK_K = 256
 # Relative RMS round-trip error above which the encoding is wrong, not merely lossy.
-MAX_RMS_ERROR = {QType.Q4_K: 0.15, QType.Q6_K: 0.05, QType.Q5_0: 0.10, QType.Q5_1: 0.10}
+MAX_RMS_ERROR = {QType.Q4_K: 0.15, QType.Q5_K: 0.08, QType.Q6_K: 0.05, QType.Q5_0: 0.10,
+                 QType.Q5_1: 0.10}
 # The tensors (blk.N.KIND.weight) that --q5 re-quantizes to Q5_0 / Q5_1.
 Q5_KINDS = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up")
 
@@ -43,7 +46,10 @@ def target_type(name, q5):
     parts = name.split(".")
     if len(parts) != 4 or parts[0] != "blk" or parts[3] != "weight":
         return None
-    even = int(parts[1]) % 2 == 0
+    layer = int(parts[1])
+    even = layer % 2 == 0
+    if parts[2] == "ffn_down" and q5:
+        return (QType.Q4_K, QType.Q5_K, QType.Q6_K)[layer % 3]
     if parts[2] == "ffn_down":
         return QType.Q4_K if even else QType.Q6_K
     if q5 and parts[2] in Q5_KINDS:
@@ -77,24 +83,47 @@ def pack_q4_k_scales(sc, m):
                            (hi_sc & 0xF) | (hi_m & 0xF) << 4], axis=1)
 
 
-def encode_q4_k(blocks):
-    """(n, 256) float32 -> (n, 144) Q4_K blocks: fp16 d, fp16 dmin, 12 bytes of 6-bit scales
-    and mins, 128 bytes of 4-bit quants. Sub-block j (32 weights) decodes as
-    d * sc[j] * q - dmin * m[j]."""
+def encode_k_sub_blocks(blocks, top):
+    """(n, 256) float32 -> the fields Q4_K (top 15) and Q5_K (top 31) share: the fp16 d and dmin
+    as bytes, the 12 bytes of 6-bit scales and mins, and the quants (n, 8, 32) in [0, top].
+    Sub-block j (32 weights) decodes as d * sc[j] * q - dmin * m[j]."""
     x = blocks.reshape(-1, 8, 32)
     low = np.minimum(x.min(axis=2), 0)  # the offset -dmin * m can only lower the weights
-    scale = (x.max(axis=2) - low) / 15
+    scale = (x.max(axis=2) - low) / top
     d16, d = fp16(scale.max(axis=1) / 63)
     dmin16, dmin = fp16(-low.min(axis=1) / 63)
     sc = np.clip(np.rint(divide(scale, d[:, None])), 0, 63).astype(np.uint8)
     m = np.clip(np.rint(divide(-low, dmin[:, None])), 0, 63).astype(np.uint8)
     step = (d[:, None] * sc)[:, :, None]
     offset = (dmin[:, None] * m)[:, :, None]
-    q = np.clip(np.rint(divide(x + offset, step)), 0, 15).astype(np.uint8)
-    # Byte l of 64-weight group g: sub-block 2g's quant l in the low nibble, 2g+1's in the high.
-    qs = (q[:, 0::2] | q[:, 1::2] << 4).reshape(-1, 128)
-    return np.concatenate([half_bytes(d16), half_bytes(dmin16), pack_q4_k_scales(sc, m), qs],
-                          axis=1)
+    q = np.clip(np.rint(divide(x + offset, step)), 0, top).astype(np.uint8)
+    header = np.concatenate([half_bytes(d16), half_bytes(dmin16), pack_q4_k_scales(sc, m)], axis=1)
+    return header, q
+
+
+def nibbles(q):
+    """(n, 8, 32) quants -> (n, 128) bytes: byte l of 64-weight group g holds sub-block 2g's
+    quant l (low 4 bits) in the low nibble, 2g+1's in the high."""
+    q = q & 0xF
+    return (q[:, 0::2] | q[:, 1::2] << 4).reshape(-1, 128)
+
+
+def encode_q4_k(blocks):
+    """(n, 256) float32 -> (n, 144) Q4_K blocks: fp16 d, fp16 dmin, 12 bytes of 6-bit scales
+    and mins, 128 bytes of 4-bit quants."""
+    header, q = encode_k_sub_blocks(blocks, 15)
+    return np.concatenate([header, nibbles(q)], axis=1)
+
+
+def encode_q5_k(blocks):
+    """(n, 256) float32 -> (n, 176) Q5_K blocks: Q4_K's header, qh[32] (bit j of qh[l] is the
+    fifth bit of sub-block j's quant l), then the low 4 bits as Q4_K's nibbles."""
+    header, q = encode_k_sub_blocks(blocks, 31)
+    fifth = (q >> 4).astype(np.uint8)  # (n, 8, 32)
+    qh = np.zeros((q.shape[0], 32), np.uint8)
+    for j in range(8):
+        qh |= fifth[:, j] << j
+    return np.concatenate([header, qh, nibbles(q)], axis=1)
 
 
 def encode_q6_k(blocks):
@@ -120,7 +149,7 @@ def encode_q6_k(blocks):
     return np.concatenate([ql, qh.reshape(-1, 64), sc.view(np.uint8), half_bytes(d16)], axis=1)
 
 
-ENCODERS = {QType.Q4_K: encode_q4_k, QType.Q6_K: encode_q6_k}
+ENCODERS = {QType.Q4_K: encode_q4_k, QType.Q5_K: encode_q5_k, QType.Q6_K: encode_q6_k}
 
 
 def requantize(tensor, qtype):
@@ -216,7 +245,8 @@ def main():
     print("make_kquant_model: %s: %d tensors, re-quantizing blk.*.ffn_down.weight"
           " (even blocks Q4_K, odd Q6_K)" % (src, len(reader.tensors)), flush=True)
     if q5:
-        print("make_kquant_model: and blk.*.{%s}.weight (even blocks Q5_0, odd Q5_1)"
+        print("make_kquant_model: --q5: ffn_down Q4_K/Q5_K/Q6_K by block %% 3, and"
+              " blk.*.{%s}.weight (even blocks Q5_0, odd Q5_1)"
               % ",".join(Q5_KINDS), flush=True)
     changed = write(reader, dst, q5)
     verify(reader, dst, changed)

@@ -1,7 +1,8 @@
-//===- QuantGemvKQuantTest.cpp - Q4_K / Q6_K blocks and their GEMV -*- C++ -*-===//
+//===- QuantGemvKQuantTest.cpp - Q4_K / Q5_K / Q6_K blocks and their GEMV -*- C++ -*-===//
 //
 // The K-quants' unpacking against super-blocks packed here as ggml's quantize_row_q4_K /
-// quantize_row_q6_K pack them (every 6-bit scale and minimum, every quant bit), and their GEMV
+// quantize_row_q5_K / quantize_row_q6_K pack them (every 6-bit scale and minimum, every quant
+// bit), and their GEMV
 // kernels (each instruction set this CPU runs, fp32 and bf16 activations) against LibTorch's
 // float64 matmul of the dequantized weights (QuantGemvTestUtil.h). End to end, against
 // transformers dequantizing a real file with gguf-py:
@@ -64,6 +65,39 @@ TEST(KQuantBlocks, Q4_KUnpacksEverySixBitScaleMinimumAndNibble) {
   }
 }
 
+// Q5_K: Q4_K's header (checked above, same decoder), then the fifth bits: qh[l] holds bit j of
+// weight l of sub-block j, written here as quantize_row_q5_K packs them.
+TEST(KQuantBlocks, Q5_KTakesEachFifthBitFromItsSubBlocksBitOfQh) {
+  std::mt19937 rng(2);
+  std::array<uint8_t, 176> block{};
+  putHalf(block.data(), 0.5f);
+  putHalf(block.data() + 2, 0.25f);
+  const int sc = 37, mn = 21; // every sub-block; the 6-bit packing's top bits as in Q4_K
+  for (int j = 0; j < 4; ++j) {
+    block[size_t(4 + j)] = uint8_t((sc & 63) | ((sc >> 4) << 6));
+    block[size_t(8 + j)] = uint8_t((mn & 63) | ((mn >> 4) << 6));
+    block[size_t(12 + j)] = uint8_t((sc & 0xF) | ((mn & 0xF) << 4));
+  }
+  int want[256];
+  for (int &q : want)
+    q = int(rng() % 32);
+  for (int g = 0; g < 4; ++g)
+    for (int l = 0; l < 32; ++l) {
+      const int lo = want[64 * g + l], hi = want[64 * g + 32 + l];
+      block[size_t(48 + 32 * g + l)] = uint8_t((lo & 15) | ((hi & 15) << 4));
+      block[size_t(16 + l)] |= uint8_t(((lo >> 4) << (2 * g)) | ((hi >> 4) << (2 * g + 1)));
+    }
+  int8_t q[256];
+  float scales[8], minimums[8];
+  nnsc::kernels::unpackQ5_K(block.data(), q, scales, minimums);
+  float x[256];
+  nnsc::kernels::dequantizeQ5_K(block.data(), x, 256);
+  for (int i = 0; i < 256; ++i) {
+    ASSERT_EQ(q[i], want[i]) << "weight " << i;
+    ASSERT_EQ(x[i], 0.5f * float(sc) * float(want[i]) - 0.25f * float(mn)) << "weight " << i;
+  }
+}
+
 TEST(KQuantBlocks, Q6_KUnpacksEverySixBitQuantAndSignedScale) {
   std::mt19937 rng(2);
   std::array<uint8_t, 210> block{};
@@ -115,13 +149,14 @@ TEST_P(KQuantGemv, AccumulatesIntoStridedRowsThroughLinear) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, KQuantGemv,
-                         ::testing::Combine(::testing::Values(QuantFormat::Q4_K, QuantFormat::Q6_K),
+                         ::testing::Combine(::testing::Values(QuantFormat::Q4_K, QuantFormat::Q5_K,
+                                                              QuantFormat::Q6_K),
                                             ::testing::Values(torch::kFloat32, torch::kBFloat16)),
                          formatAndDtypeName);
 
 TEST(KQuantMatrix, RowsAreStoredAsTheFileHasThemAndSliceOnSuperBlocks) {
   torch::manual_seed(3);
-  for (QuantFormat format : {QuantFormat::Q4_K, QuantFormat::Q6_K}) {
+  for (QuantFormat format : {QuantFormat::Q4_K, QuantFormat::Q5_K, QuantFormat::Q6_K}) {
     const QuantizedMatrix r = randomMatrix(format, 4, 768);
     EXPECT_TRUE(r.ggmlBlocks().equal(r.blocks)) << nnsc::kernels::quantFormatName(format);
     EXPECT_TRUE(dequantize(r.narrowCols(256, 512)).equal(dequantize(r).narrow(1, 256, 512)));

@@ -5,9 +5,9 @@
 // QuantGemvTest.cpp and QuantGemvKQuantTest.cpp. The bound is the worst case of an fp32 sum of
 // `cols` products, gamma_cols * sum (|w| + 2 |m| + 32 |d|) |x| (m the block's minimum, -8 d for
 // Q4_0: the single-row kernels sum d * q x and m * x separately, and the vdpbf16ps kernel sums
-// 16 d (1 + q / 16) x and (m - 16 d) x; for the K-quants m is Q4_K's sub-block minimum, 0 for
-// Q6_K), plus half a bf16 ulp for a bf16 output: a wrong weight, nibble order or scale is far
-// outside it.
+// 16 d (1 + q / 16) x and (m - 16 d) x; for the K-quants m is Q4_K's and Q5_K's sub-block
+// minimum, 0 for Q6_K), plus half a bf16 ulp for a bf16 output: a wrong weight, nibble order or
+// scale is far outside it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +61,9 @@ inline torch::Tensor dequantize(const QuantizedMatrix &m) {
   case QuantFormat::Q4_K:
     nnsc::kernels::dequantizeQ4_K(src, dst, n);
     break;
+  case QuantFormat::Q5_K:
+    nnsc::kernels::dequantizeQ5_K(src, dst, n);
+    break;
   case QuantFormat::Q6_K:
     nnsc::kernels::dequantizeQ6_K(src, dst, n);
     break;
@@ -69,8 +72,8 @@ inline torch::Tensor dequantize(const QuantizedMatrix &m) {
 }
 
 /// |m| of each weight's block [rows, cols]: the Q4_1/Q5_1 minimum, 8 |d| for Q4_0, 16 |d| for
-/// Q5_0, 0 for Q8_0 and Q6_K, Q4_K's sub-block minimum; with `scales`, |d| instead for the
-/// formats of the vdpbf16ps kernel (Q4_0, Q4_1), 0 for the others (no 1 + q / 16 form).
+/// Q5_0, 0 for Q8_0 and Q6_K, Q4_K's and Q5_K's sub-block minimum; with `scales`, |d| instead for
+/// the formats of the vdpbf16ps kernel (Q4_0, Q4_1), 0 for the others (no 1 + q / 16 form).
 inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = false) {
   torch::Tensor out = torch::zeros({m.rows(), m.cols}, torch::kFloat64);
   const bool bf16DotFormat = m.format == QuantFormat::Q4_0 || m.format == QuantFormat::Q4_1;
@@ -79,13 +82,13 @@ inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = f
   const int64_t bytes = nnsc::kernels::quantBlockBytes(m.format);
   const torch::Tensor blocks = m.ggmlBlocks();
   double *o = out.data_ptr<double>();
-  if (m.format == QuantFormat::Q4_K) {
+  if (m.format == QuantFormat::Q4_K || m.format == QuantFormat::Q5_K) {
     int8_t q[256];
     float sc[8], mn[8];
     for (int64_t r = 0; r < m.rows(); ++r)
       for (int64_t k = 0; k < m.cols / 256; ++k) {
-        nnsc::kernels::unpackQ4_K(blocks.data_ptr<uint8_t>() + r * blocks.stride(0) + k * bytes, q,
-                                  sc, mn);
+        (m.format == QuantFormat::Q4_K ? nnsc::kernels::unpackQ4_K : nnsc::kernels::unpackQ5_K)(
+            blocks.data_ptr<uint8_t>() + r * blocks.stride(0) + k * bytes, q, sc, mn);
         for (int j = 0; j < 8; ++j)
           std::fill(o + r * m.cols + k * 256 + 32 * j, o + r * m.cols + k * 256 + 32 * j + 32,
                     std::abs(double(mn[j])));
@@ -127,7 +130,8 @@ inline QuantizedMatrix randomMatrix(QuantFormat format, int64_t rows, int64_t co
   for (int64_t b = 0; b < rows * cols / weights; ++b, p += bytes) {
     const uint16_t d = randomHalf(kQuant ? -13 : -8);
     std::memcpy(p + (format == QuantFormat::Q6_K ? 208 : 0), &d, 2);
-    if (nnsc::kernels::quantHasMinimum(format) || format == QuantFormat::Q4_K) {
+    if (nnsc::kernels::quantHasMinimum(format) || format == QuantFormat::Q4_K ||
+        format == QuantFormat::Q5_K) {
       const uint16_t m = kQuant ? randomHalf(-12) : randomHalf(-8, /*negative=*/true);
       std::memcpy(p + 2, &m, 2);
     }

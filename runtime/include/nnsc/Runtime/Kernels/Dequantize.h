@@ -4,7 +4,7 @@
 // can be unit-tested against hand-built blocks. Layouts follow ggml-common.h: every 32-weight
 // block starts with an fp16 scale `d` (Q4_1 and Q5_1 also an fp16 minimum `m`) followed by the
 // quants (Q5_0/Q5_1: their fifth bits, then the low nibbles); the K-quants' 256-weight
-// super-blocks are described at unpackQ4_K and unpackQ6_K.
+// super-blocks are described at unpackQ4_K, unpackQ5_K and unpackQ6_K.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,7 +19,7 @@ namespace nnsc::kernels {
 /// Elements per block of the Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 formats.
 constexpr int64_t kQuantBlock = 32;
 
-/// Elements per super-block of the K-quants (Q4_K, Q6_K).
+/// Elements per super-block of the K-quants (Q4_K, Q5_K, Q6_K).
 constexpr int64_t kKQuantBlock = 256;
 
 /// IEEE half and bfloat16 bit patterns to float.
@@ -67,6 +67,11 @@ inline void q4KScalesMins(const uint8_t *packed, uint8_t (&scalesThenMinimums)[1
 /// Writes the 256 quants to `q`, and per sub-block scales[j] = d * sc[j] and
 /// minimums[j] = dmin * m[j] (both exact in fp32) to 8 floats each.
 void unpackQ4_K(const uint8_t *block, int8_t *q, float *scales, float *minimums);
+/// Q5_K: 176-byte super-blocks {fp16 d; fp16 dmin; uint8 scales[12]; uint8 qh[32]; uint8 qs[128]}:
+/// Q4_K's scales, minimums and nibbles, and a fifth bit per weight: weight l of sub-block j
+/// (l < 32) adds 16 to its quant where bit j of qh[l] is set. Writes the 256 quants (0-31) and
+/// the sub-blocks' scales and minimums as unpackQ4_K does.
+void unpackQ5_K(const uint8_t *block, int8_t *q, float *scales, float *minimums);
 /// Q6_K: 210-byte super-blocks {uint8 ql[128]; uint8 qh[64]; int8 scales[16]; fp16 d}. Weight
 /// i is (d * scales[i / 16]) * (q - 32) with the 6-bit q made of a nibble of ql and two bits
 /// of qh (for each 128 weights h: weights l, l + 32, l + 64, l + 96 (l < 32) take the low
@@ -74,9 +79,10 @@ void unpackQ4_K(const uint8_t *block, int8_t *q, float *scales, float *minimums)
 /// bits 0-1, 2-3, 4-5, 6-7 of qh[32 h + l]). Writes the 256 values q - 32 to `q` and the 16
 /// scales d * scales[k] (exact in fp32) to `scales`.
 void unpackQ6_K(const uint8_t *block, int8_t *q, float *scales);
-/// The K-quants as fp32: x = scale * q - minimum (Q4_K), x = scale * q (Q6_K), with the
-/// scales of unpackQ4_K/unpackQ6_K; `count` must be a multiple of kKQuantBlock.
+/// The K-quants as fp32: x = scale * q - minimum (Q4_K, Q5_K), x = scale * q (Q6_K), with the
+/// scales of unpackQ4_K/unpackQ5_K/unpackQ6_K; `count` must be a multiple of kKQuantBlock.
 void dequantizeQ4_K(const uint8_t *src, float *out, int64_t count);
+void dequantizeQ5_K(const uint8_t *src, float *out, int64_t count);
 void dequantizeQ6_K(const uint8_t *src, float *out, int64_t count);
 
 } // namespace nnsc::kernels

@@ -2,17 +2,18 @@
 //
 // Decode reads every weight once per token, so its speed is the number of weight bytes it
 // streams. These kernels read the GGUF file's own blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0: 32
-// weights along the input dimension per block; Q4_K, Q6_K: 256) and widen them in registers. The
-// activations are never quantized: products are of fp32 (or exactly widened bf16) activations and
-// accumulate in fp32 with FMAs. For two or more activation rows each weight widens to exactly the
-// fp32 value dequantize*() produces (d * q, or d * q + m rounded twice, no fused multiply-add),
+// weights along the input dimension per block; Q4_K, Q5_K, Q6_K: 256) and widen them in registers.
+// The activations are never quantized: products are of fp32 (or exactly widened bf16) activations
+// and accumulate in fp32 with FMAs. For two or more activation rows each weight widens to exactly
+// the fp32 value dequantize*() produces (d * q, or d * q + m rounded twice, no fused multiply-add),
 // once for all rows, so the result is the fp32 product with the dequantized weights up to
 // summation order. For a single row (batch-1 decode) a block's dot product is computed as
 // d * sum(q x) + m * sum(x) (m = -8 d for Q4_0, -16 d for Q5_0): the quants are exact integers and
 // each scale is applied once per block instead of once per weight, the same sum rounded differently
-// (within gamma_n * sum(|w| + 2 |m|) |x|, see the tests). The K-quants' weights are always
-// widened to exactly dequantize*()'s values (sub-block scale times quant, minus the sub-block
-// minimum for Q4_K), whatever the batch. A bf16 output is rounded once, to nearest even.
+// (within gamma_n * sum(|w| + 2 |m|) |x|, see the tests). The K-quants' weights are widened to
+// exactly dequantize*()'s values (sub-block scale times quant, minus the sub-block minimum for
+// Q4_K and Q5_K), except against a single row, where Q4_K and Q5_K take the factored form per
+// 32-weight sub-block. A bf16 output is rounded once, to nearest even.
 //
 // The kernels read the blocks rearranged per row (splitQuantRows): a row's fp16 scales side by
 // side, then its minimums (Q4_1), then its quants. Same bytes, same bits, another order: the
@@ -35,18 +36,18 @@ namespace nnsc::kernels {
 
 /// The block formats the kernels read (layouts in Dequantize.h): 32-weight blocks, and the
 /// K-quants' 256-weight super-blocks.
-enum class QuantFormat { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q6_K };
+enum class QuantFormat { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K };
 
 /// Whether `format` is a K-quant (256-weight super-blocks with sub-block scales).
 constexpr bool isKQuant(QuantFormat format) {
-  return format == QuantFormat::Q4_K || format == QuantFormat::Q6_K;
+  return format == QuantFormat::Q4_K || format == QuantFormat::Q5_K || format == QuantFormat::Q6_K;
 }
 
 /// Weights per block along a row: 32, or 256 for the K-quants.
 constexpr int64_t quantBlockWeights(QuantFormat format) { return isKQuant(format) ? 256 : 32; }
 
 /// Bytes of one block: 18 (Q4_0), 20 (Q4_1), 22 (Q5_0), 24 (Q5_1), 34 (Q8_0), 144 (Q4_K),
-/// 210 (Q6_K).
+/// 176 (Q5_K), 210 (Q6_K).
 constexpr int64_t quantBlockBytes(QuantFormat format) {
   switch (format) {
   case QuantFormat::Q4_0:
@@ -61,6 +62,8 @@ constexpr int64_t quantBlockBytes(QuantFormat format) {
     return 34;
   case QuantFormat::Q4_K:
     return 144;
+  case QuantFormat::Q5_K:
+    return 176;
   case QuantFormat::Q6_K:
     return 210;
   }
@@ -80,6 +83,7 @@ constexpr int64_t quantBlockQuantBytes(QuantFormat format) {
   case QuantFormat::Q4_0:
   case QuantFormat::Q4_1:
   case QuantFormat::Q4_K: // not split (read as stored)
+  case QuantFormat::Q5_K:
   case QuantFormat::Q6_K:
     return 16;
   }
@@ -91,7 +95,7 @@ constexpr bool quantHasMinimum(QuantFormat format) {
   return format == QuantFormat::Q4_1 || format == QuantFormat::Q5_1;
 }
 
-/// "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q6_K".
+/// "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K".
 const char *quantFormatName(QuantFormat format);
 
 /// Rearranges `rows` rows of cols / 32 ggml blocks of `format` (as a GGUF file stores them,
