@@ -7,6 +7,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
@@ -73,33 +74,42 @@ template <typename T> void run(const kernels::QuantGemvArgs<T> &a) {
   });
 }
 
-/// y (+)= in @ w^T (+ bias); y is [rows, w.rows()] with unit column stride.
+/// y (+)= in @ w^T (+ bias); y is [rows, w.rows()] with unit column stride. One kernel call
+/// per single-format part of w (its own blocks, then `rest`), into its columns of y.
 void product(const torch::Tensor &in, const QuantizedMatrix &w, const torch::Tensor &bias,
              torch::Tensor &y, bool accumulate) {
-  auto fill = [&](auto &a, auto *type) {
+  int64_t firstRow = 0; // of the part, in w
+  // Reads the part's format, blocks and cols only, so w itself is its first part.
+  auto fill = [&](const QuantizedMatrix &part, auto &a, auto *type) {
     using T = std::remove_pointer_t<decltype(type)>;
-    a.format = w.format;
-    a.w = w.blocks.data_ptr<uint8_t>();
-    a.rowBytes = w.blocks.stride(0);
+    a.format = part.format;
+    a.w = part.blocks.data_ptr<uint8_t>();
+    a.rowBytes = part.blocks.stride(0);
     a.x = static_cast<const T *>(in.data_ptr());
-    a.y = static_cast<T *>(y.data_ptr());
-    a.bias = bias.defined() ? static_cast<const T *>(bias.data_ptr()) : nullptr;
-    a.rows = w.rows();
-    a.cols = w.cols;
+    a.y = static_cast<T *>(y.data_ptr()) + firstRow;
+    a.bias = bias.defined() ? static_cast<const T *>(bias.data_ptr()) + firstRow : nullptr;
+    a.rows = part.blocks.size(0);
+    a.cols = part.cols;
     a.batch = in.size(0);
     a.xStride = in.stride(0);
     a.yStride = y.stride(0);
     a.accumulate = accumulate;
   };
-  if (in.scalar_type() == torch::kBFloat16) {
-    kernels::QuantGemvArgs<uint16_t> a;
-    fill(a, static_cast<uint16_t *>(nullptr));
-    run(a);
-  } else {
-    kernels::QuantGemvArgs<float> a;
-    fill(a, static_cast<float *>(nullptr));
-    run(a);
-  }
+  auto runPart = [&](const QuantizedMatrix &part) {
+    if (in.scalar_type() == torch::kBFloat16) {
+      kernels::QuantGemvArgs<uint16_t> a;
+      fill(part, a, static_cast<uint16_t *>(nullptr));
+      run(a);
+    } else {
+      kernels::QuantGemvArgs<float> a;
+      fill(part, a, static_cast<float *>(nullptr));
+      run(a);
+    }
+    firstRow += part.blocks.size(0);
+  };
+  runPart(w);
+  for (const QuantizedMatrix &part : w.rest)
+    runPart(part);
 }
 
 } // namespace
@@ -115,9 +125,46 @@ bool quantDecodeEnabled() {
   return quantDecodeMaxRows(torch::kFloat32) > 0 || quantDecodeMaxRows(torch::kBFloat16) > 0;
 }
 
+int64_t QuantizedMatrix::rows() const {
+  int64_t n = blocks.size(0);
+  for (const QuantizedMatrix &part : rest)
+    n += part.blocks.size(0);
+  return n;
+}
+
+int64_t QuantizedMatrix::bytes() const {
+  int64_t n = defined() ? blocks.numel() : 0;
+  for (const QuantizedMatrix &part : rest)
+    n += part.blocks.numel();
+  return n;
+}
+
+std::vector<QuantizedMatrix> QuantizedMatrix::parts() const {
+  if (!defined())
+    return {};
+  QuantizedMatrix own = *this;
+  own.rest.clear();
+  std::vector<QuantizedMatrix> out{own};
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
+}
+
 QuantizedMatrix QuantizedMatrix::narrowRows(int64_t begin, int64_t count) const {
-  QuantizedMatrix m = *this;
-  m.blocks = blocks.narrow(0, begin, count);
+  std::vector<QuantizedMatrix> kept;
+  int64_t first = 0; // of the part, in this matrix
+  for (QuantizedMatrix &part : parts()) {
+    const int64_t n = part.blocks.size(0);
+    const int64_t from = std::max(begin, first), to = std::min(begin + count, first + n);
+    if (from < to) {
+      part.blocks = part.blocks.narrow(0, from - first, to - from);
+      kept.push_back(part);
+    }
+    first += n;
+  }
+  TORCH_CHECK(!kept.empty() && begin >= 0 && begin + count <= rows(), "narrowRows: rows [", begin,
+              ", ", begin + count, ") of a matrix of ", rows());
+  QuantizedMatrix m = kept[0];
+  m.rest.assign(kept.begin() + 1, kept.end());
   return m;
 }
 
@@ -134,6 +181,7 @@ QuantizedMatrix QuantizedMatrix::fromGgmlBlocks(kernels::QuantFormat format,
 }
 
 torch::Tensor QuantizedMatrix::ggmlBlocks() const {
+  TORCH_CHECK(rest.empty(), "ggmlBlocks: a matrix of ", rest.size() + 1, " formats");
   const torch::Tensor in = blocks.contiguous();
   torch::Tensor out = torch::empty_like(in);
   kernels::joinQuantRows(format, in.data_ptr<uint8_t>(), out.data_ptr<uint8_t>(), in.size(0), cols);
@@ -141,6 +189,12 @@ torch::Tensor QuantizedMatrix::ggmlBlocks() const {
 }
 
 QuantizedMatrix QuantizedMatrix::narrowCols(int64_t begin, int64_t count) const {
+  if (!rest.empty()) {
+    std::vector<QuantizedMatrix> narrowed;
+    for (const QuantizedMatrix &part : parts())
+      narrowed.push_back(part.narrowCols(begin, count));
+    return cat(narrowed);
+  }
   const int64_t blockCols = kernels::quantBlockWeights(format);
   if (!defined() || begin % blockCols || count % blockCols)
     return {};
@@ -151,21 +205,36 @@ QuantizedMatrix QuantizedMatrix::narrowCols(int64_t begin, int64_t count) const 
       count);
 }
 
-QuantizedMatrix QuantizedMatrix::cat(const std::vector<QuantizedMatrix> &parts) {
-  if (parts.empty())
-    return {};
-  std::vector<torch::Tensor> blocks;
-  int64_t rows = 0;
-  for (const QuantizedMatrix &p : parts) {
-    if (!p.defined() || p.format != parts[0].format || p.cols != parts[0].cols)
+QuantizedMatrix QuantizedMatrix::cat(const std::vector<QuantizedMatrix> &matrices) {
+  // Runs of neighbouring single-format parts of one format.
+  std::vector<std::vector<QuantizedMatrix>> runs;
+  for (const QuantizedMatrix &m : matrices) {
+    if (!m.defined() || m.cols != matrices[0].cols)
       return {};
-    blocks.push_back(p.blocks);
-    rows += p.rows();
+    for (const QuantizedMatrix &part : m.parts()) {
+      if (runs.empty() || runs.back()[0].format != part.format)
+        runs.emplace_back();
+      runs.back().push_back(part);
+    }
   }
-  QuantizedMatrix m = parts[0];
-  const int64_t rowBytes = parts[0].blocks.size(1);
-  m.blocks = mappedBytes(rows * rowBytes, PageBytes).view({rows, rowBytes});
-  torch::cat_out(m.blocks, blocks);
+  if (runs.empty())
+    return {};
+  std::vector<QuantizedMatrix> joined;
+  for (const std::vector<QuantizedMatrix> &run : runs) {
+    std::vector<torch::Tensor> blocks;
+    int64_t rows = 0;
+    for (const QuantizedMatrix &p : run) {
+      blocks.push_back(p.blocks);
+      rows += p.blocks.size(0);
+    }
+    QuantizedMatrix m = run[0];
+    const int64_t rowBytes = run[0].blocks.size(1);
+    m.blocks = mappedBytes(rows * rowBytes, PageBytes).view({rows, rowBytes});
+    torch::cat_out(m.blocks, blocks);
+    joined.push_back(m);
+  }
+  QuantizedMatrix m = joined[0];
+  m.rest.assign(joined.begin() + 1, joined.end());
   return m;
 }
 
@@ -173,7 +242,8 @@ void packQuantized(const std::vector<QuantizedMatrix *> &matrices) {
   constexpr int64_t Line = 64, HugePage = int64_t(2) << 20;
   int64_t total = 0;
   for (const QuantizedMatrix *m : matrices)
-    total += alignUp(m->bytes(), Line);
+    for (const QuantizedMatrix &part : m->parts())
+      total += alignUp(part.bytes(), Line);
   if (total == 0)
     return;
   total = alignUp(total, HugePage);
@@ -181,13 +251,18 @@ void packQuantized(const std::vector<QuantizedMatrix *> &matrices) {
   // Advice only: without transparent huge pages the buffer is still one ordered region.
   ::madvise(arena.data_ptr(), size_t(total), MADV_HUGEPAGE);
   int64_t offset = 0;
+  auto pack = [&](torch::Tensor &blocks) {
+    torch::Tensor packed = arena.narrow(0, offset, blocks.numel()).view(blocks.sizes());
+    packed.copy_(blocks);
+    blocks = packed;
+    offset += alignUp(packed.numel(), Line);
+  };
   for (QuantizedMatrix *m : matrices) {
     if (!m->defined())
       continue;
-    torch::Tensor packed = arena.narrow(0, offset, m->bytes()).view(m->blocks.sizes());
-    packed.copy_(m->blocks);
-    m->blocks = packed;
-    offset += alignUp(packed.numel(), Line);
+    pack(m->blocks);
+    for (QuantizedMatrix &part : m->rest)
+      pack(part.blocks);
   }
 }
 

@@ -15,10 +15,12 @@ With --q5, `blk.N.ffn_down.weight` becomes Q4_K, Q5_K or Q6_K for N % 3 = 0, 1, 
 encoder is Q4_K's with quants of 5 bits, the fifth in its own bit plane), and each
 `blk.N.{attn_q,attn_k,attn_v,attn_output,ffn_gate,ffn_up}.weight` is re-quantized from gguf-py's
 dequantization: to Q5_0 when N is even, to Q5_1 when N is odd, by gguf-py's own encoder
-(gguf.quants.quantize, a port of ggml's quantize_row_q5_0/q5_1). These are the types of
-llama.cpp's Q4_K_M and Q5_K_M files of SmolLM2-135M: rows of 576 weights are not a multiple of
-256, so llama.cpp falls back from Q4_K to Q5_0 and from Q5_K to Q5_1 there, while ffn_down (rows
-of 1536) keeps its K-quants.
+(gguf.quants.quantize, a port of ggml's quantize_row_q5_0/q5_1), except attn_v of blocks
+N % 4 = 1, which becomes Q8_0 (as on some layers of llama.cpp's Q4_K_M files, whose v rows then
+fuse with q/k rows of another format). These are the types of llama.cpp's Q4_K_M and Q5_K_M
+files of SmolLM2-135M: rows of 576 weights are not a multiple of 256, so llama.cpp falls back
+from Q4_K to Q5_0, from Q5_K to Q5_1 and from Q6_K to Q8_0 there, while ffn_down (rows of 1536)
+keeps its K-quants.
 
 Each re-quantized tensor is dequantized again with gguf-py and its error, relative to the RMS of
 its weights, is printed; an error far above what the format allows (a layout mistake) fails the
@@ -35,7 +37,7 @@ from gguf.quants import dequantize, quantize
 QK_K = 256
 # Relative RMS round-trip error above which the encoding is wrong, not merely lossy.
 MAX_RMS_ERROR = {QType.Q4_K: 0.15, QType.Q5_K: 0.08, QType.Q6_K: 0.05, QType.Q5_0: 0.10,
-                 QType.Q5_1: 0.10}
+                 QType.Q5_1: 0.10, QType.Q8_0: 0.05}
 # The tensors (blk.N.KIND.weight) that --q5 re-quantizes to Q5_0 / Q5_1.
 Q5_KINDS = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up")
 
@@ -52,6 +54,8 @@ def target_type(name, q5):
         return (QType.Q4_K, QType.Q5_K, QType.Q6_K)[layer % 3]
     if parts[2] == "ffn_down":
         return QType.Q4_K if even else QType.Q6_K
+    if q5 and parts[2] == "attn_v" and layer % 4 == 1:
+        return QType.Q8_0  # as llama.cpp's Q4_K_M on some layers: q/k/v fuse across formats
     if q5 and parts[2] in Q5_KINDS:
         return QType.Q5_0 if even else QType.Q5_1
     return None

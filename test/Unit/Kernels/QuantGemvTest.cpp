@@ -92,10 +92,53 @@ TEST(QuantizedMatrix, CatAndNarrowRowsFollowTheWidenedRows) {
   ASSERT_TRUE(ab.defined());
   EXPECT_TRUE(dequantize(ab).equal(torch::cat({dequantize(a), dequantize(b)})));
   EXPECT_TRUE(dequantize(ab.narrowRows(5, 3)).equal(dequantize(b)));
-  // Fusing needs one format and one width.
-  EXPECT_FALSE(QuantizedMatrix::cat({a, randomMatrix(QuantFormat::Q4_1, 3, 64)}).defined());
+  EXPECT_TRUE(ab.rest.empty()) << "one format, one part";
+  // Fusing needs one width and every part.
   EXPECT_FALSE(QuantizedMatrix::cat({a, randomMatrix(QuantFormat::Q8_0, 3, 96)}).defined());
   EXPECT_FALSE(QuantizedMatrix::cat({a, QuantizedMatrix()}).defined());
+}
+
+// A fused projection whose parts a file stores in different formats (llama.cpp's Q4_K_M:
+// Q5_0 q and k, Q8_0 v) keeps one part per run of a format, and its products, row slices,
+// column slices and packing follow the widened rows.
+TEST(QuantizedMatrix, PartsOfDifferentFormatsFuseIntoOneMatrix) {
+  if (supportedIsas().empty())
+    GTEST_SKIP() << NoQuantKernels;
+  torch::manual_seed(2);
+  const QuantizedMatrix q = randomMatrix(QuantFormat::Q5_0, 12, 96);
+  const QuantizedMatrix k = randomMatrix(QuantFormat::Q5_0, 5, 96);
+  const QuantizedMatrix v = randomMatrix(QuantFormat::Q8_0, 5, 96);
+  QuantizedMatrix qkv = QuantizedMatrix::cat({q, k, v});
+  ASSERT_TRUE(qkv.defined());
+  ASSERT_EQ(qkv.rest.size(), 1u);
+  EXPECT_EQ(qkv.format, QuantFormat::Q5_0);
+  EXPECT_EQ(qkv.rest[0].format, QuantFormat::Q8_0);
+  EXPECT_EQ(qkv.rows(), 22);
+  EXPECT_EQ(qkv.bytes(), q.bytes() + k.bytes() + v.bytes());
+  const torch::Tensor dense = torch::cat({dequantize(q), dequantize(k), dequantize(v)});
+  EXPECT_TRUE(dequantize(qkv).equal(dense));
+  // Row slices inside one part and across the change of format.
+  EXPECT_TRUE(dequantize(qkv.narrowRows(12, 5)).equal(dequantize(k)));
+  EXPECT_TRUE(qkv.narrowRows(17, 5).rest.empty());
+  EXPECT_TRUE(dequantize(qkv.narrowRows(15, 4)).equal(dense.narrow(0, 15, 4)));
+  EXPECT_TRUE(dequantize(qkv.narrowCols(32, 64)).equal(dense.narrow(1, 32, 64)));
+  // Fusing again merges neighbours of one format: Q8_0 v then Q8_0 v is one part.
+  EXPECT_EQ(QuantizedMatrix::cat({qkv, v}).rest.size(), 1u);
+  nnsc::packQuantized({&qkv});
+  EXPECT_TRUE(dequantize(qkv).equal(dense)) << "packed";
+  const torch::Tensor bias = torch::randn({22});
+  for (int64_t batch : {1, 3})
+    for (torch::ScalarType dtype : {torch::kFloat32, torch::kBFloat16}) {
+      const torch::Tensor x = torch::randn({batch, 96}).to(dtype);
+      const torch::Tensor b = bias.to(dtype);
+      ASSERT_TRUE(nnsc::quantizedLinearApplies(x, qkv));
+      expectClose(nnsc::quantizedLinear(x, qkv, b), x, qkv, b, {},
+                  "batch " + std::to_string(batch));
+      torch::Tensor acc = torch::randn({batch, 22}).to(dtype);
+      const torch::Tensor acc0 = acc.clone();
+      nnsc::quantizedLinearAdd(acc, x, qkv);
+      expectClose(acc, x, qkv, {}, acc0, "accumulate, batch " + std::to_string(batch));
+    }
 }
 
 // The split-row layout, written out by hand for one Q4_1 row of two blocks: the scales, the

@@ -35,8 +35,14 @@ using nnsc::QuantizedMatrix;
 using nnsc::kernels::QuantFormat;
 using nnsc::kernels::QuantIsa;
 
-/// The loader's dequantization of `m` to fp32 [rows, cols].
+/// The loader's dequantization of `m` to fp32 [rows, cols], part by part.
 inline torch::Tensor dequantize(const QuantizedMatrix &m) {
+  if (!m.rest.empty()) {
+    std::vector<torch::Tensor> parts;
+    for (const QuantizedMatrix &part : m.parts())
+      parts.push_back(dequantize(part));
+    return torch::cat(parts);
+  }
   torch::Tensor blocks = m.ggmlBlocks();
   torch::Tensor out = torch::empty({m.rows(), m.cols}, torch::kFloat32);
   const int64_t n = m.rows() * m.cols;
@@ -75,6 +81,12 @@ inline torch::Tensor dequantize(const QuantizedMatrix &m) {
 /// Q5_0, 0 for Q8_0 and Q6_K, Q4_K's and Q5_K's sub-block minimum; with `scales`, |d| instead for
 /// the formats of the vdpbf16ps kernel (Q4_0, Q4_1), 0 for the others (no 1 + q / 16 form).
 inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = false) {
+  if (!m.rest.empty()) {
+    std::vector<torch::Tensor> parts;
+    for (const QuantizedMatrix &part : m.parts())
+      parts.push_back(minimumMagnitudes(part, scales));
+    return torch::cat(parts);
+  }
   torch::Tensor out = torch::zeros({m.rows(), m.cols}, torch::kFloat64);
   const bool bf16DotFormat = m.format == QuantFormat::Q4_0 || m.format == QuantFormat::Q4_1;
   if (m.format == QuantFormat::Q8_0 || m.format == QuantFormat::Q6_K || (scales && !bf16DotFormat))

@@ -42,24 +42,33 @@ struct QuantizedMatrix {
   kernels::QuantFormat format = kernels::QuantFormat::Q4_1;
   torch::Tensor blocks; // uint8 [rows, cols / quantBlockWeights * quantBlockBytes], split rows
   int64_t cols = 0;
+  /// The rows after `blocks` where a fused projection's parts come in different formats (a
+  /// llama.cpp Q4_K_M file's Q5_0 q/k rows with Q8_0 v rows): single-format matrices of `cols`
+  /// columns, in row order, each of a format other than the one before it. Empty when the
+  /// whole matrix has one format. The products run one kernel call per part.
+  std::vector<QuantizedMatrix> rest;
 
   /// From ggml blocks as a GGUF file stores them: uint8 [rows, cols / block weights * block
   /// bytes].
   static QuantizedMatrix fromGgmlBlocks(kernels::QuantFormat format, const torch::Tensor &ggml,
                                         int64_t cols);
-  /// The ggml blocks again, [rows, cols / block weights * block bytes] (for dequantization).
+  /// The ggml blocks again, [rows, cols / block weights * block bytes] (for dequantization);
+  /// a matrix of one format only (`rest` empty).
   torch::Tensor ggmlBlocks() const;
 
   bool defined() const { return blocks.defined(); }
-  int64_t rows() const { return blocks.size(0); }
+  int64_t rows() const;
   /// Bytes of the blocks.
-  int64_t bytes() const { return defined() ? blocks.numel() : 0; }
-  /// Rows [begin, begin + count) (a view of the same blocks).
+  int64_t bytes() const;
+  /// The single-format parts in row order: this one's own rows (`rest` left out), then `rest`.
+  std::vector<QuantizedMatrix> parts() const;
+  /// Rows [begin, begin + count) (views of the same blocks).
   QuantizedMatrix narrowRows(int64_t begin, int64_t count) const;
   /// Columns [begin, begin + count) as a copy, or undefined unless both are whole blocks.
   QuantizedMatrix narrowCols(int64_t begin, int64_t count) const;
   /// The rows of `parts` one after another, as torch::cat does for the widened weights;
-  /// undefined unless every part is defined with the same format and cols.
+  /// undefined unless every part is defined with the same cols. Neighbouring rows of one format
+  /// share one block tensor; a change of format starts a new entry of `rest`.
   static QuantizedMatrix cat(const std::vector<QuantizedMatrix> &parts);
 };
 
