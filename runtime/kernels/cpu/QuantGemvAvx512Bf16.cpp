@@ -1,10 +1,10 @@
-//===- QuantGemvAvx512Bf16.cpp - 4-bit GEMV on vdpbf16ps --------*- C++ -*-===//
+//===- QuantGemvAvx512Bf16.cpp - 4- and 5-bit GEMV on vdpbf16ps -*- C++ -*-===//
 //
 // Compiled for AVX-512 F/BW/VL and BF16 (see runtime/CMakeLists.txt); QuantGemv.cpp calls it
-// only where the CPU has them (QuantIsa::Avx512Bf16), for bf16 activations against Q4_0 or
-// Q4_1 blocks: a bf16 decode step. The generic kernels widen every weight to fp32 and convert it
-// from an integer, 8 vector operations per block and row on AVX-512; here a block's 32 weights
-// become bf16 without a conversion and meet the bf16 activations in one vdpbf16ps each 32,
+// only where the CPU has them (QuantIsa::Avx512Bf16), for bf16 activations against Q4_0, Q4_1,
+// Q5_0 or Q5_1 blocks: a bf16 decode step. The generic kernels widen every weight to fp32 and
+// convert it from an integer, 8 vector operations per block and row on AVX-512; here a block's 32
+// weights become bf16 without a conversion and meet the bf16 activations in one vdpbf16ps each 32,
 // about 4.5 operations per block and row, the conversion shared by up to 4 activation rows.
 //
 // A weight's quant q becomes the bf16 value 1 + q / 16 (exact: four fraction bits of seven):
@@ -13,7 +13,11 @@
 // fp32 lane, so each lane gets S = sum (1 + q / 16) x over its weights, and since
 // d q = 16 d (1 + q / 16) - 16 d,
 //   sum over a block of (d q + m) x = 16 d S_block + (m - 16 d) sum_block x     (m = -8 d: Q4_0)
-// The first term is one FMA per two blocks against their 16 d spread over their lanes; the
+// The 5-bit formats take 1 + q / 32 (five fraction bits, the fifth bit of q in the mantissa's
+// bit 6 under a mask from the block's word of fifth bits) and 32 d in place of 16 d (m = -16 d:
+// Q5_0); their bound below has 64 |d| for 32 |d|.
+// The first term is one FMA per two blocks against their K d (K = 16 or 32) spread over their
+// lanes; the
 // second, like the generic kernel's minimum terms, two vector FMAs per 16 blocks against the
 // blocks' sums of x (fp32, from the exact widening of x). The result is the fp32 sum of the
 // products of the activations with the file's dequantized weights, rounded differently:
@@ -34,6 +38,10 @@ namespace {
 
 constexpr int PairBlocks = 2; // blocks per vdpbf16ps pair of registers
 
+/// The denominator K of the bf16 value 1 + q / K a quant becomes: 16 for 4 bits (q in the
+/// mantissa's bits 3-6), 32 for 5 (bits 2-6).
+template <QuantFormat F> constexpr float fractionDenominator() { return isQ5(F) ? 32.0f : 16.0f; }
+
 /// The bytes of two blocks' quants widened to 16-bit lanes: lane t holds byte t % 16 of block
 /// t / 16, whose low nibble is weight t % 16 and high nibble weight 16 + t % 16.
 /// `lo` and `hi` are those nibbles as bf16 1 + q / 16.
@@ -45,10 +53,37 @@ inline void onePlusSixteenths(const uint8_t *qs, __mmask32 valid, __m512i &lo, _
   hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(bytes, 1), mantissa, one, 0xea);
 }
 
+/// The same for two Q5_0/Q5_1 blocks whose quants (4 bytes of fifth bits, 16 of nibbles) are at
+/// `first` and, with `both`, right after it: lane t of `lo` and `hi` is the bf16 1 + q / 32 of
+/// weight t % 16 (`lo`) or 16 + t % 16 (`hi`) of block t / 16. The nibble goes to bits 2-5 of
+/// the mantissa; the fifth bit, bit t % 16 (or 16 + t % 16) of the block's word, adds bit 6
+/// under a mask.
+inline void onePlusThirtySeconds(const uint8_t *first, bool both, __m512i &lo, __m512i &hi) {
+  constexpr std::ptrdiff_t QuantBytes = 20;
+  const __m128i second =
+      both ? _mm_loadu_si128(reinterpret_cast<const __m128i *>(first + QuantBytes + 4))
+           : _mm_setzero_si128();
+  const __m512i bytes = _mm512_cvtepu8_epi16(_mm256_inserti128_si256(
+      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(first + 4))), second,
+      1));
+  uint32_t h0, h1 = 0;
+  std::memcpy(&h0, first, sizeof h0);
+  if (both)
+    std::memcpy(&h1, first + QuantBytes, sizeof h1);
+  const __mmask32 fifthLo = (h0 & 0xffffu) | (h1 << 16), fifthHi = (h0 >> 16) | (h1 & 0xffff0000u);
+  const __m512i mantissa = _mm512_set1_epi16(0x003c), one = _mm512_set1_epi16(0x3f80);
+  const __m512i fifth = _mm512_set1_epi16(0x0040);
+  lo = _mm512_ternarylogic_epi32(_mm512_slli_epi16(bytes, 2), mantissa, one, 0xea);
+  hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(bytes, 2), mantissa, one, 0xea);
+  lo = _mm512_mask_add_epi16(lo, fifthLo, lo, fifth); // bit 6 is clear: adding sets it
+  hi = _mm512_mask_add_epi16(hi, fifthHi, hi, fifth);
+}
+
 /// An activation row laid out for the pairs: per two blocks, the bf16 activations of weights
 /// 0-15 of both blocks (32 lanes), then of weights 16-31 (zero past the last block); then per
-/// block sum(x) times the factor of d in the second term (-16, or -24 as -16 and -8 for Q4_0)
-/// and times the factor of m (Q4_1), padded to 16 blocks.
+/// block sum(x) times the factor of d in the second term (-K, and for Q4_0 and Q5_0 also their
+/// -8 or -16 in the minimum's sums) and times the factor of m (Q4_1, Q5_1), padded to 16
+/// blocks.
 struct Activations {
   const uint16_t *pairs;
   const float *scaleSums, *minimumSums;
@@ -75,8 +110,8 @@ template <QuantFormat F> const Activations *layoutActivations(const QuantGemvArg
       std::memcpy(group + 32, x + k * 32 + 16, 16 * sizeof(uint16_t));
       const float sum =
           Avx512::reduce(Avx512::add(Avx512::load(x + k * 32), Avx512::load(x + k * 32 + 16)));
-      scaleSums[k] = -16.0f * sum; // exact
-      minimumSums[k] = F == QuantFormat::Q4_0 ? -8.0f * sum : sum;
+      scaleSums[k] = -fractionDenominator<F>() * sum; // exact
+      minimumSums[k] = quantHasMinimum(F) ? sum : -quantOffset<F>() * sum;
     }
     rows.push_back({rowPairsAt, scaleSums, minimumSums});
   }
@@ -98,19 +133,18 @@ void pairRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b, const Acti
       acc[i][j] = _mm512_setzero_ps();
   for (int64_t chunk = 0; chunk < blocks; chunk += 16) {
     const int n = int(std::min<int64_t>(16, blocks - chunk));
-    __m512 d16[RB];
+    __m512 dK[RB];
     for (int i = 0; i < RB; ++i) {
       const uint8_t *row = w + i * a.rowBytes;
       const __m512 d = Avx512::widenHalves(Row::scales(row) + 2 * chunk, n);
-      const __m512 m = F == QuantFormat::Q4_1
-                           ? Avx512::widenHalves(Row::minimums(row, blocks) + 2 * chunk, n)
-                           : d;
+      const __m512 m =
+          quantHasMinimum(F) ? Avx512::widenHalves(Row::minimums(row, blocks) + 2 * chunk, n) : d;
       // The chunk's second terms (lanes past the last block are 0 in both factors).
       for (int j = 0; j < BB; ++j) {
         acc[i][j] = _mm512_fmadd_ps(d, _mm512_loadu_ps(x[j].scaleSums + chunk), acc[i][j]);
         acc[i][j] = _mm512_fmadd_ps(m, _mm512_loadu_ps(x[j].minimumSums + chunk), acc[i][j]);
       }
-      d16[i] = _mm512_mul_ps(d, _mm512_set1_ps(16.0f)); // exact
+      dK[i] = _mm512_mul_ps(d, _mm512_set1_ps(fractionDenominator<F>())); // exact
     }
     for (int g = 0; g * PairBlocks < n; ++g) {
       const int64_t k = chunk + int64_t(g) * PairBlocks; // the pair's first block
@@ -128,11 +162,14 @@ void pairRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b, const Acti
       const __m512i spread = _mm512_set_epi32(2 * g + 1, 2 * g + 1, 2 * g + 1, 2 * g + 1, 2 * g + 1,
                                               2 * g + 1, 2 * g + 1, 2 * g + 1, 2 * g, 2 * g, 2 * g,
                                               2 * g, 2 * g, 2 * g, 2 * g, 2 * g);
-      const __mmask32 valid = both ? ~__mmask32(0) : __mmask32(0xffff);
       for (int i = 0; i < RB; ++i) {
         __m512i lo, hi;
-        onePlusSixteenths(qs + i * a.rowBytes + k * 16, valid, lo, hi);
-        const __m512 scale = _mm512_permutexvar_ps(spread, d16[i]);
+        const uint8_t *pair = qs + i * a.rowBytes + k * Row::QuantBytes;
+        if constexpr (isQ5(F))
+          onePlusThirtySeconds(pair, both, lo, hi);
+        else
+          onePlusSixteenths(pair, both ? ~__mmask32(0) : __mmask32(0xffff), lo, hi);
+        const __m512 scale = _mm512_permutexvar_ps(spread, dK[i]);
         for (int j = 0; j < BB; ++j) {
           __m512 s = _mm512_dpbf16_ps(_mm512_setzero_ps(), (__m512bh)lo, xlo[j]);
           s = _mm512_dpbf16_ps(s, (__m512bh)hi, xhi[j]);
@@ -193,14 +230,27 @@ void pairRowsOn(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowE
 } // namespace
 
 bool quantGemvAvx512Bf16Applies(const QuantGemvArgs<uint16_t> &a) {
-  return a.format == QuantFormat::Q4_0 || a.format == QuantFormat::Q4_1;
+  return a.format == QuantFormat::Q4_0 || a.format == QuantFormat::Q4_1 ||
+         a.format == QuantFormat::Q5_0 || a.format == QuantFormat::Q5_1;
 }
 
 void quantGemvAvx512Bf16(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd) {
-  if (a.format == QuantFormat::Q4_0)
+  switch (a.format) {
+  case QuantFormat::Q4_0:
     pairRowsOn<QuantFormat::Q4_0>(a, rowBegin, rowEnd);
-  else
+    break;
+  case QuantFormat::Q4_1:
     pairRowsOn<QuantFormat::Q4_1>(a, rowBegin, rowEnd);
+    break;
+  case QuantFormat::Q5_0:
+    pairRowsOn<QuantFormat::Q5_0>(a, rowBegin, rowEnd);
+    break;
+  case QuantFormat::Q5_1:
+    pairRowsOn<QuantFormat::Q5_1>(a, rowBegin, rowEnd);
+    break;
+  default:
+    break; // quantGemvAvx512Bf16Applies is false
+  }
 }
 
 } // namespace nnsc::kernels

@@ -78,8 +78,9 @@ inline torch::Tensor dequantize(const QuantizedMatrix &m) {
 }
 
 /// |m| of each weight's block [rows, cols]: the Q4_1/Q5_1 minimum, 8 |d| for Q4_0, 16 |d| for
-/// Q5_0, 0 for Q8_0 and Q6_K, Q4_K's and Q5_K's sub-block minimum; with `scales`, |d| instead for
-/// the formats of the vdpbf16ps kernel (Q4_0, Q4_1), 0 for the others (no 1 + q / 16 form).
+/// Q5_0, 0 for Q8_0 and Q6_K, Q4_K's and Q5_K's sub-block minimum; with `scales`, |d| instead
+/// for the formats of the vdpbf16ps kernel (Q4_0, Q4_1; 2 |d| for Q5_0 and Q5_1, whose form is
+/// 1 + q / 32), 0 for the others.
 inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = false) {
   if (!m.rest.empty()) {
     std::vector<torch::Tensor> parts;
@@ -88,7 +89,8 @@ inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = f
     return torch::cat(parts);
   }
   torch::Tensor out = torch::zeros({m.rows(), m.cols}, torch::kFloat64);
-  const bool bf16DotFormat = m.format == QuantFormat::Q4_0 || m.format == QuantFormat::Q4_1;
+  const bool q5 = m.format == QuantFormat::Q5_0 || m.format == QuantFormat::Q5_1;
+  const bool bf16DotFormat = m.format == QuantFormat::Q4_0 || m.format == QuantFormat::Q4_1 || q5;
   if (m.format == QuantFormat::Q8_0 || m.format == QuantFormat::Q6_K || (scales && !bf16DotFormat))
     return out;
   const int64_t bytes = nnsc::kernels::quantBlockBytes(m.format);
@@ -116,8 +118,9 @@ inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = f
       const double offset = m.format == QuantFormat::Q4_0   ? 8
                             : m.format == QuantFormat::Q5_0 ? 16
                                                             : 1;
-      const double v =
-          std::abs(double(nnsc::kernels::halfToFloat(h))) * (hasMinimum || scales ? 1 : offset);
+      const double v = std::abs(double(nnsc::kernels::halfToFloat(h))) * (scales ? (q5 ? 2 : 1)
+                                                                          : hasMinimum ? 1
+                                                                                       : offset);
       std::fill(o + r * m.cols + k * 32, o + r * m.cols + k * 32 + 32, v);
     }
   return out;

@@ -111,8 +111,8 @@ void joinQuantRows(QuantFormat format, const uint8_t *src, uint8_t *dst, int64_t
                    int64_t cols);
 
 /// The instruction sets of the kernels. Avx512Bf16 is Avx512 plus the vdpbf16ps kernel for bf16
-/// activations against 4-bit blocks (QuantGemvAvx512Bf16.cpp); every other product of it runs
-/// the Avx512 kernels.
+/// activations against 4- and 5-bit blocks (QuantGemvAvx512Bf16.cpp); every other product of it
+/// runs the Avx512 kernels.
 enum class QuantIsa { Avx2, Avx512, Avx512Bf16 };
 
 /// Whether this CPU runs the kernels of `isa` (AVX-512: not with NNSC_QUANT_AVX512=0; the
