@@ -163,26 +163,27 @@ void unpackQ6_K(const uint8_t *block, int8_t *q, float *scales) {
     }
 }
 
-void dequantizeQ4_K(const uint8_t *src, float *out, int64_t count) {
-  assert(count % kKQuantBlock == 0 && "Q4_K needs whole super-blocks");
+/// Q4_K and Q5_K: super-blocks of `bytes`, each unpacked by `unpack` into quants and the
+/// scales and minimums of its 8 sub-blocks of 32.
+static void dequantizeSubBlocks(const uint8_t *src, float *out, int64_t count, int64_t bytes,
+                                void (*unpack)(const uint8_t *, int8_t *, float *, float *)) {
   int8_t q[kKQuantBlock];
   float scales[8], minimums[8];
-  for (int64_t b = 0; b < count / kKQuantBlock; ++b, src += 144, out += kKQuantBlock) {
-    unpackQ4_K(src, q, scales, minimums);
+  for (int64_t b = 0; b < count / kKQuantBlock; ++b, src += bytes, out += kKQuantBlock) {
+    unpack(src, q, scales, minimums);
     for (int i = 0; i < kKQuantBlock; ++i)
       out[i] = scales[i / 32] * float(q[i]) - minimums[i / 32];
   }
 }
 
+void dequantizeQ4_K(const uint8_t *src, float *out, int64_t count) {
+  assert(count % kKQuantBlock == 0 && "Q4_K needs whole super-blocks");
+  dequantizeSubBlocks(src, out, count, 144, unpackQ4_K);
+}
+
 void dequantizeQ5_K(const uint8_t *src, float *out, int64_t count) {
   assert(count % kKQuantBlock == 0 && "Q5_K needs whole super-blocks");
-  int8_t q[kKQuantBlock];
-  float scales[8], minimums[8];
-  for (int64_t b = 0; b < count / kKQuantBlock; ++b, src += 176, out += kKQuantBlock) {
-    unpackQ5_K(src, q, scales, minimums);
-    for (int i = 0; i < kKQuantBlock; ++i)
-      out[i] = scales[i / 32] * float(q[i]) - minimums[i / 32];
-  }
+  dequantizeSubBlocks(src, out, count, 176, unpackQ5_K);
 }
 
 void dequantizeQ6_K(const uint8_t *src, float *out, int64_t count) {

@@ -61,11 +61,12 @@ template <QuantFormat F> struct SuperBlockScales {
 template <class Isa, QuantFormat F>
 inline void subBlockPairQuants(const uint8_t *block, int g, std::ptrdiff_t p, typename Isa::V &lo,
                                typename Isa::V &hi) {
-  constexpr int W = Isa::W;
+  constexpr std::ptrdiff_t W = Isa::W;
+  const std::ptrdiff_t group = 32 * std::ptrdiff_t(g) + p * W; // of the nibbles and of qh
   if constexpr (F == QuantFormat::Q4_K)
-    Isa::q4(block + 16 + 32 * g + p * W, lo, hi);
+    Isa::q4(block + 16 + group, lo, hi);
   else // qh at 16, the nibbles at 48
-    Isa::q5K(block + 48 + 32 * g + p * W, block + 16 + p * W, 2 * g, lo, hi);
+    Isa::q5K(block + 48 + group, block + 16 + p * W, 2 * g, lo, hi);
 }
 
 /// Rows [r, r + RB) of W against activation rows [b, b + BB). With BB = 1 the factored form:
