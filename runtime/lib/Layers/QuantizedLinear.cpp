@@ -150,6 +150,14 @@ std::vector<QuantizedMatrix> QuantizedMatrix::parts() const {
 }
 
 QuantizedMatrix QuantizedMatrix::narrowRows(int64_t begin, int64_t count) const {
+  TORCH_CHECK(begin >= 0 && count >= 0 && begin + count <= rows(), "narrowRows: rows [", begin,
+              ", ", begin + count, ") of a matrix of ", rows());
+  if (rest.empty() || count == 0) {
+    QuantizedMatrix m = *this;
+    m.rest.clear();
+    m.blocks = rest.empty() ? blocks.narrow(0, begin, count) : blocks.narrow(0, 0, 0);
+    return m;
+  }
   std::vector<QuantizedMatrix> kept;
   int64_t first = 0; // of the part, in this matrix
   for (QuantizedMatrix &part : parts()) {
@@ -161,8 +169,6 @@ QuantizedMatrix QuantizedMatrix::narrowRows(int64_t begin, int64_t count) const 
     }
     first += n;
   }
-  TORCH_CHECK(!kept.empty() && begin >= 0 && begin + count <= rows(), "narrowRows: rows [", begin,
-              ", ", begin + count, ") of a matrix of ", rows());
   QuantizedMatrix m = kept[0];
   m.rest.assign(kept.begin() + 1, kept.end());
   return m;

@@ -121,6 +121,8 @@ TEST(QuantizedMatrix, PartsOfDifferentFormatsFuseIntoOneMatrix) {
   EXPECT_TRUE(dequantize(qkv.narrowRows(12, 5)).equal(dequantize(k)));
   EXPECT_TRUE(qkv.narrowRows(17, 5).rest.empty());
   EXPECT_TRUE(dequantize(qkv.narrowRows(15, 4)).equal(dense.narrow(0, 15, 4)));
+  EXPECT_EQ(qkv.narrowRows(22, 0).rows(), 0);
+  EXPECT_THROW(qkv.narrowRows(20, 3), c10::Error);
   EXPECT_TRUE(dequantize(qkv.narrowCols(32, 64)).equal(dense.narrow(1, 32, 64)));
   // Fusing again merges neighbours of one format: Q8_0 v then Q8_0 v is one part.
   EXPECT_EQ(QuantizedMatrix::cat({qkv, v}).rest.size(), 1u);

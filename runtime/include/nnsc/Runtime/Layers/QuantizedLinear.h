@@ -1,11 +1,11 @@
 //===- QuantizedLinear.h - Linears on a GGUF file's own blocks --*- C++ -*-===//
 //
 // Decode with a batch of a few rows streams every weight once per step. A projection loaded
-// from a Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 / Q4_K / Q6_K GGUF tensor keeps the file's blocks next
-// to its widened copy, and up to quantDecodeMaxRows(dtype) activation rows the product runs the
-// quantized GEMV kernels (Kernels/QuantGemv.h) on them: 4.5-8.5 bits per weight read instead of
-// 32 (fp32) or 16 (bf16). Longer batches (prefill) keep the widened weights and oneDNN. The
-// choice is per call, on the number of rows; NNSC_QUANT_DECODE switches it (docs/Engine.md,
+// from a Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 / Q4_K / Q5_K / Q6_K GGUF tensor keeps the file's
+// blocks next to its widened copy, and up to quantDecodeMaxRows(dtype) activation rows the product
+// runs the quantized GEMV kernels (Kernels/QuantGemv.h) on them: 4.5-8.5 bits per weight read
+// instead of 32 (fp32) or 16 (bf16). Longer batches (prefill) keep the widened weights and oneDNN.
+// The choice is per call, on the number of rows; NNSC_QUANT_DECODE switches it (docs/Engine.md,
 // "Quantized decode").
 //
 //===----------------------------------------------------------------------===//
