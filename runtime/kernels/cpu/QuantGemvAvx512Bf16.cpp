@@ -15,15 +15,13 @@
 //   sum over a block of (d q + m) x = 16 d S_block + (m - 16 d) sum_block x     (m = -8 d: Q4_0)
 // The 5-bit formats take 1 + q / 32 (five fraction bits, the fifth bit of q in the mantissa's
 // bit 6 under a mask from the block's word of fifth bits) and 32 d in place of 16 d (m = -16 d:
-// Q5_0); their bound below has 64 |d| for 32 |d|.
-// The first term is one FMA per two blocks against their K d (K = 16 or 32) spread over their
-// lanes; the
-// second, like the generic kernel's minimum terms, two vector FMAs per 16 blocks against the
-// blocks' sums of x (fp32, from the exact widening of x). The result is the fp32 sum of the
-// products of the activations with the file's dequantized weights, rounded differently:
-// within gamma_n * sum (|d q| + |m| + 32 |d|) |x| (vdpbf16ps flushes denormal inputs and
-// outputs to zero, which moves a result by less than 2^-126 per product), then rounded once to
-// bf16.
+// Q5_0); their bound below has 64 |d| for 32 |d|. The first term is one FMA per two blocks
+// against their K d (K = 16 or 32) spread over their lanes; the second, like the generic
+// kernel's minimum terms, two vector FMAs per 16 blocks against the blocks' sums of x (fp32,
+// from the exact widening of x). The result is the fp32 sum of the products of the activations
+// with the file's dequantized weights, rounded differently: within
+// gamma_n * sum (|d q| + |m| + 32 |d|) |x| (vdpbf16ps flushes denormal inputs and outputs to
+// zero, which moves a result by less than 2^-126 per product), then rounded once to bf16.
 //
 //===----------------------------------------------------------------------===//
 
