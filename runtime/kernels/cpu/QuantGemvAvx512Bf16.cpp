@@ -57,14 +57,15 @@ inline void onePlusSixteenths(const uint8_t *qs, __mmask32 valid, __m512i &lo, _
 /// the mantissa; the fifth bit, bit t % 16 (or 16 + t % 16) of the block's word, adds bit 6
 /// under a mask.
 inline void onePlusThirtySeconds(const uint8_t *first, bool both, __m512i &lo, __m512i &hi) {
-  constexpr std::ptrdiff_t QuantBytes = 20;
+  constexpr std::ptrdiff_t QuantBytes = quantBlockQuantBytes(QuantFormat::Q5_0); // = Q5_1's
+  uint32_t h0, h1 = 0;
+  constexpr std::ptrdiff_t Nibbles = sizeof h0; // after the fifth bits
   const __m128i second =
-      both ? _mm_loadu_si128(reinterpret_cast<const __m128i *>(first + QuantBytes + 4))
+      both ? _mm_loadu_si128(reinterpret_cast<const __m128i *>(first + QuantBytes + Nibbles))
            : _mm_setzero_si128();
   const __m512i bytes = _mm512_cvtepu8_epi16(_mm256_inserti128_si256(
-      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(first + 4))), second,
-      1));
-  uint32_t h0, h1 = 0;
+      _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(first + Nibbles))),
+      second, 1));
   std::memcpy(&h0, first, sizeof h0);
   if (both)
     std::memcpy(&h1, first + QuantBytes, sizeof h1);

@@ -246,12 +246,12 @@ def main():
     src, dst = args
     start = time.time()
     reader = gguf.GGUFReader(src)
-    print("make_kquant_model: %s: %d tensors, re-quantizing blk.*.ffn_down.weight"
-          " (even blocks Q4_K, odd Q6_K)" % (src, len(reader.tensors)), flush=True)
+    ffn_down = "block % 3: Q4_K, Q5_K, Q6_K" if q5 else "even blocks Q4_K, odd Q6_K"
+    print("make_kquant_model: %s: %d tensors, re-quantizing blk.*.ffn_down.weight (%s)"
+          % (src, len(reader.tensors), ffn_down), flush=True)
     if q5:
-        print("make_kquant_model: --q5: ffn_down Q4_K/Q5_K/Q6_K by block %% 3, and"
-              " blk.*.{%s}.weight (even blocks Q5_0, odd Q5_1)"
-              % ",".join(Q5_KINDS), flush=True)
+        print("make_kquant_model: and blk.*.{%s}.weight (even blocks Q5_0, odd Q5_1; attn_v of"
+              " blocks 1, 5, 9, ... Q8_0)" % ",".join(Q5_KINDS), flush=True)
     changed = write(reader, dst, q5)
     verify(reader, dst, changed)
     print("make_kquant_model: wrote %s (%d tensors re-quantized, the rest identical) in %.1f s"

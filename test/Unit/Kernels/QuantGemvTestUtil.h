@@ -35,14 +35,18 @@ using nnsc::QuantizedMatrix;
 using nnsc::kernels::QuantFormat;
 using nnsc::kernels::QuantIsa;
 
+/// perPart(part) of each single-format part of `m`, concatenated along the rows.
+template <typename F> torch::Tensor catOverParts(const QuantizedMatrix &m, const F &perPart) {
+  std::vector<torch::Tensor> parts;
+  for (const QuantizedMatrix &part : m.parts())
+    parts.push_back(perPart(part));
+  return torch::cat(parts);
+}
+
 /// The loader's dequantization of `m` to fp32 [rows, cols], part by part.
 inline torch::Tensor dequantize(const QuantizedMatrix &m) {
-  if (!m.rest.empty()) {
-    std::vector<torch::Tensor> parts;
-    for (const QuantizedMatrix &part : m.parts())
-      parts.push_back(dequantize(part));
-    return torch::cat(parts);
-  }
+  if (!m.rest.empty())
+    return catOverParts(m, [](const QuantizedMatrix &part) { return dequantize(part); });
   torch::Tensor blocks = m.ggmlBlocks();
   torch::Tensor out = torch::empty({m.rows(), m.cols}, torch::kFloat32);
   const int64_t n = m.rows() * m.cols;
@@ -82,12 +86,9 @@ inline torch::Tensor dequantize(const QuantizedMatrix &m) {
 /// for the formats of the vdpbf16ps kernel (Q4_0, Q4_1; 2 |d| for Q5_0 and Q5_1, whose form is
 /// 1 + q / 32), 0 for the others.
 inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = false) {
-  if (!m.rest.empty()) {
-    std::vector<torch::Tensor> parts;
-    for (const QuantizedMatrix &part : m.parts())
-      parts.push_back(minimumMagnitudes(part, scales));
-    return torch::cat(parts);
-  }
+  if (!m.rest.empty())
+    return catOverParts(
+        m, [scales](const QuantizedMatrix &part) { return minimumMagnitudes(part, scales); });
   torch::Tensor out = torch::zeros({m.rows(), m.cols}, torch::kFloat64);
   const bool q5 = m.format == QuantFormat::Q5_0 || m.format == QuantFormat::Q5_1;
   const bool bf16DotFormat = m.format == QuantFormat::Q4_0 || m.format == QuantFormat::Q4_1 || q5;
