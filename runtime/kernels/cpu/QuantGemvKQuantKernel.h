@@ -87,8 +87,8 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
   SuperBlockScales<F> sb[RB];
   alignas(64) int8_t q[F == QuantFormat::Q6_K ? RB : 1][kKQuantBlock]; // Q6_K's unpacked quants
   for (int64_t k = 0; k < a.cols / kKQuantBlock; ++k) {
-    if (b == 0) // later activation tiles of these rows find the next group prefetched
-      prefetchNextGroup<RB, Bytes>(w, a.rowBytes, k);
+    if (b == 0) // later activation tiles of these rows find their blocks prefetched
+      prefetchGroupAhead<RB, Bytes>(w, a.rowBytes, k);
     const uint8_t *blocks[RB];
     for (int i = 0; i < RB; ++i)
       blocks[i] = w + i * a.rowBytes + k * Bytes;

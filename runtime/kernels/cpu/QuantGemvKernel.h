@@ -68,20 +68,28 @@ inline void store(uint16_t *p, float v) {
     *p = uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
 }
 
-/// Prefetches the blocks of the next group of RB rows while this group's block k is read. A
-/// row is short (360 bytes for 576 columns in Q4_1), so the hardware's stream prefetchers,
-/// seeing RB interleaved streams a few lines long each, train too late: the loads of the
-/// quants stalled. The next group's RB * rowBytes contiguous bytes are spread evenly over this
-/// group's `blocks` iterations. Prefetches past the end of the matrix are harmless (they do
-/// not fault), hence the integer arithmetic.
+/// How many groups of RB rows ahead of the one being read prefetchGroupAhead fetches. One group
+/// (1.4 KB of a 576-column Q4_1 matrix at RB = 4) is too close on a Zen 5: the fp32 kernel
+/// still waited on its quant loads. Three: a pass over the whole model at one fp32 row went
+/// from 2.64-2.77 to 2.13-2.18 ms (bf16 2.11-2.16 to 2.00-2.03), fp32 batch-1 decode from
+/// 287-306 to 328-348 tok/s; four was no faster in fp32 and slower in bf16 (docs/Engine.md).
+constexpr int64_t PrefetchGroupsAhead = 3;
+
+/// Prefetches the blocks of the group of RB rows PrefetchGroupsAhead groups after this one
+/// while this group's block k is read. A row is short (360 bytes for 576 columns in Q4_1), so
+/// the hardware's stream prefetchers, seeing RB interleaved streams a few lines long each,
+/// train too late: the loads of the quants stalled. That group's RB * rowBytes contiguous
+/// bytes are spread evenly over this group's `blocks` iterations. Prefetches past the end of
+/// the matrix are harmless (they do not fault), hence the integer arithmetic.
 template <int RB, int64_t Bytes>
-inline void prefetchNextGroup(const uint8_t *w, int64_t rowBytes, int64_t k) {
-  // In integers: the next group may lie past the weights' end, where pointer arithmetic is
+inline void prefetchGroupAhead(const uint8_t *w, int64_t rowBytes, int64_t k) {
+  // In integers: the group may lie past the weights' end, where pointer arithmetic is
   // undefined; prefetching such an address is harmless.
-  const uintptr_t next =
-      reinterpret_cast<uintptr_t>(w) + uintptr_t(RB * rowBytes) + uintptr_t(k * RB * Bytes);
+  const uintptr_t ahead = reinterpret_cast<uintptr_t>(w) +
+                          uintptr_t(PrefetchGroupsAhead * RB * rowBytes) +
+                          uintptr_t(k * RB * Bytes);
   for (int64_t line = 0; line < RB * Bytes; line += 64)
-    _mm_prefetch(reinterpret_cast<const char *>(next + line), // NOLINT(performance-no-int-to-ptr)
+    _mm_prefetch(reinterpret_cast<const char *>(ahead + line), // NOLINT(performance-no-int-to-ptr)
                  _MM_HINT_T0);
 }
 
@@ -150,8 +158,8 @@ void exactBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
   const int64_t blocks = a.cols / BlockWeights;
   const uint8_t *qs = Row::quants(w, blocks);
   for (int64_t k = 0; k < blocks; ++k) {
-    if (b == 0) // later activation tiles of these rows find the next group prefetched
-      prefetchNextGroup<RB, Bytes>(w, a.rowBytes, k);
+    if (b == 0) // later activation tiles of these rows find their blocks prefetched
+      prefetchGroupAhead<RB, Bytes>(w, a.rowBytes, k);
     V d[RB], m[RB];
     for (int i = 0; i < RB; ++i) {
       const uint8_t *row = w + i * a.rowBytes;
@@ -230,7 +238,7 @@ void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float 
     for (int kk = 0; kk < n; ++kk) {
       const int64_t k = chunk + kk;
       if (b == 0)
-        prefetchNextGroup<RB, Bytes>(w, a.rowBytes, k);
+        prefetchGroupAhead<RB, Bytes>(w, a.rowBytes, k);
       V dot[RB];
       for (int p = 0; p < Pairs; ++p) {
         const T *xk = x + k * BlockWeights + p * W;
