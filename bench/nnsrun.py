@@ -24,7 +24,9 @@ def log(msg, tag="bench"):
 
 def run_measured(cmd, env=None):
     """Runs cmd to the end; returns (stdout, stderr, peak RSS in bytes) of that process. Exits
-    the benchmark with the command's stderr if it failed."""
+    the benchmark with the command's stderr if it failed. The peak RSS (ru_maxrss) includes
+    what the forked copy of this process held before exec (Linux keeps that high-water mark),
+    so it is the child's own only while this process is smaller: keep big imports out of it."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
         _, status, usage = os.wait4(proc.pid, 0)

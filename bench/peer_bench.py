@@ -103,12 +103,36 @@ def decode_bytes(model):
     return sum(int(t.n_bytes) for t in r.tensors)
 
 
-def tokenizer(model):
-    """The file's tokenizer through transformers (the reference's converted directory)."""
-    sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
-    from reference import gguf_reference_dir
-    from transformers import AutoTokenizer
-    return AutoTokenizer.from_pretrained(gguf_reference_dir(model))
+# Runs in a child process: the prompts' token ids through the file's tokenizer (transformers,
+# on the reference's converted directory), printed as one JSON line.
+TOKENIZE_WORKER = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from reference import gguf_reference_dir
+from transformers import AutoTokenizer
+tok = AutoTokenizer.from_pretrained(gguf_reference_dir(sys.argv[2]))
+decode_prompt, words, prefill_tokens = sys.argv[3], sys.argv[4], int(sys.argv[5])
+long_text, prefill_ids = "", []
+while len(prefill_ids) < prefill_tokens:
+    long_text += words + " "
+    prefill_ids = tok(long_text)["input_ids"]
+print(json.dumps({"decode": tok(decode_prompt)["input_ids"],
+                  "prefill": prefill_ids[:prefill_tokens]}))
+"""
+
+
+def prompt_ids(model, prefill_tokens):
+    """The decode prompt's token ids and `prefill_tokens` ids of a long prompt. Tokenized in a
+    child process: a parent that loaded transformers (or converted the reference model) would
+    pass its resident set on to every engine it starts, whose ru_maxrss counts the memory its
+    forked copy had before exec, so each engine's peak RSS would read as at least the parent's."""
+    words = ("The history of the city begins with a small settlement by the river, where "
+             "traders and farmers met to exchange grain, salt and cloth.")
+    out = subprocess.run([sys.executable, "-c", TOKENIZE_WORKER,
+                          os.path.join(ROOT, "test", "lib"), model, DECODE_PROMPT, words,
+                          str(prefill_tokens)], check=True, capture_output=True, text=True)
+    ids = json.loads(out.stdout.splitlines()[-1])
+    return ids["decode"], ids["prefill"]
 
 
 def main():
@@ -126,15 +150,7 @@ def main():
     if not os.path.exists(a.llama_python):
         sys.exit("no llama.cpp: run bench/setup-llama-cpp first (or give --llama-python)")
 
-    tok = tokenizer(a.model)
-    decode_ids = tok(DECODE_PROMPT)["input_ids"]
-    words = ("The history of the city begins with a small settlement by the river, where "
-             "traders and farmers met to exchange grain, salt and cloth. ").split()
-    long_text, prefill_ids = "", []
-    while len(prefill_ids) < a.prefill_tokens:
-        long_text += " ".join(words) + " "
-        prefill_ids = tok(long_text)["input_ids"]
-    prefill_ids = prefill_ids[:a.prefill_tokens]
+    decode_ids, prefill_ids = prompt_ids(a.model, a.prefill_tokens)
 
     engines = [("llama.cpp", lambda ids, n: llama_cpp(a, ids, n)),
                ("nns-run, quantized decode", lambda ids, n: nns_run(a, ids, n, True)),
