@@ -69,6 +69,30 @@ void gemv(const torch::Tensor &in, const torch::Tensor &weight, const torch::Ten
   }
 }
 
+/// The sum oneDNN wrote to a new tensor as `acc`: rebound where nothing else refers to acc's
+/// memory, copied into it otherwise.
+void takeSum(torch::Tensor &acc, torch::Tensor sum) {
+  if (acc.use_count() == 1 && acc.storage().use_count() == 1 && acc.is_contiguous())
+    acc = std::move(sum);
+  else
+    acc.copy_(sum);
+}
+
+/// For a weight known by its blocks only: the input and bias match them, and oneDNN serves
+/// the dtype (the model drops its widened copies only then).
+void checkBlocksOnly(const char *what, const torch::Tensor &in, const QuantizedMatrix &quant,
+                     const torch::Tensor &bias) {
+  TORCH_CHECK(quant.defined(), what, ": neither a widened weight nor blocks");
+  TORCH_CHECK(in.dim() == 2 && in.size(1) == quant.cols, what, ": input ", in.sizes(),
+              " does not match the blocks [", quant.rows(), ", ", quant.cols, "]");
+  TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == quant.rows() &&
+                                  bias.scalar_type() == in.scalar_type()),
+              what, ": bias ", bias.sizes(), " does not match the blocks [", quant.rows(), ", ",
+              quant.cols, "]");
+  TORCH_CHECK(oneDnnServes(in.scalar_type()) && in.device().is_cpu(), what,
+              ": a weight without its widened copy needs oneDNN for ", in.scalar_type());
+}
+
 void checkShapes(const char *what, const torch::Tensor &in, const torch::Tensor &weight,
                  const torch::Tensor &bias) {
   TORCH_CHECK(in.dim() == 2 && weight.dim() == 2 && in.size(1) == weight.size(1), what, ": input ",
@@ -105,11 +129,7 @@ void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor 
   }
   if (oneDnnLinearApplies(in, weight) && acc.scalar_type() == in.scalar_type()) {
     // oneDNN writes acc + product to a new tensor (its sum post-op is not exposed).
-    torch::Tensor sum = oneDnnLinear(in, weight, {}, acc);
-    if (acc.use_count() == 1 && acc.storage().use_count() == 1 && acc.is_contiguous())
-      acc = std::move(sum);
-    else
-      acc.copy_(sum);
+    takeSum(acc, oneDnnLinear(in, weight, {}, acc));
     return;
   }
   acc.addmm_(in, weight.t());
@@ -126,9 +146,14 @@ bool linearRunsOnThreadPool(int64_t rows, torch::ScalarType dtype, bool quantize
 torch::Tensor linear(const torch::Tensor &in, const torch::Tensor &weight,
                      const torch::Tensor &bias, const QuantizedMatrix &quant) {
   if (quantizedLinearApplies(in, quant)) {
-    checkShapes("linear", in, weight, bias);
+    if (weight.defined()) // quantizedLinear checks the shapes against the blocks
+      checkShapes("linear", in, weight, bias);
     if (!bias.defined() || bias.scalar_type() == in.scalar_type())
       return quantizedLinear(in, quant, bias);
+  }
+  if (!weight.defined()) {
+    checkBlocksOnly("linear", in, quant, bias);
+    return oneDnnLinearQuantized(in, quant, bias);
   }
   return linear(in, weight, bias);
 }
@@ -137,11 +162,25 @@ void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor 
                const QuantizedMatrix &quant) {
   if (quantizedLinearApplies(in, quant) && acc.dim() == 2 && acc.size(0) == in.size(0) &&
       acc.size(1) == quant.rows() && acc.scalar_type() == in.scalar_type() && acc.stride(1) == 1) {
-    checkShapes("linearAdd", in, weight, {});
+    if (weight.defined())
+      checkShapes("linearAdd", in, weight, {});
     quantizedLinearAdd(acc, in, quant);
     return;
   }
+  if (!weight.defined()) {
+    checkBlocksOnly("linearAdd", in, quant, {});
+    TORCH_CHECK(acc.dim() == 2 && acc.size(0) == in.size(0) && acc.size(1) == quant.rows() &&
+                    acc.scalar_type() == in.scalar_type(),
+                "linearAdd: accumulator ", acc.sizes(), " is not [", in.size(0), ", ", quant.rows(),
+                "] of ", in.scalar_type());
+    takeSum(acc, oneDnnLinearQuantized(in, quant, {}, acc));
+    return;
+  }
   linearAdd(acc, in, weight);
+}
+
+torch::Tensor weightRows(const torch::Tensor &weight, int64_t begin, int64_t count) {
+  return weight.defined() ? weight.narrow(0, begin, count) : torch::Tensor();
 }
 
 } // namespace nnsc

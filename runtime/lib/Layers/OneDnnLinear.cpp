@@ -57,9 +57,24 @@ public:
   }
 
   torch::Tensor get(const torch::Tensor &weight) {
-    const WeightKey key{weight.data_ptr(), weight.size(0), weight.size(1), weight.stride(0),
-                        weight.scalar_type()};
-    const std::optional<uint32_t> version = versionOf(weight);
+    return get(
+        {weight.data_ptr(), weight.size(0), weight.size(1), weight.stride(0), weight.scalar_type()},
+        weight.storage(), versionOf(weight), [&] { return weight; });
+  }
+
+  /// The packed copy of `quant`'s weights in `dtype`, packed from widen() on first use.
+  template <typename Widen>
+  torch::Tensor get(const QuantizedMatrix &quant, torch::ScalarType dtype, const Widen &widen) {
+    return get({quant.blocks.data_ptr(), quant.rows(), quant.cols, quant.blocks.stride(0), dtype},
+               quant.blocks.storage(), std::nullopt, widen);
+  }
+
+private:
+  /// The entry of `key` if it is current (its storage alive, at `version`), else one packed now
+  /// from widen(); `storage` tells when the weight is freed.
+  template <typename Widen>
+  torch::Tensor get(const WeightKey &key, const c10::Storage &storage,
+                    std::optional<uint32_t> version, const Widen &widen) {
     {
       std::lock_guard<std::mutex> lock(mutex);
       auto it = entries.find(key);
@@ -70,16 +85,16 @@ public:
     // weight at once store equal results.
     static const c10::OperatorHandle reorder =
         c10::Dispatcher::singleton().findSchemaOrThrow("mkldnn::_reorder_linear_weight", "");
-    torch::jit::Stack stack{weight.contiguous(), c10::IValue()};
+    torch::jit::Stack stack{widen().contiguous(), c10::IValue()};
     reorder.callBoxed(&stack);
     torch::Tensor packed = stack[0].toTensor();
     std::lock_guard<std::mutex> lock(mutex);
     dropFreed();
-    entries.insert_or_assign(key,
-                             PackedWeight{weight.storage().getWeakStorageImpl(), version, packed});
+    entries.insert_or_assign(key, PackedWeight{storage.getWeakStorageImpl(), version, packed});
     return packed;
   }
 
+public:
   size_t size() {
     std::lock_guard<std::mutex> lock(mutex);
     dropFreed();
@@ -128,23 +143,27 @@ bool cpuServesOneDnn() {
 
 } // namespace
 
-bool oneDnnLinearApplies(const torch::Tensor &in, const torch::Tensor &weight) {
+bool oneDnnServes(torch::ScalarType dtype) {
   static const bool registered =
       findOp("mkldnn::_linear_pointwise", "") && findOp("mkldnn::_linear_pointwise", "binary") &&
       findOp("mkldnn::_reorder_linear_weight", "") && !libTorchGemmRequested();
-  const auto type = in.scalar_type();
-  return registered && cpuServesOneDnn() && (type == torch::kFloat32 || type == torch::kBFloat16) &&
-         weight.scalar_type() == type && in.device().is_cpu() && weight.device().is_cpu() &&
-         in.layout() == torch::kStrided && weight.layout() == torch::kStrided &&
-         weight.dim() == 2 && weight.stride(1) == 1;
+  return registered && cpuServesOneDnn() && (dtype == torch::kFloat32 || dtype == torch::kBFloat16);
 }
 
-torch::Tensor oneDnnLinear(const torch::Tensor &in, const torch::Tensor &weight,
-                           const torch::Tensor &bias, const torch::Tensor &acc) {
+bool oneDnnLinearApplies(const torch::Tensor &in, const torch::Tensor &weight) {
+  return oneDnnServes(in.scalar_type()) && weight.scalar_type() == in.scalar_type() &&
+         in.device().is_cpu() && weight.device().is_cpu() && in.layout() == torch::kStrided &&
+         weight.layout() == torch::kStrided && weight.dim() == 2 && weight.stride(1) == 1;
+}
+
+namespace {
+
+/// in @ packed^T (+ bias), or acc + in @ packed^T, with a weight packed by PackCache.
+torch::Tensor productWithPacked(const torch::Tensor &in, const torch::Tensor &packed,
+                                const torch::Tensor &bias, const torch::Tensor &acc) {
   static const std::optional<c10::OperatorHandle> plain = findOp("mkldnn::_linear_pointwise", "");
   static const std::optional<c10::OperatorHandle> add =
       findOp("mkldnn::_linear_pointwise", "binary");
-  torch::Tensor packed = PackCache::shared().get(weight);
   c10::IValue biasValue = bias.defined() ? c10::IValue(bias.contiguous()) : c10::IValue();
   torch::jit::Stack stack;
   if (acc.defined()) {
@@ -161,6 +180,29 @@ torch::Tensor oneDnnLinear(const torch::Tensor &in, const torch::Tensor &weight,
     plain->callBoxed(&stack);
   }
   return stack[0].toTensor();
+}
+
+} // namespace
+
+torch::Tensor oneDnnLinear(const torch::Tensor &in, const torch::Tensor &weight,
+                           const torch::Tensor &bias, const torch::Tensor &acc) {
+  return productWithPacked(in, PackCache::shared().get(weight), bias, acc);
+}
+
+torch::Tensor oneDnnLinearQuantized(const torch::Tensor &in, const QuantizedMatrix &quant,
+                                    const torch::Tensor &bias, const torch::Tensor &acc) {
+  const torch::ScalarType dtype = in.scalar_type();
+  torch::Tensor packed = PackCache::shared().get(quant, dtype, [&] { return quant.widen(dtype); });
+  return productWithPacked(in, packed, bias, acc);
+}
+
+void oneDnnPackQuantized(const torch::Tensor &widened, const QuantizedMatrix &quant) {
+  TORCH_CHECK(widened.dim() == 2 && widened.size(0) == quant.rows() &&
+                  widened.size(1) == quant.cols,
+              "oneDnnPackQuantized: widened ", widened.sizes(), " is not [", quant.rows(), ", ",
+              quant.cols, "]");
+  if (oneDnnLinearApplies(widened, widened))
+    PackCache::shared().get(quant, widened.scalar_type(), [&] { return widened; });
 }
 
 void oneDnnPack(const torch::Tensor &weight) {

@@ -2,6 +2,7 @@
 
 #include "nnsc/Runtime/Layers/QuantizedLinear.h"
 
+#include "nnsc/Runtime/Kernels/Dequantize.h"
 #include "nnsc/Runtime/Kernels/ThreadPool.h"
 #include "nnsc/Runtime/Support/Error.h"
 
@@ -192,6 +193,47 @@ torch::Tensor QuantizedMatrix::ggmlBlocks() const {
   torch::Tensor out = torch::empty_like(in);
   kernels::joinQuantRows(format, in.data_ptr<uint8_t>(), out.data_ptr<uint8_t>(), in.size(0), cols);
   return out;
+}
+
+torch::Tensor QuantizedMatrix::widen(torch::ScalarType dtype) const {
+  TORCH_CHECK(defined(), "widen: no blocks");
+  std::vector<torch::Tensor> widened;
+  for (const QuantizedMatrix &part : parts()) {
+    const torch::Tensor ggml = part.ggmlBlocks();
+    torch::Tensor out = torch::empty({part.blocks.size(0), cols}, torch::kFloat32);
+    const uint8_t *src = ggml.data_ptr<uint8_t>();
+    float *dst = out.data_ptr<float>();
+    const int64_t n = out.numel();
+    switch (part.format) {
+    case kernels::QuantFormat::Q4_0:
+      kernels::dequantizeQ4_0(src, dst, n);
+      break;
+    case kernels::QuantFormat::Q4_1:
+      kernels::dequantizeQ4_1(src, dst, n);
+      break;
+    case kernels::QuantFormat::Q5_0:
+      kernels::dequantizeQ5_0(src, dst, n);
+      break;
+    case kernels::QuantFormat::Q5_1:
+      kernels::dequantizeQ5_1(src, dst, n);
+      break;
+    case kernels::QuantFormat::Q8_0:
+      kernels::dequantizeQ8_0(src, dst, n);
+      break;
+    case kernels::QuantFormat::Q4_K:
+      kernels::dequantizeQ4_K(src, dst, n);
+      break;
+    case kernels::QuantFormat::Q5_K:
+      kernels::dequantizeQ5_K(src, dst, n);
+      break;
+    case kernels::QuantFormat::Q6_K:
+      kernels::dequantizeQ6_K(src, dst, n);
+      break;
+    }
+    widened.push_back(std::move(out));
+  }
+  torch::Tensor all = widened.size() == 1 ? widened[0] : torch::cat(widened);
+  return all.to(dtype).contiguous();
 }
 
 QuantizedMatrix QuantizedMatrix::narrowCols(int64_t begin, int64_t count) const {

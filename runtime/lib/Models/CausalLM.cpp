@@ -84,6 +84,23 @@ CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels,
     s.last = s.layerOut;
     layerSites.push_back(s);
   }
+  dropWidenedProjections();
+}
+
+void CausalLM::dropWidenedProjections() {
+  static const bool quantKernels = kernels::quantIsaSupported(kernels::QuantIsa::Avx2);
+  if (tp || !device().is_cpu() || !quantKernels || !oneDnnServes(w.dtype) ||
+      quantDecodeMaxRows(w.dtype) < GemvMaxRows)
+    return;
+  for (LayerWeights &l : w.layers)
+    for (auto [weight, quant] :
+         {std::pair{&l.qkv, &l.qkvQuant}, std::pair{&l.o, &l.oQuant},
+          std::pair{&l.gateUp, &l.gateUpQuant}, std::pair{&l.down, &l.downQuant}})
+      if (quant->defined() && weight->defined()) {
+        oneDnnPackQuantized(*weight, *quant);
+        *weight = torch::Tensor();
+        widenedDropped = true;
+      }
 }
 
 void CausalLM::packWeights() const {

@@ -32,8 +32,7 @@ torch::Tensor CausalLM::applyModule(int module, const torch::Tensor &input) cons
   };
   auto rows = [](const torch::Tensor &weight, const torch::Tensor &bias,
                  const QuantizedMatrix &quant, int64_t begin, int64_t count) {
-    return Rows{weight.narrow(0, begin, count),
-                bias.defined() ? bias.narrow(0, begin, count) : torch::Tensor(),
+    return Rows{weightRows(weight, begin, count), weightRows(bias, begin, count),
                 quant.defined() ? quant.narrowRows(begin, count) : QuantizedMatrix()};
   };
   auto checkWidth = [&](int64_t width) {
@@ -52,7 +51,7 @@ torch::Tensor CausalLM::applyModule(int module, const torch::Tensor &input) cons
   };
   // A column-parallel projection: this rank's output channels, gathered whole.
   auto columnParallel = [&](const Rows &r, ShardAxis axis) {
-    checkWidth(r.weight.size(1));
+    checkWidth(r.weight.defined() ? r.weight.size(1) : r.quant.cols);
     torch::Tensor out = linear(input, r.weight, r.bias, r.quant);
     return tp ? gatherShards(out, out.dim() - 1, axis) : out;
   };

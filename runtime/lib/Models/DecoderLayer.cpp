@@ -95,8 +95,7 @@ private:
     if (lastReader)
       fire(inSite, input);
     return timed(Phase::QKVProj, [&] {
-      return linear(input, l.qkv.narrow(0, begin, count),
-                    l.qkvBias.defined() ? l.qkvBias.narrow(0, begin, count) : torch::Tensor(),
+      return linear(input, weightRows(l.qkv, begin, count), weightRows(l.qkvBias, begin, count),
                     l.qkvQuant.defined() ? l.qkvQuant.narrowRows(begin, count) : QuantizedMatrix());
     });
   }
@@ -122,7 +121,7 @@ private:
     torch::Tensor gateUp, gate;
     if (split) {
       gate = timed(Phase::GateUpProj, [&] {
-        return linear(ownInput(s.gateIn, h2), l.gateUp.narrow(0, 0, inter), {},
+        return linear(ownInput(s.gateIn, h2), weightRows(l.gateUp, 0, inter), {},
                       quantRows(l.gateUpQuant, 0));
       });
     } else {
@@ -151,7 +150,7 @@ private:
       return gateUp.narrow(1, inter, inter);
     fire(s.upIn, h2);
     return timed(Phase::GateUpProj, [&] {
-      return linear(h2, l.gateUp.narrow(0, inter, inter), {}, quantRows(l.gateUpQuant, inter));
+      return linear(h2, weightRows(l.gateUp, inter, inter), {}, quantRows(l.gateUpQuant, inter));
     });
   }
 

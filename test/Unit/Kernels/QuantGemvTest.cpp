@@ -10,6 +10,7 @@
 #include "QuantGemvTestUtil.h"
 
 #include "nnsc/Runtime/Layers/Linear.h"
+#include "nnsc/Runtime/Layers/OneDnnLinear.h"
 #include "nnsc/Runtime/Models/GGUFWeights.h"
 #include "nnsc/Runtime/Support/Error.h"
 #include "nnsc/Schema/ModelConfig.h"
@@ -164,6 +165,73 @@ TEST(QuantizedMatrix, SplitRowsPutScalesMinimumsAndQuantsSideBySide) {
   const QuantizedMatrix r = randomMatrix(QuantFormat::Q4_1, 4, 128);
   EXPECT_TRUE(dequantize(r.narrowCols(32, 64)).equal(dequantize(r).narrow(1, 32, 64)));
   EXPECT_FALSE(r.narrowCols(16, 64).defined());
+}
+
+/// The message of the c10::Error `fn` throws, or "no error".
+template <typename Fn> std::string errorOf(Fn &&fn) {
+  try {
+    fn();
+  } catch (const c10::Error &e) {
+    return e.msg();
+  }
+  return "no error";
+}
+
+/// A weight known by its blocks only (a model that dropped its widened copy): products over
+/// the quantized path's rows run on oneDNN's copy packed from the widened weights at load
+/// (oneDnnPackQuantized), a row range of it on a copy packed from the blocks on first use,
+/// with the values the widened weights give. Two formats, as llama.cpp's Q4_K_M q/k/v.
+TEST(QuantizedLinear, BlocksOnlyWeightsRunOnTheirPackedCopies) {
+  if (supportedIsas().empty())
+    GTEST_SKIP() << NoQuantKernels;
+  torch::manual_seed(4);
+  for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    if (!nnsc::oneDnnServes(dtype))
+      continue;
+    const char *name = dtype == torch::kFloat32 ? "fp32" : "bf16";
+    const QuantizedMatrix w = QuantizedMatrix::cat(
+        {randomMatrix(QuantFormat::Q5_0, 48, 96), randomMatrix(QuantFormat::Q8_0, 16, 96)});
+    const torch::Tensor widened = w.widen(dtype);
+    EXPECT_TRUE(widened.equal(dequantize(w).to(dtype))) << name;
+    nnsc::oneDnnPackQuantized(widened, w);
+    const size_t packed = nnsc::oneDnnPackedWeights();
+    const torch::Tensor bias = torch::randn({64}).to(dtype);
+    const double tolerance = dtype == torch::kFloat32 ? 1e-5 : 1e-2;
+    auto expectSame = [&](const torch::Tensor &got, const torch::Tensor &want,
+                          const std::string &what) {
+      EXPECT_TRUE(
+          torch::allclose(got.to(torch::kFloat32), want.to(torch::kFloat32), tolerance, tolerance))
+          << name << " " << what << ": largest difference "
+          << (got.to(torch::kFloat32) - want.to(torch::kFloat32)).abs().max().item<double>();
+    };
+    // Decode-sized rows run on the blocks (exact weights; the widened bf16 copy would be
+    // rounded), longer ones on the packed copies, as the widened weights do.
+    const torch::Tensor x3 = torch::randn({3, 96}).to(dtype), y0 = torch::randn({3, 64}).to(dtype);
+    expectClose(nnsc::linear(x3, {}, bias, w), x3, w, bias, {}, std::string(name) + " 3 rows");
+    torch::Tensor acc3 = y0.clone();
+    nnsc::linearAdd(acc3, x3, {}, w);
+    expectClose(acc3, x3, w, {}, y0, std::string(name) + " 3 rows added");
+    for (int64_t rows : {nnsc::GemvMaxRows + 1, int64_t(40)}) {
+      const std::string what = std::to_string(rows) + " rows";
+      const torch::Tensor x = torch::randn({rows, 96}).to(dtype);
+      expectSame(nnsc::linear(x, {}, bias, w), nnsc::linear(x, widened, bias), what);
+      torch::Tensor acc = torch::randn({rows, 64}).to(dtype), want = acc.clone();
+      nnsc::linearAdd(acc, x, {}, w);
+      nnsc::linearAdd(want, x, widened);
+      expectSame(acc, want, what + " added");
+      // Rows 40-55: across the change of format.
+      expectSame(nnsc::linear(x, {}, {}, w.narrowRows(40, 16)),
+                 nnsc::linear(x, widened.narrow(0, 40, 16)), what + " rows 40-55");
+    }
+    // The whole matrix found the copy packed at load; rows 40-55 were packed once (their
+    // widened twin once too, by the widened products next to them).
+    EXPECT_EQ(nnsc::oneDnnPackedWeights(), packed + 3) << name;
+    const torch::Tensor x = torch::randn({40, 96}).to(dtype);
+    EXPECT_EQ(errorOf([&] { nnsc::linear(x, {}, {}, QuantizedMatrix()); }),
+              "linear: neither a widened weight nor blocks");
+    EXPECT_EQ(errorOf([&] { nnsc::linear(x.narrow(1, 0, 64), {}, {}, w); }),
+              "linear: input [40, 64] does not match the blocks [64, 96]");
+  }
 }
 
 /// The bundled model's own blocks (q/k rows unpermuted as the loader does) against its

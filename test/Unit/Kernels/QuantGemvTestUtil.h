@@ -44,42 +44,7 @@ template <typename F> torch::Tensor catOverParts(const QuantizedMatrix &m, const
 }
 
 /// The loader's dequantization of `m` to fp32 [rows, cols], part by part.
-inline torch::Tensor dequantize(const QuantizedMatrix &m) {
-  if (!m.rest.empty())
-    return catOverParts(m, [](const QuantizedMatrix &part) { return dequantize(part); });
-  torch::Tensor blocks = m.ggmlBlocks();
-  torch::Tensor out = torch::empty({m.rows(), m.cols}, torch::kFloat32);
-  const int64_t n = m.rows() * m.cols;
-  const uint8_t *src = blocks.data_ptr<uint8_t>();
-  float *dst = out.data_ptr<float>();
-  switch (m.format) {
-  case QuantFormat::Q4_0:
-    nnsc::kernels::dequantizeQ4_0(src, dst, n);
-    break;
-  case QuantFormat::Q4_1:
-    nnsc::kernels::dequantizeQ4_1(src, dst, n);
-    break;
-  case QuantFormat::Q5_0:
-    nnsc::kernels::dequantizeQ5_0(src, dst, n);
-    break;
-  case QuantFormat::Q5_1:
-    nnsc::kernels::dequantizeQ5_1(src, dst, n);
-    break;
-  case QuantFormat::Q8_0:
-    nnsc::kernels::dequantizeQ8_0(src, dst, n);
-    break;
-  case QuantFormat::Q4_K:
-    nnsc::kernels::dequantizeQ4_K(src, dst, n);
-    break;
-  case QuantFormat::Q5_K:
-    nnsc::kernels::dequantizeQ5_K(src, dst, n);
-    break;
-  case QuantFormat::Q6_K:
-    nnsc::kernels::dequantizeQ6_K(src, dst, n);
-    break;
-  }
-  return out;
-}
+inline torch::Tensor dequantize(const QuantizedMatrix &m) { return m.widen(torch::kFloat32); }
 
 /// |m| of each weight's block [rows, cols]: the Q4_1/Q5_1 minimum, 8 |d| for Q4_0, 16 |d| for
 /// Q5_0, 0 for Q8_0 and Q6_K, Q4_K's and Q5_K's sub-block minimum; with `scales`, |d| instead

@@ -5,7 +5,8 @@
 // GemvMaxRows rows these run the AVX-512 GEMV kernels on the shared thread pool, split by
 // output rows; longer batches (prefill, large decode batches) run on oneDNN with the weight
 // packed once (OneDnnLinear.h), or LibTorch's GEMM where oneDNN does not apply. A weight
-// that also has its GGUF blocks (QuantizedLinear.h) runs on them for decode-sized batches.
+// that also has its GGUF blocks (QuantizedLinear.h) runs on them for decode-sized batches, and
+// may be known by its blocks and packed copy only.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,11 +39,18 @@ torch::Tensor linear(const torch::Tensor &in, const torch::Tensor &weight,
 void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor &weight);
 
 /// The same with `quant` the weight's blocks (or undefined): the quantized GEMV where
-/// quantizedLinearApplies(), the widened `weight` otherwise.
+/// quantizedLinearApplies(), the widened `weight` otherwise. `weight` may be undefined when
+/// `quant` is defined and oneDnnServes() the dtype (a model that dropped its widened copies,
+/// docs/Engine.md, "Memory"): the products the blocks do not serve then run on oneDNN's
+/// packed copy of them (oneDnnLinearQuantized).
 torch::Tensor linear(const torch::Tensor &in, const torch::Tensor &weight,
                      const torch::Tensor &bias, const QuantizedMatrix &quant);
 void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor &weight,
                const QuantizedMatrix &quant);
+
+/// Rows [begin, begin + count) of a widened weight or bias, or undefined if it is undefined
+/// (none, or dropped).
+torch::Tensor weightRows(const torch::Tensor &weight, int64_t begin, int64_t count);
 
 } // namespace nnsc
 

@@ -12,14 +12,20 @@
 #ifndef NNSC_RUNTIME_LAYERS_ONEDNNLINEAR_H
 #define NNSC_RUNTIME_LAYERS_ONEDNNLINEAR_H
 
+#include "nnsc/Runtime/Layers/QuantizedLinear.h"
+
 #include <torch/torch.h>
 
 namespace nnsc {
 
-/// Whether oneDnnLinear() can compute in [rows, k] @ weight[n, k]^T: LibTorch was built with
-/// oneDNN (its ops are registered), the CPU has AVX-512 BW/VL/DQ (oneDNN's bf16 path needs
-/// it; without it its fp32 products were measured less accurate than at::linear's), all
-/// tensors are dense CPU fp32 or bf16 of one dtype, and the weight has unit column stride.
+/// Whether oneDNN serves products of `dtype` here: LibTorch was built with oneDNN (its ops are
+/// registered, NNSC_GEMM is not `libtorch`), the CPU has AVX-512 BW/VL/DQ (oneDNN's bf16 path
+/// needs it; without it its fp32 products were measured less accurate than at::linear's), and
+/// `dtype` is fp32 or bf16.
+bool oneDnnServes(torch::ScalarType dtype);
+
+/// Whether oneDnnLinear() can compute in [rows, k] @ weight[n, k]^T: oneDnnServes() the
+/// dtype, all tensors are dense CPU tensors of it, and the weight has unit column stride.
 bool oneDnnLinearApplies(const torch::Tensor &in, const torch::Tensor &weight);
 
 /// in @ weight^T (+ bias), or acc + in @ weight^T when `acc` is defined (rounded once, as
@@ -34,6 +40,18 @@ torch::Tensor oneDnnLinear(const torch::Tensor &in, const torch::Tensor &weight,
 /// so the first product finds it packed. Loading calls it: packing the 135M model's fp32
 /// weights takes about 0.2 s, which would otherwise fall in the first batched step.
 void oneDnnPack(const torch::Tensor &weight);
+
+/// oneDnnLinear() for a weight known by its GGUF blocks only (the model dropped its widened
+/// copy, docs/Engine.md, "Memory"): with the copy oneDnnPackQuantized() packed at load, or,
+/// for a row range of it that was not packed (a hooked split path's q_proj), one packed now
+/// from quant.widen() (the same values the loader widened) and kept while the blocks live.
+/// `in` decides the dtype; oneDnnServes() it.
+torch::Tensor oneDnnLinearQuantized(const torch::Tensor &in, const QuantizedMatrix &quant,
+                                    const torch::Tensor &bias, const torch::Tensor &acc = {});
+
+/// Packs `widened`, the weights of `quant` as the loader widened them, as the copy
+/// oneDnnLinearQuantized() uses for `quant` in widened's dtype, so `widened` can be dropped.
+void oneDnnPackQuantized(const torch::Tensor &widened, const QuantizedMatrix &quant);
 
 /// Number of packed weights currently cached (for tests).
 size_t oneDnnPackedWeights();

@@ -4,7 +4,8 @@
 // from a Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 / Q4_K / Q5_K / Q6_K GGUF tensor keeps the file's
 // blocks next to its widened copy, and up to quantDecodeMaxRows(dtype) activation rows the product
 // runs the quantized GEMV kernels (Kernels/QuantGemv.h) on them: 4.5-8.5 bits per weight read
-// instead of 32 (fp32) or 16 (bf16). Longer batches (prefill) keep the widened weights and oneDNN.
+// instead of 32 (fp32) or 16 (bf16). Longer batches (prefill) run on oneDNN's packed copy of the
+// widened weights, which the model may then drop (CausalLM::dropWidenedProjections).
 // The choice is per call, on the number of rows; NNSC_QUANT_DECODE switches it (docs/Engine.md,
 // "Quantized decode").
 //
@@ -55,6 +56,10 @@ struct QuantizedMatrix {
   /// The ggml blocks again, [rows, cols / block weights * block bytes] (for dequantization);
   /// a matrix of one format only (`rest` empty).
   torch::Tensor ggmlBlocks() const;
+  /// The weights [rows(), cols] in `dtype` (fp32 or bf16), each part dequantized by the
+  /// loader's own decoders (Kernels/Dequantize.h) and rounded to `dtype` as the loader rounds
+  /// its widened copy: equal to the rows the loader widened from the same blocks.
+  torch::Tensor widen(torch::ScalarType dtype) const;
 
   bool defined() const { return blocks.defined(); }
   int64_t rows() const;

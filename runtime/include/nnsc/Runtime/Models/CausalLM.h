@@ -72,6 +72,10 @@ public:
   /// serves them), so that the first batched forward does not pay for it.
   void packWeights() const;
 
+  /// Whether the layers' projections dropped their widened copies at construction
+  /// (dropWidenedProjections).
+  bool widenedProjectionsDropped() const { return widenedDropped; }
+
 private:
   /// Site indices of one decoder layer.
   struct LayerSites {
@@ -131,9 +135,18 @@ private:
     return kernels->rmsNorm(x, weight, eps);
   }
 
+  /// Where nothing would read them after loading, packs each layer projection that has its
+  /// GGUF blocks for oneDNN (keyed by the blocks) and drops its widened copy: on the CPU, on
+  /// one rank, where oneDNN serves the dtype and the blocks serve every row count the widened
+  /// copy's GEMV kernels would (quantDecodeMaxRows >= GemvMaxRows: fp32 by default). Products
+  /// over that row count then run on the packed copy, hooked split paths and module calls on
+  /// row ranges of it packed from the blocks (Linear.h). docs/Engine.md, "Memory".
+  void dropWidenedProjections();
+
   ModelWeights w;
   /// w.allQuantized(), once: whether decode-sized steps keep every product on the thread pool.
   bool allQuantized;
+  bool widenedDropped = false;
   /// w.config with this rank's heads, KV heads and intermediate size.
   schema::ModelConfig local;
   const DeviceKernels *kernels;
