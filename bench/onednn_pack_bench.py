@@ -12,7 +12,11 @@ weights N output rows at a time, each tile copied before its product (a stand-in
 dequantizing tiles of GGUF blocks into a GEMM instead of keeping any widened copy).
 
 usage: .venv/bin/python bench/onednn_pack_bench.py [--threads N] [--rounds N] [--repeat N]
-           [--rows 32,64,128,512] [--tile N]
+           [--rows 32,64,128,512] [--tile N] [--lm-head]
+
+`--lm-head` adds lm_head (49152 x 576) to the layer's products: the set
+`nnsc-bench-quant-gemv MODEL --threads N` times on the GEMV and quantized kernels, for
+comparing oneDNN with them at decode-sized row counts.
 
 Progress goes to stderr; the results table (Markdown) to stdout.
 """
@@ -45,8 +49,10 @@ def main():
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--rows", default="32,64,128,512")
     ap.add_argument("--tile", type=int, default=0)
+    ap.add_argument("--lm-head", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    shapes = SHAPES + ([(49152, 576)] if a.lm_head else [])
     linear = torch.ops.mkldnn._linear_pointwise
     reorder = torch.ops.mkldnn._reorder_linear_weight
     torch.manual_seed(0)
@@ -55,10 +61,10 @@ def main():
     print("| dtype | rows | packed ms | plain ms | plain / packed |" + tiled)
     print("|---|---|---|---|---|" + ("---|---|" if a.tile else ""))
     for dtype in (torch.float32, torch.bfloat16):
-        weights = [torch.randn(n, k, dtype=dtype) for n, k in SHAPES]
+        weights = [torch.randn(n, k, dtype=dtype) for n, k in shapes]
         packed = [reorder(w, None) for w in weights]
         for rows in (int(r) for r in a.rows.split(",")):
-            inputs = [torch.randn(rows, k, dtype=dtype) for _, k in SHAPES]
+            inputs = [torch.randn(rows, k, dtype=dtype) for _, k in shapes]
 
             def layer(ws):
                 return lambda: [linear(x, w, None, "none", [], "") for x, w in zip(inputs, ws)]
@@ -85,8 +91,9 @@ def main():
                 t = statistics.median(times["tiles"])
                 row += " %.3f | %.2fx |" % (t * 1e3, t / p)
             print(row)
-    print("\nOne SmolLM2-135M layer's four products, %d threads, medians of %d rounds of the best "
-          "of %d calls, packed and plain alternated." % (a.threads, a.rounds, a.repeat))
+    print("\nOne SmolLM2-135M layer's four products%s, %d threads, medians of %d rounds of the best "
+          "of %d calls, packed and plain alternated." % (" and lm_head" if a.lm_head else "",
+                                                          a.threads, a.rounds, a.repeat))
 
 
 if __name__ == "__main__":

@@ -89,8 +89,7 @@ CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels,
 
 void CausalLM::dropWidenedProjections() {
   static const bool quantKernels = kernels::quantIsaSupported(kernels::QuantIsa::Avx2);
-  if (tp || !device().is_cpu() || !quantKernels || !oneDnnServes(w.dtype) ||
-      quantDecodeMaxRows(w.dtype) < GemvMaxRows)
+  if (tp || !device().is_cpu() || !quantKernels || !oneDnnServes(w.dtype))
     return;
   for (LayerWeights &l : w.layers)
     for (auto [weight, quant] :
@@ -175,7 +174,8 @@ torch::Tensor CausalLM::forward(const torch::Tensor &tokens, const AttentionMeta
   // A decode-sized step runs every product on the thread pool: its workers wait for the next
   // one polling, through attention and hooks, instead of sleeping and being woken.
   std::optional<kernels::ThreadPool::KeepPolling> polling;
-  if (x.device().is_cpu() && linearRunsOnThreadPool(tokens.size(0), w.dtype, allQuantized))
+  if (x.device().is_cpu() &&
+      linearRunsOnThreadPool(tokens.size(0), w.dtype, allQuantized, !widenedDropped))
     polling.emplace();
   for (int64_t i = 0; i < w.config.layers; ++i) {
     const LayerSites &s = layerSites[size_t(i)];

@@ -1,11 +1,12 @@
 //===- DroppedWeightsTest.cpp - a model without its widened projections ---===//
 //
-// The bundled SmolLM2 loaded in fp32 with its GGUF blocks drops the widened copies of its
-// layer projections (CausalLM::dropWidenedProjections): decode runs on the blocks, longer
-// products on oneDNN's copy packed from the widened weights at load, and a module call on a
-// row range of a fused projection on a copy packed from the blocks. Against the same file
-// loaded without blocks (every product on the widened weights): the same greedy tokens, and
-// the module calls within fp32 summation order.
+// The bundled SmolLM2 loaded with its GGUF blocks drops the widened copies of its layer
+// projections (CausalLM::dropWidenedProjections): decode runs on the blocks, longer products
+// on oneDNN's copy packed from the widened weights at load, and a module call on a row range
+// of a fused projection on a copy packed from the blocks. Against the same file loaded without
+// blocks (every product on the widened weights): in fp32 the same greedy tokens; module calls
+// over the quantized path's rows within fp32 summation order, and in bf16 within its rounding
+// (the widened model takes its GEMV kernels at 9-16 rows, the other oneDNN).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,9 +23,9 @@ using namespace nnsc;
 
 namespace {
 
-std::shared_ptr<const CausalLM> load(bool keepBlocks) {
+std::shared_ptr<const CausalLM> load(torch::ScalarType dtype, bool keepBlocks) {
   const std::string path = NNSC_DEFAULT_MODEL;
-  return std::make_shared<const CausalLM>(ModelWeights::load(path, torch::kFloat32, {}, keepBlocks),
+  return std::make_shared<const CausalLM>(ModelWeights::load(path, dtype, {}, keepBlocks),
                                           CpuKernels::get());
 }
 
@@ -46,36 +47,56 @@ std::vector<RequestResult> generate(std::shared_ptr<const CausalLM> model) {
   return engine.runToCompletion();
 }
 
-TEST(DroppedWeights, SameTokensAndModuleCallsAsTheWidenedModel) {
+class DroppedWeights : public ::testing::TestWithParam<torch::ScalarType> {};
+
+TEST_P(DroppedWeights, SameTokensAndModuleCallsAsTheWidenedModel) {
   ASSERT_TRUE(std::filesystem::exists(NNSC_DEFAULT_MODEL))
       << NNSC_DEFAULT_MODEL << " is missing: run scripts/setup";
-  std::shared_ptr<const CausalLM> dropped = load(/*keepBlocks=*/true);
+  const torch::ScalarType dtype = GetParam();
+  std::shared_ptr<const CausalLM> dropped = load(dtype, /*keepBlocks=*/true);
   if (!dropped->widenedProjectionsDropped())
-    GTEST_SKIP() << "this CPU keeps the widened projections (no oneDNN or no quantized "
-                    "kernels, or NNSC_QUANT_DECODE below 16 rows)";
-  std::shared_ptr<const CausalLM> widened = load(/*keepBlocks=*/false);
+    GTEST_SKIP() << "this CPU keeps the widened projections (no oneDNN or no quantized kernels)";
+  std::shared_ptr<const CausalLM> widened = load(dtype, /*keepBlocks=*/false);
   ASSERT_FALSE(widened->widenedProjectionsDropped());
 
-  const std::vector<RequestResult> got = generate(dropped), want = generate(widened);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_EQ(got[i].completionTokens, want[i].completionTokens) << "request " << i;
+  // In bf16 the widened model decodes with weights rounded to bf16, the other on the blocks.
+  if (dtype == torch::kFloat32) {
+    const std::vector<RequestResult> got = generate(dropped), want = generate(widened);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_EQ(got[i].completionTokens, want[i].completionTokens) << "request " << i;
+  }
 
   // Row ranges of the fused projections (q_proj, up_proj) and a whole one (down_proj) as a
-  // trace's module call runs them, over every decode row limit.
+  // trace's module call runs them: 24 rows, over every decode row limit; in bf16 also 12,
+  // between its quantized path's 8 rows and the GEMV kernels' 16.
   const schema::Architecture &arch = dropped->architecture();
+  const double tolerance = dtype == torch::kFloat32 ? 1e-5 : 2e-2;
   torch::manual_seed(3);
-  for (const char *path : {"model.layers.2.self_attn.q_proj", "model.layers.5.mlp.up_proj",
-                           "model.layers.9.mlp.down_proj", "model.layers.4.mlp"}) {
-    const int module = arch.findModule(path);
-    ASSERT_GE(module, 0) << path;
-    const int64_t width = std::string(path).ends_with("down_proj") ? dropped->config().intermediate
-                                                                   : dropped->config().hidden;
-    const torch::Tensor x = torch::randn({24, width});
-    const torch::Tensor a = dropped->applyModule(module, x), b = widened->applyModule(module, x);
-    EXPECT_TRUE(torch::allclose(a, b, 1e-5, 1e-5))
-        << path << ": largest difference " << (a - b).abs().max().item<double>();
+  for (int64_t rows : {12, 24}) {
+    if (rows == 12 && dtype == torch::kFloat32)
+      continue; // both on the blocks
+    for (const char *path : {"model.layers.2.self_attn.q_proj", "model.layers.5.mlp.up_proj",
+                             "model.layers.9.mlp.down_proj", "model.layers.4.mlp"}) {
+      const int module = arch.findModule(path);
+      ASSERT_GE(module, 0) << path;
+      const int64_t width = std::string(path).ends_with("down_proj")
+                                ? dropped->config().intermediate
+                                : dropped->config().hidden;
+      const torch::Tensor x = torch::randn({rows, width}).to(dtype);
+      const torch::Tensor a = dropped->applyModule(module, x).to(torch::kFloat32),
+                          b = widened->applyModule(module, x).to(torch::kFloat32);
+      EXPECT_TRUE(torch::allclose(a, b, tolerance, tolerance))
+          << path << " at " << rows << " rows: largest difference "
+          << (a - b).abs().max().item<double>();
+    }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, DroppedWeights,
+                         ::testing::Values(torch::kFloat32, torch::kBFloat16),
+                         [](const auto &info) {
+                           return info.param == torch::kFloat32 ? "F32" : "BF16";
+                         });
 
 } // namespace

@@ -135,12 +135,12 @@ private:
     return kernels->rmsNorm(x, weight, eps);
   }
 
-  /// Where nothing would read them after loading, packs each layer projection that has its
-  /// GGUF blocks for oneDNN (keyed by the blocks) and drops its widened copy: on the CPU, on
-  /// one rank, where oneDNN serves the dtype and the blocks serve every row count the widened
-  /// copy's GEMV kernels would (quantDecodeMaxRows >= GemvMaxRows: fp32 by default). Products
-  /// over that row count then run on the packed copy, hooked split paths and module calls on
-  /// row ranges of it packed from the blocks (Linear.h). docs/Engine.md, "Memory".
+  /// Packs each layer projection that has its GGUF blocks for oneDNN (keyed by the blocks) and
+  /// drops its widened copy: on the CPU, on one rank, where oneDNN serves the dtype. Products
+  /// up to quantDecodeMaxRows rows run on the blocks, longer ones on the packed copy (also
+  /// those the widened GEMV kernels took, up to GemvMaxRows: oneDNN's packed products were
+  /// measured faster there), hooked split paths and module calls on row ranges of it packed
+  /// from the blocks (Linear.h). docs/Engine.md, "Memory".
   void dropWidenedProjections();
 
   ModelWeights w;
