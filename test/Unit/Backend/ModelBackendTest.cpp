@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ErrorMessage.h"
 #include "TinyModel.h"
 
 #include "nnsc/Runtime/Backend/CpuKernels.h"
@@ -19,18 +20,10 @@ using namespace nnsc;
 
 namespace {
 
+using nnsc::test::errorOf;
+
 std::shared_ptr<DeviceBackend> tinyBackend() {
   return makeCpuBackend(std::make_shared<CausalLM>(test::tinyWeights(), CpuKernels::get()));
-}
-
-/// The error message of `fn`, or "no error".
-template <typename Fn> std::string errorOf(Fn &&fn) {
-  try {
-    fn();
-  } catch (const c10::Error &e) {
-    return e.msg();
-  }
-  return "no error";
 }
 
 /// Metadata of one step over one sequence at positions [cached, cached + queries) whose

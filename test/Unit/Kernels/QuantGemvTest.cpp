@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ErrorMessage.h"
 #include "QuantGemvTestUtil.h"
 
 #include "nnsc/Runtime/Layers/Linear.h"
@@ -18,6 +19,8 @@
 #include <filesystem>
 
 namespace {
+
+using nnsc::test::errorOf;
 
 using namespace nnsc::quant_test;
 
@@ -165,16 +168,6 @@ TEST(QuantizedMatrix, SplitRowsPutScalesMinimumsAndQuantsSideBySide) {
   const QuantizedMatrix r = randomMatrix(QuantFormat::Q4_1, 4, 128);
   EXPECT_TRUE(dequantize(r.narrowCols(32, 64)).equal(dequantize(r).narrow(1, 32, 64)));
   EXPECT_FALSE(r.narrowCols(16, 64).defined());
-}
-
-/// The message of the c10::Error `fn` throws, or "no error".
-template <typename Fn> std::string errorOf(Fn &&fn) {
-  try {
-    fn();
-  } catch (const c10::Error &e) {
-    return e.msg();
-  }
-  return "no error";
 }
 
 /// A weight known by its blocks only (a model that dropped its widened copy): products over
