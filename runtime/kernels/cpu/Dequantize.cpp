@@ -197,4 +197,25 @@ void dequantizeQ6_K(const uint8_t *src, float *out, int64_t count) {
   }
 }
 
+void dequantize(QuantFormat format, const uint8_t *src, float *out, int64_t count) {
+  switch (format) {
+  case QuantFormat::Q4_0:
+    return dequantizeQ4_0(src, out, count);
+  case QuantFormat::Q4_1:
+    return dequantizeQ4_1(src, out, count);
+  case QuantFormat::Q5_0:
+    return dequantizeQ5_0(src, out, count);
+  case QuantFormat::Q5_1:
+    return dequantizeQ5_1(src, out, count);
+  case QuantFormat::Q8_0:
+    return dequantizeQ8_0(src, out, count);
+  case QuantFormat::Q4_K:
+    return dequantizeQ4_K(src, out, count);
+  case QuantFormat::Q5_K:
+    return dequantizeQ5_K(src, out, count);
+  case QuantFormat::Q6_K:
+    return dequantizeQ6_K(src, out, count);
+  }
+}
+
 } // namespace nnsc::kernels

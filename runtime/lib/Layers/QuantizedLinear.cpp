@@ -201,35 +201,7 @@ torch::Tensor QuantizedMatrix::widen(torch::ScalarType dtype) const {
   for (const QuantizedMatrix &part : parts()) {
     const torch::Tensor ggml = part.ggmlBlocks();
     torch::Tensor out = torch::empty({part.blocks.size(0), cols}, torch::kFloat32);
-    const uint8_t *src = ggml.data_ptr<uint8_t>();
-    float *dst = out.data_ptr<float>();
-    const int64_t n = out.numel();
-    switch (part.format) {
-    case kernels::QuantFormat::Q4_0:
-      kernels::dequantizeQ4_0(src, dst, n);
-      break;
-    case kernels::QuantFormat::Q4_1:
-      kernels::dequantizeQ4_1(src, dst, n);
-      break;
-    case kernels::QuantFormat::Q5_0:
-      kernels::dequantizeQ5_0(src, dst, n);
-      break;
-    case kernels::QuantFormat::Q5_1:
-      kernels::dequantizeQ5_1(src, dst, n);
-      break;
-    case kernels::QuantFormat::Q8_0:
-      kernels::dequantizeQ8_0(src, dst, n);
-      break;
-    case kernels::QuantFormat::Q4_K:
-      kernels::dequantizeQ4_K(src, dst, n);
-      break;
-    case kernels::QuantFormat::Q5_K:
-      kernels::dequantizeQ5_K(src, dst, n);
-      break;
-    case kernels::QuantFormat::Q6_K:
-      kernels::dequantizeQ6_K(src, dst, n);
-      break;
-    }
+    kernels::dequantize(part.format, ggml.data_ptr<uint8_t>(), out.data_ptr<float>(), out.numel());
     widened.push_back(std::move(out));
   }
   torch::Tensor all = widened.size() == 1 ? widened[0] : torch::cat(widened);

@@ -5,6 +5,7 @@
 #include "nnsc/Runtime/Kernels/Dequantize.h"
 
 #include <cstring>
+#include <optional>
 #include <regex>
 
 namespace nnsc {
@@ -36,12 +37,44 @@ std::optional<std::string> ggufTensorName(const std::string &hfName) {
   return std::nullopt;
 }
 
+namespace {
+
+/// The block format of a GGUF tensor type, if it is one the kernels read.
+std::optional<kernels::QuantFormat> quantFormatOf(uint32_t type) {
+  switch (static_cast<gguf::TensorType>(type)) {
+  case gguf::TensorType::Q4_0:
+    return kernels::QuantFormat::Q4_0;
+  case gguf::TensorType::Q4_1:
+    return kernels::QuantFormat::Q4_1;
+  case gguf::TensorType::Q5_0:
+    return kernels::QuantFormat::Q5_0;
+  case gguf::TensorType::Q5_1:
+    return kernels::QuantFormat::Q5_1;
+  case gguf::TensorType::Q8_0:
+    return kernels::QuantFormat::Q8_0;
+  case gguf::TensorType::Q4_K:
+    return kernels::QuantFormat::Q4_K;
+  case gguf::TensorType::Q5_K:
+    return kernels::QuantFormat::Q5_K;
+  case gguf::TensorType::Q6_K:
+    return kernels::QuantFormat::Q6_K;
+  default:
+    return std::nullopt;
+  }
+}
+
+} // namespace
+
 torch::Tensor dequantizeGGUFTensor(const gguf::GGUFFile &file, const gguf::TensorInfo &info) {
   std::vector<int64_t> shape(info.dims.rbegin(), info.dims.rend());
   const uint8_t *src = file.tensorData(info);
   const int64_t n = info.numElements();
   torch::Tensor out = torch::empty(shape, torch::kFloat32);
   float *dst = out.data_ptr<float>();
+  if (const std::optional<kernels::QuantFormat> format = quantFormatOf(info.type)) {
+    kernels::dequantize(*format, src, dst, n);
+    return out;
+  }
   switch (static_cast<gguf::TensorType>(info.type)) {
   case gguf::TensorType::F32:
     std::memcpy(dst, src, size_t(n) * sizeof(float));
@@ -51,30 +84,6 @@ torch::Tensor dequantizeGGUFTensor(const gguf::GGUFFile &file, const gguf::Tenso
     break;
   case gguf::TensorType::BF16:
     kernels::dequantizeBF16(src, dst, n);
-    break;
-  case gguf::TensorType::Q8_0:
-    kernels::dequantizeQ8_0(src, dst, n);
-    break;
-  case gguf::TensorType::Q4_0:
-    kernels::dequantizeQ4_0(src, dst, n);
-    break;
-  case gguf::TensorType::Q4_1:
-    kernels::dequantizeQ4_1(src, dst, n);
-    break;
-  case gguf::TensorType::Q5_0:
-    kernels::dequantizeQ5_0(src, dst, n);
-    break;
-  case gguf::TensorType::Q5_1:
-    kernels::dequantizeQ5_1(src, dst, n);
-    break;
-  case gguf::TensorType::Q4_K:
-    kernels::dequantizeQ4_K(src, dst, n);
-    break;
-  case gguf::TensorType::Q5_K:
-    kernels::dequantizeQ5_K(src, dst, n);
-    break;
-  case gguf::TensorType::Q6_K:
-    kernels::dequantizeQ6_K(src, dst, n);
     break;
   default:
     throw ModelLoadError("'" + file.path() + "': tensor '" + info.name + "' has type " +
@@ -140,35 +149,10 @@ QuantizedMatrix GGUFWeightSource::getQuantized(const std::string &hfName,
   const gguf::TensorInfo *info = find(hfName, shape, /*optional=*/true);
   if (!info || shape.size() != 2)
     return {};
-  kernels::QuantFormat format;
-  switch (static_cast<gguf::TensorType>(info->type)) {
-  case gguf::TensorType::Q4_0:
-    format = kernels::QuantFormat::Q4_0;
-    break;
-  case gguf::TensorType::Q4_1:
-    format = kernels::QuantFormat::Q4_1;
-    break;
-  case gguf::TensorType::Q5_0:
-    format = kernels::QuantFormat::Q5_0;
-    break;
-  case gguf::TensorType::Q5_1:
-    format = kernels::QuantFormat::Q5_1;
-    break;
-  case gguf::TensorType::Q8_0:
-    format = kernels::QuantFormat::Q8_0;
-    break;
-  case gguf::TensorType::Q4_K:
-    format = kernels::QuantFormat::Q4_K;
-    break;
-  case gguf::TensorType::Q5_K:
-    format = kernels::QuantFormat::Q5_K;
-    break;
-  case gguf::TensorType::Q6_K:
-    format = kernels::QuantFormat::Q6_K;
-    break;
-  default:
+  const std::optional<kernels::QuantFormat> quant = quantFormatOf(info->type);
+  if (!quant)
     return {};
-  }
+  const kernels::QuantFormat format = *quant;
   const int64_t blockWeights = kernels::quantBlockWeights(format);
   const int64_t rowBytes = shape[1] / blockWeights * kernels::quantBlockBytes(format);
   if (shape[1] % blockWeights != 0 || int64_t(info->size) != shape[0] * rowBytes)

@@ -55,7 +55,10 @@ TEST_P(DroppedWeights, SameTokensAndModuleCallsAsTheWidenedModel) {
   const torch::ScalarType dtype = GetParam();
   std::shared_ptr<const CausalLM> dropped = load(dtype, /*keepBlocks=*/true);
   if (!dropped->widenedProjectionsDropped())
-    GTEST_SKIP() << "this CPU keeps the widened projections (no oneDNN or no quantized kernels)";
+    GTEST_SKIP() << "the model keeps its widened projections here, so there is nothing to "
+                    "compare: oneDNN does not serve this CPU (it needs AVX-512 BW/VL/DQ) or this "
+                    "build (NNSC_GEMM=libtorch), or the CPU lacks the quantized kernels' "
+                    "AVX2/FMA/F16C";
   std::shared_ptr<const CausalLM> widened = load(dtype, /*keepBlocks=*/false);
   ASSERT_FALSE(widened->widenedProjectionsDropped());
 

@@ -11,6 +11,8 @@
 #ifndef NNSC_RUNTIME_KERNELS_DEQUANTIZE_H
 #define NNSC_RUNTIME_KERNELS_DEQUANTIZE_H
 
+#include "nnsc/Runtime/Kernels/QuantGemv.h"
+
 #include <cstdint>
 #include <cstring>
 
@@ -84,6 +86,9 @@ void unpackQ6_K(const uint8_t *block, int8_t *q, float *scales);
 void dequantizeQ4_K(const uint8_t *src, float *out, int64_t count);
 void dequantizeQ5_K(const uint8_t *src, float *out, int64_t count);
 void dequantizeQ6_K(const uint8_t *src, float *out, int64_t count);
+
+/// The decoder above of the block format `format`.
+void dequantize(QuantFormat format, const uint8_t *src, float *out, int64_t count);
 
 } // namespace nnsc::kernels
 
