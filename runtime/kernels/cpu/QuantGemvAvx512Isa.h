@@ -63,6 +63,13 @@ struct Avx512 {
     hi = _mm512_cvtepi32_ps(
         _mm512_mask_or_epi32(h, __mmask16(_kshiftri_mask32(fifth, 16)), h, sixteen));
   }
+  /// a + b in the lanes whose bit is set in the 16-bit word at `bits` (bit i: lane i), a
+  /// elsewhere.
+  static V addWhere(V a, const uint8_t *bits, V b) {
+    uint16_t word;
+    std::memcpy(&word, bits, sizeof word);
+    return _mm512_mask_add_ps(a, _cvtu32_mask16(word), a, b);
+  }
   /// Lanes p W to p W + W of two Q5_K sub-blocks 2g and 2g + 1: the 16 bytes of nibbles at
   /// `qs` (as q4) with 16 or'ed in where bit `bit` (lo) or `bit` + 1 (hi) of the matching
   /// byte of the 16 at `qh` is set (p = 0).

@@ -23,10 +23,12 @@
 namespace nnsc {
 
 /// Activation rows up to which a projection with quantized blocks uses them by default, per
-/// activation dtype: the crossovers measured against the widened weights' kernels on a Zen 4
-/// (fp32: 1.4x at 16 rows, 0.7x at 24; bf16: 1.1x at 8, 0.9x at 12; docs/Engine.md).
-constexpr int64_t QuantDecodeDefaultMaxRowsF32 = 16;
-constexpr int64_t QuantDecodeDefaultMaxRowsBF16 = 8;
+/// activation dtype: the last batch sizes where batched decode on the blocks beat the same
+/// steps on oneDNN's packed copies, end to end on a Zen 5 (bench/quant_crossover.py; fp32:
+/// 1.21x at 20 rows, 1.01-1.03x at 24, 0.92x at 28; bf16: 1.03-1.09x at 16, 0.88x at 20;
+/// docs/Engine.md, "Quantized decode").
+constexpr int64_t QuantDecodeDefaultMaxRowsF32 = 24;
+constexpr int64_t QuantDecodeDefaultMaxRowsBF16 = 16;
 
 /// The row limit in force for activations of `dtype`: NNSC_QUANT_DECODE=off (or 0) turns the
 /// quantized path off (the loader then keeps no blocks), NNSC_QUANT_DECODE=N uses it up to N
