@@ -182,7 +182,7 @@ template <class Isa, QuantFormat F, int RB, typename T>
 void kQuantRows(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
   // sum(x) per 32 activations of the row the factored form takes (blockMinSums with Q4_1's
   // factor 1); Q6_K has no minimums.
-  const float *subSums = hasNibbleSubBlocks(F) && a.batch % Isa::BatchBlock == 1
+  const float *subSums = hasNibbleSubBlocks(F) && lastTileIsOneRow<Isa::BatchBlock>(a.batch)
                              ? blockMinSums<Isa, QuantFormat::Q4_1>(a, a.batch - 1)
                              : nullptr;
   int64_t r = rowBegin;

@@ -240,33 +240,14 @@ void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float 
       if (b == 0)
         prefetchGroupAhead<RB, Bytes>(w, a.rowBytes, k);
       V dot[RB];
-      if constexpr (isQ5(F) && requires { Isa::addWhere; }) {
-        // q x as (q mod 16) x plus 16 x where the fifth bit is set: the nibbles widen as Q4's
-        // do (vpermps) and the fifth bits, loaded straight into mask registers, select masked
-        // adds of 16 x, computed once for the RB rows. Against Isa::q5 (integer or, then
-        // conversion): 31.0-32.6 against 29.5-30.9 Gweights/s at one row on a Zen 5
-        // (nnsc-bench-quant-formats); a 32-entry vpermt2ps lookup in place of the
-        // conversion was no faster (28.9-30.2).
-        const T *xk = x + k * BlockWeights;
+      for (int p = 0; p < Pairs; ++p) {
+        const T *xk = x + k * BlockWeights + p * W;
         const V xlo = Isa::load(xk), xhi = Isa::load(xk + 16);
-        const V x16lo = Isa::mul(Isa::set1(16.0f), xlo), x16hi = Isa::mul(Isa::set1(16.0f), xhi);
         for (int i = 0; i < RB; ++i) {
-          const uint8_t *q = qs + i * a.rowBytes + k * Row::QuantBytes;
           V lo, hi;
-          Isa::q4(q + 4, lo, hi);
-          dot[i] = Isa::addWhere(Isa::mul(lo, xlo), q, x16lo);
-          dot[i] = Isa::addWhere(Isa::fma(hi, xhi, dot[i]), q + 2, x16hi);
-        }
-      } else {
-        for (int p = 0; p < Pairs; ++p) {
-          const T *xk = x + k * BlockWeights + p * W;
-          const V xlo = Isa::load(xk), xhi = Isa::load(xk + 16);
-          for (int i = 0; i < RB; ++i) {
-            V lo, hi;
-            quants<Isa, F>(qs + i * a.rowBytes + k * Row::QuantBytes, p, lo, hi);
-            dot[i] = p ? Isa::fma(lo, xlo, dot[i]) : Isa::mul(lo, xlo);
-            dot[i] = Isa::fma(hi, xhi, dot[i]);
-          }
+          quants<Isa, F>(qs + i * a.rowBytes + k * Row::QuantBytes, p, lo, hi);
+          dot[i] = p ? Isa::fma(lo, xlo, dot[i]) : Isa::mul(lo, xlo);
+          dot[i] = Isa::fma(hi, xhi, dot[i]);
         }
       }
       for (int i = 0; i < RB; ++i)
@@ -313,12 +294,18 @@ const float *blockMinSums(const QuantGemvArgs<T> &a, int64_t b) {
 }
 
 /// Calls tile(std::integral_constant<int, n>(), b) for the activation rows [b, b + n) of a
-/// batch: BB rows at a time (BB = Isa::BatchBlock, 4), then the 1-3 rows left.
+/// batch: BB rows at a time (BB = Isa::BatchBlock, 4 or 8), then a tile of 4 if BB is 8 and 4
+/// or more are left, then the 1-3 rows left.
 template <int BB, typename F> void forBatchTiles(int64_t batch, const F &tile) {
-  static_assert(BB == 4, "the rest is cut into tiles of 3, 2 or 1 rows");
+  static_assert(BB == 4 || BB == 8, "the rest is cut into tiles of 4, 3, 2 or 1 rows");
   int64_t b = 0;
   for (; b + BB <= batch; b += BB)
     tile(std::integral_constant<int, BB>(), b);
+  if constexpr (BB == 8)
+    if (b + 4 <= batch) {
+      tile(std::integral_constant<int, 4>(), b);
+      b += 4;
+    }
   switch (batch - b) {
   case 3:
     tile(std::integral_constant<int, 3>(), b);
@@ -334,6 +321,10 @@ template <int BB, typename F> void forBatchTiles(int64_t batch, const F &tile) {
   }
 }
 
+/// Whether forBatchTiles<BB> leaves the batch's last row alone in a tile of one (the factored
+/// kernels' case).
+template <int BB> constexpr bool lastTileIsOneRow(int64_t batch) { return batch % BB % 4 == 1; }
+
 template <class Isa, QuantFormat F, int RB, typename T>
 void rowBlock(const QuantGemvArgs<T> &a, int64_t r, const float *minSums) {
   forBatchTiles<Isa::BatchBlock>(a.batch, [&](auto rows, int64_t b) {
@@ -345,7 +336,7 @@ template <class Isa, QuantFormat F, int RB, typename T>
 void gemvRows(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
   // The last activation row goes to the factored kernel when the batch leaves it alone.
   const float *minSums =
-      a.batch % Isa::BatchBlock == 1 ? blockMinSums<Isa, F>(a, a.batch - 1) : nullptr;
+      lastTileIsOneRow<Isa::BatchBlock>(a.batch) ? blockMinSums<Isa, F>(a, a.batch - 1) : nullptr;
   int64_t r = rowBegin;
   for (; r + RB <= rowEnd; r += RB)
     rowBlock<Isa, F, RB>(a, r, minSums);

@@ -264,7 +264,7 @@ TEST(QuantGemvRealBlocks, BundledModelProjectionsMatchTheWidenedWeights) {
     const torch::Tensor dense = source.get(name, shape, torch::kFloat32, false).narrow(0, 0, rows);
     EXPECT_TRUE(dequantize(w).equal(dense)) << name << ": blocks and widened rows differ";
     for (auto dtype : {torch::kFloat32, torch::kBFloat16})
-      for (int64_t batch : {1, 2, 4, 7, 12}) {
+      for (int64_t batch : {1, 2, 4, 7, 12, 13, 24}) {
         const std::string what = name + (dtype == torch::kFloat32 ? " fp32" : " bf16") +
                                  " batch=" + std::to_string(batch);
         const torch::Tensor x = torch::randn({batch, shape[1]}).to(dtype);

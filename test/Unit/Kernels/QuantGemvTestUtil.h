@@ -223,14 +223,14 @@ inline torch::Tensor runKernel(const torch::Tensor &x, const QuantizedMatrix &w,
 }
 
 /// Every kernel this CPU runs on random `format` blocks of each width in `widths`: row counts
-/// off the 2- and 4-row blocks, batches off the 2- and 4-row activation blocks, with and
+/// off the 2- and 4-row blocks, batches off the 4- and 8-row activation tiles, with and
 /// without bias.
 inline void expectKernelsMatchOverShapes(QuantFormat format, torch::ScalarType dtype,
                                          std::initializer_list<int64_t> widths) {
   for (QuantIsa isa : supportedIsas())
     for (int64_t rows : {1, 3, 5, 6, 17})
       for (int64_t cols : widths)
-        for (int64_t batch : {1, 2, 3, 4, 5, 7, 9}) {
+        for (int64_t batch : {1, 2, 3, 4, 5, 7, 8, 9, 13, 15}) {
           const QuantizedMatrix w = randomMatrix(format, rows, cols);
           const torch::Tensor x = torch::randn({batch, cols}).to(dtype);
           const torch::Tensor bias = torch::randn({rows}).to(dtype);
