@@ -9,6 +9,10 @@
 // passed. Also prints GB/s of blocks read at M = 1, and a pass over the whole model's blocks
 // at M = 1 packed as the loader packs them against separate allocations.
 //
+// It compares kernels, not the engine's paths: the one layer's weights, called again and again,
+// stay in the caches (a decode step streams every layer's from memory), and the lm_head has
+// most of the weights. bench/quant_crossover.py places the row limit end to end.
+//
 //   nnsc-bench-quant-gemv MODEL.gguf [--threads N] [--repeat R] [--dtype fp32|bf16]
 //
 //===----------------------------------------------------------------------===//
