@@ -78,7 +78,9 @@ LoadedModel loadModel(const ModelLoadOptions &options) {
   LoadedModel loaded;
   ModelWeights weights = ModelWeights::load(
       options.path, options.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32,
-      options.progress ? options.progress : [](int64_t, int64_t) {}, quantDecodeEnabled(),
+      options.progress ? options.progress : [](int64_t, int64_t) {},
+      // The CUDA backend drops the blocks (its kernels read widened weights).
+      options.device == "cuda" ? ProjectionForms::Widened : defaultProjectionForms(),
       ranks ? ShardRank{ranks->rank, ranks->worldSize} : ShardRank{});
   if (options.device == "cuda") {
     loaded.backend = loadCudaBackend(std::move(weights), ranks ? ranks->localRank : 0, ranks);

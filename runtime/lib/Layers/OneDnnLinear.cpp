@@ -196,13 +196,9 @@ torch::Tensor oneDnnLinearQuantized(const torch::Tensor &in, const QuantizedMatr
   return productWithPacked(in, packed, bias, acc);
 }
 
-void oneDnnPackQuantized(const torch::Tensor &widened, const QuantizedMatrix &quant) {
-  TORCH_CHECK(widened.dim() == 2 && widened.size(0) == quant.rows() &&
-                  widened.size(1) == quant.cols,
-              "oneDnnPackQuantized: widened ", widened.sizes(), " is not [", quant.rows(), ", ",
-              quant.cols, "]");
-  if (oneDnnLinearApplies(widened, widened))
-    PackCache::shared().get(quant, widened.scalar_type(), [&] { return widened; });
+void oneDnnPackQuantized(const QuantizedMatrix &quant, torch::ScalarType dtype) {
+  if (quant.defined() && oneDnnServes(dtype))
+    PackCache::shared().get(quant, dtype, [&] { return quant.widen(dtype); });
 }
 
 void oneDnnPack(const torch::Tensor &weight) {

@@ -150,6 +150,13 @@ std::vector<QuantizedMatrix> QuantizedMatrix::parts() const {
   return out;
 }
 
+QuantizedMatrix QuantizedMatrix::selectRows(const torch::Tensor &ids) const {
+  TORCH_CHECK(rest.empty(), "selectRows: a matrix of ", rest.size() + 1, " formats");
+  QuantizedMatrix m = *this;
+  m.blocks = blocks.index_select(0, ids); // throws for an id out of range
+  return m;
+}
+
 QuantizedMatrix QuantizedMatrix::narrowRows(int64_t begin, int64_t count) const {
   TORCH_CHECK(begin >= 0 && count >= 0 && begin + count <= rows(), "narrowRows: rows [", begin,
               ", ", begin + count, ") of a matrix of ", rows());

@@ -16,8 +16,8 @@ namespace nnsc {
 
 CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels,
                    std::shared_ptr<TensorParallelGroup> group)
-    : w(std::move(weights)), allQuantized(w.allQuantized()), local(w.config), kernels(&kernels),
-      arch(w.config), rope(w.config, w.embed.device()),
+    : w(std::move(weights)), allQuantized(w.allQuantized()), widenedDropped(w.widenedDropped()),
+      local(w.config), kernels(&kernels), arch(w.config), rope(w.config, w.norm.device()),
       scale(1.0 / std::sqrt(double(w.config.headDim))) {
   if (w.shard.heads == 0) // weights assembled by hand: the whole model
     w.shard = TensorShard::whole(w.config);
@@ -84,29 +84,22 @@ CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels,
     s.last = s.layerOut;
     layerSites.push_back(s);
   }
-  dropWidenedProjections();
-}
-
-void CausalLM::dropWidenedProjections() {
-  static const bool quantKernels = kernels::quantIsaSupported(kernels::QuantIsa::Avx2);
-  if (tp || !device().is_cpu() || !quantKernels || !oneDnnServes(w.dtype))
-    return;
-  for (LayerWeights &l : w.layers)
-    for (auto [weight, quant] :
-         {std::pair{&l.qkv, &l.qkvQuant}, std::pair{&l.o, &l.oQuant},
-          std::pair{&l.gateUp, &l.gateUpQuant}, std::pair{&l.down, &l.downQuant}})
-      if (quant->defined() && weight->defined()) {
-        oneDnnPackQuantized(*weight, *quant);
-        *weight = torch::Tensor();
-        widenedDropped = true;
-      }
 }
 
 void CausalLM::packWeights() const {
   for (const LayerWeights &l : w.layers)
-    for (const torch::Tensor &weight : {l.qkv, l.o, l.gateUp, l.down})
-      oneDnnPack(weight);
-  oneDnnPack(w.lmHead);
+    for (auto [weight, blocks] : {std::pair{&l.qkv, &l.qkvQuant}, std::pair{&l.o, &l.oQuant},
+                                  std::pair{&l.gateUp, &l.gateUpQuant},
+                                  std::pair{&l.down, &l.downQuant}}) {
+      if (weight->defined())
+        oneDnnPack(*weight);
+      else // loaded without its widened copy: packed from the blocks, one at a time
+        oneDnnPackQuantized(*blocks, w.dtype);
+    }
+  // Without its widened copy the lm_head is packed on its first product over the row limit:
+  // a batch that wide may never come, and the copy is as large as the embedding.
+  if (w.lmHead.defined())
+    oneDnnPack(w.lmHead);
 }
 
 torch::Tensor CausalLM::headNorm(const torch::Tensor &x, const torch::Tensor &weight) const {

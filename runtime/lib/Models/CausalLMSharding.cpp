@@ -72,7 +72,8 @@ void CausalLM::fireSharded(const HookDispatch &hooks, int site, torch::Tensor &v
 
 torch::Tensor CausalLM::embed(const torch::Tensor &tokens) const {
   if (!tp)
-    return at::embedding(w.embed, tokens);
+    return w.embed.defined() ? at::embedding(w.embed, tokens)
+                             : w.lmHeadQuant.selectRows(tokens).widen(w.dtype);
   const TensorShard &s = w.shard;
   torch::Tensor ids = tokens - s.vocabBegin;
   torch::Tensor other = (ids < 0) | (ids >= s.vocabCount);

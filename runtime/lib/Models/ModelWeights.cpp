@@ -2,6 +2,8 @@
 
 #include "nnsc/Runtime/Models/ModelWeights.h"
 
+#include "nnsc/Runtime/Kernels/QuantGemv.h"
+#include "nnsc/Runtime/Layers/OneDnnLinear.h" // oneDnnServes
 #include "nnsc/Runtime/Models/GGUFWeights.h"
 #include "nnsc/Runtime/Models/SafetensorsWeights.h"
 
@@ -16,9 +18,19 @@ std::string formatShape(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
+ProjectionForms defaultProjectionForms() {
+  return quantDecodeEnabled() ? ProjectionForms::BlocksAndPacked : ProjectionForms::Widened;
+}
+
 ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
                              torch::ScalarType dtype, const LoadProgress &progress,
-                             bool keepQuantized, ShardRank rank) {
+                             ProjectionForms forms, ShardRank rank) {
+  const bool keepQuantized = forms != ProjectionForms::Widened;
+  // Products over the row limit need oneDNN's packed copy in place of the widened one, the
+  // blocks the quantized kernels; and one rank: the tensor-parallel paths read widened shards.
+  const bool packedOnly = forms == ProjectionForms::BlocksAndPacked && rank.size == 1 &&
+                          oneDnnServes(dtype) &&
+                          kernels::quantIsaSupported(kernels::QuantIsa::Avx2);
   ModelWeights w;
   w.config = c;
   w.shard = TensorShard::of(c, rank.rank, rank.size);
@@ -68,6 +80,18 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
       blocks.push_back(quantPart(p.name, p.shape, p.slice));
     return blocks.size() == 1 ? blocks[0] : QuantizedMatrix::cat(blocks);
   };
+  // A projection from its parts, fused in row order: its blocks, and its widened tensor unless
+  // packedOnly and the blocks serve it.
+  auto projection = [&](std::initializer_list<Part> parts, torch::Tensor &widened,
+                        QuantizedMatrix &blocks) {
+    blocks = quant(parts);
+    if (packedOnly && blocks.defined())
+      return;
+    std::vector<torch::Tensor> rows;
+    for (const Part &p : parts)
+      rows.push_back(get(p.name, p.shape, p.slice));
+    widened = rows.size() == 1 ? rows[0] : torch::cat(rows);
+  };
   // Column-parallel rows (q, k/v, gate/up), row-parallel columns (o, down), vocabulary rows.
   const Slice qRows{0, sh.headBegin * d, sh.heads * d},
       kvRows{0, sh.kvHeadBegin * d, sh.kvHeads * d};
@@ -76,15 +100,22 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
       interCols{1, sh.interBegin, sh.intermediate};
   const Slice vocabRows{0, sh.vocabBegin, sh.vocabCount};
 
-  w.embed = get("model.embed_tokens.weight", {c.vocab, c.hidden}, vocabRows);
+  // A tied embedding with blocks is not widened where they serve it (packedOnly).
+  const QuantizedMatrix tiedBlocks =
+      packedOnly && c.tiedEmbeddings
+          ? quant({{"model.embed_tokens.weight", {c.vocab, c.hidden}, vocabRows}})
+          : QuantizedMatrix();
+  if (!tiedBlocks.defined())
+    w.embed = get("model.embed_tokens.weight", {c.vocab, c.hidden}, vocabRows);
   step();
   for (int64_t i = 0; i < c.layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     LayerWeights l;
     l.inputNorm = get(p + "input_layernorm.weight", {c.hidden});
-    l.qkv = torch::cat({get(p + "self_attn.q_proj.weight", {q, c.hidden}, qRows),
-                        get(p + "self_attn.k_proj.weight", {kv, c.hidden}, kvRows),
-                        get(p + "self_attn.v_proj.weight", {kv, c.hidden}, kvRows)});
+    projection({{p + "self_attn.q_proj.weight", {q, c.hidden}, qRows},
+                {p + "self_attn.k_proj.weight", {kv, c.hidden}, kvRows},
+                {p + "self_attn.v_proj.weight", {kv, c.hidden}, kvRows}},
+               l.qkv, l.qkvQuant);
     if (c.qkvBias)
       l.qkvBias = torch::cat({get(p + "self_attn.q_proj.bias", {q}, qRows),
                               get(p + "self_attn.k_proj.bias", {kv}, kvRows),
@@ -93,18 +124,13 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
       l.qNorm = get(p + "self_attn.q_norm.weight", {c.headDim});
       l.kNorm = get(p + "self_attn.k_norm.weight", {c.headDim});
     }
-    l.o = get(p + "self_attn.o_proj.weight", {c.hidden, q}, qCols);
+    projection({{p + "self_attn.o_proj.weight", {c.hidden, q}, qCols}}, l.o, l.oQuant);
     l.postNorm = get(p + "post_attention_layernorm.weight", {c.hidden});
-    l.gateUp = torch::cat({get(p + "mlp.gate_proj.weight", {c.intermediate, c.hidden}, interRows),
-                           get(p + "mlp.up_proj.weight", {c.intermediate, c.hidden}, interRows)});
-    l.down = get(p + "mlp.down_proj.weight", {c.hidden, c.intermediate}, interCols);
-    l.qkvQuant = quant({{p + "self_attn.q_proj.weight", {q, c.hidden}, qRows},
-                        {p + "self_attn.k_proj.weight", {kv, c.hidden}, kvRows},
-                        {p + "self_attn.v_proj.weight", {kv, c.hidden}, kvRows}});
-    l.oQuant = quant({{p + "self_attn.o_proj.weight", {c.hidden, q}, qCols}});
-    l.gateUpQuant = quant({{p + "mlp.gate_proj.weight", {c.intermediate, c.hidden}, interRows},
-                           {p + "mlp.up_proj.weight", {c.intermediate, c.hidden}, interRows}});
-    l.downQuant = quant({{p + "mlp.down_proj.weight", {c.hidden, c.intermediate}, interCols}});
+    projection({{p + "mlp.gate_proj.weight", {c.intermediate, c.hidden}, interRows},
+                {p + "mlp.up_proj.weight", {c.intermediate, c.hidden}, interRows}},
+               l.gateUp, l.gateUpQuant);
+    projection({{p + "mlp.down_proj.weight", {c.hidden, c.intermediate}, interCols}}, l.down,
+               l.downQuant);
     w.layers.push_back(std::move(l));
     step();
   }
@@ -113,9 +139,11 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
   // transformers ties lm_head to the embedding whenever the config says so, even if a file
   // also carries an lm_head tensor.
   w.lmHead = c.tiedEmbeddings ? w.embed : get("lm_head.weight", {c.vocab, c.hidden}, vocabRows);
-  w.lmHeadQuant = quant({{c.tiedEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight",
-                          {c.vocab, c.hidden},
-                          vocabRows}});
+  w.lmHeadQuant = tiedBlocks.defined()
+                      ? tiedBlocks
+                      : quant({{c.tiedEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight",
+                                {c.vocab, c.hidden},
+                                vocabRows}});
   step();
   // The blocks in the order a decode step reads them, in one region (packQuantized).
   std::vector<QuantizedMatrix *> readOrder;
@@ -133,6 +161,14 @@ int64_t ModelWeights::quantizedBytes() const {
   return bytes;
 }
 
+bool ModelWeights::widenedDropped() const {
+  bool dropped = lmHeadQuant.defined() && !lmHead.defined();
+  for (const LayerWeights &l : layers)
+    dropped = dropped || !l.qkv.defined() || !l.o.defined() || !l.gateUp.defined() ||
+              !l.down.defined();
+  return dropped;
+}
+
 bool ModelWeights::allQuantized() const {
   bool all = lmHeadQuant.defined();
   for (const LayerWeights &l : layers)
@@ -142,7 +178,8 @@ bool ModelWeights::allQuantized() const {
 }
 
 ModelWeights ModelWeights::load(const std::string &path, torch::ScalarType dtype,
-                                const LoadProgress &progress, bool keepQuantized, ShardRank rank) {
+                                const LoadProgress &progress, ProjectionForms forms,
+                                ShardRank rank) {
   if (dtype != torch::kFloat32 && dtype != torch::kBFloat16)
     throw ModelLoadError(std::string("unsupported compute dtype '") + c10::toString(dtype) +
                          "' (supported: float32, bfloat16)");
@@ -153,7 +190,7 @@ ModelWeights ModelWeights::load(const std::string &path, torch::ScalarType dtype
     if (!config)
       throw ModelLoadError(error);
     SafetensorsWeightSource source(path);
-    return assembleWeights(*config, source, dtype, progress, false, rank);
+    return assembleWeights(*config, source, dtype, progress, ProjectionForms::Widened, rank);
   }
   std::unique_ptr<gguf::GGUFFile> file = gguf::GGUFFile::open(path, error);
   if (!file)
@@ -162,7 +199,7 @@ ModelWeights ModelWeights::load(const std::string &path, torch::ScalarType dtype
   if (!config)
     throw ModelLoadError(error);
   GGUFWeightSource source(*file, *config);
-  return assembleWeights(*config, source, dtype, progress, keepQuantized, rank);
+  return assembleWeights(*config, source, dtype, progress, forms, rank);
 }
 
 } // namespace nnsc

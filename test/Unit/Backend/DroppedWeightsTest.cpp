@@ -1,12 +1,13 @@
 //===- DroppedWeightsTest.cpp - a model without its widened projections ---===//
 //
-// The bundled SmolLM2 loaded with its GGUF blocks drops the widened copies of its layer
-// projections (CausalLM::dropWidenedProjections): decode runs on the blocks, longer products
-// on oneDNN's copy packed from the widened weights at load, and a module call on a row range
-// of a fused projection on a copy packed from the blocks. Against the same file loaded without
-// blocks (every product on the widened weights): in fp32 the same greedy tokens; module calls
-// over the quantized path's rows within fp32 summation order, and in bf16 within its rounding
-// (the widened model takes its GEMV kernels at 9-16 rows, the other oneDNN).
+// The bundled SmolLM2 loaded with its GGUF blocks and no widened copy of what they serve
+// (ProjectionForms::BlocksAndPacked): decode runs on the blocks, longer products on oneDNN's
+// copies packed from them at load, a module call on a row range of a fused projection on a
+// copy packed from the blocks then, the tied embedding's rows are widened from the lm_head's
+// blocks, and an lm_head product over the row limit packs them on first use. Against the same
+// file loaded without blocks (every product on the widened weights): in fp32 the same greedy
+// tokens; module calls over the quantized path's rows within fp32 summation order, and in
+// bf16 within its rounding.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 #include "nnsc/Runtime/Backend/DeviceBackend.h"
 #include "nnsc/Runtime/Engine/LLMEngine.h"
 #include "nnsc/Runtime/Layers/OneDnnLinear.h"
+#include "nnsc/Runtime/Layers/QuantizedLinear.h"
 
 #include <gtest/gtest.h>
 
@@ -23,9 +25,9 @@ using namespace nnsc;
 
 namespace {
 
-std::shared_ptr<const CausalLM> load(torch::ScalarType dtype, bool keepBlocks) {
+std::shared_ptr<const CausalLM> load(torch::ScalarType dtype, ProjectionForms forms) {
   const std::string path = NNSC_DEFAULT_MODEL;
-  return std::make_shared<const CausalLM>(ModelWeights::load(path, dtype, {}, keepBlocks),
+  return std::make_shared<const CausalLM>(ModelWeights::load(path, dtype, {}, forms),
                                           CpuKernels::get());
 }
 
@@ -53,13 +55,13 @@ TEST_P(DroppedWeights, SameTokensAndModuleCallsAsTheWidenedModel) {
   ASSERT_TRUE(std::filesystem::exists(NNSC_DEFAULT_MODEL))
       << NNSC_DEFAULT_MODEL << " is missing: run scripts/setup";
   const torch::ScalarType dtype = GetParam();
-  std::shared_ptr<const CausalLM> dropped = load(dtype, /*keepBlocks=*/true);
+  std::shared_ptr<const CausalLM> dropped = load(dtype, ProjectionForms::BlocksAndPacked);
   if (!dropped->widenedProjectionsDropped())
     GTEST_SKIP() << "the model keeps its widened projections here, so there is nothing to "
                     "compare: oneDNN does not serve this CPU (it needs AVX-512 BW/VL/DQ) or this "
                     "build (NNSC_GEMM=libtorch), or the CPU lacks the quantized kernels' "
                     "AVX2/FMA/F16C";
-  std::shared_ptr<const CausalLM> widened = load(dtype, /*keepBlocks=*/false);
+  std::shared_ptr<const CausalLM> widened = load(dtype, ProjectionForms::Widened);
   ASSERT_FALSE(widened->widenedProjectionsDropped());
 
   // In bf16 the widened model decodes with weights rounded to bf16, the other on the blocks.
@@ -70,17 +72,17 @@ TEST_P(DroppedWeights, SameTokensAndModuleCallsAsTheWidenedModel) {
       EXPECT_EQ(got[i].completionTokens, want[i].completionTokens) << "request " << i;
   }
 
-  // Row ranges of the fused projections (q_proj, up_proj) and a whole one (down_proj) as a
-  // trace's module call runs them: 24 rows, over every decode row limit; in bf16 also 12,
-  // between its quantized path's 8 rows and the GEMV kernels' 16.
+  // Row ranges of the fused projections (q_proj, up_proj), a whole one (down_proj) and the
+  // lm_head as a trace's module call runs them, over the quantized path's row limit (at or
+  // under it both models run the blocks).
   const schema::Architecture &arch = dropped->architecture();
   const double tolerance = dtype == torch::kFloat32 ? 1e-5 : 2e-2;
   torch::manual_seed(3);
-  for (int64_t rows : {12, 24}) {
-    if (rows == 12 && dtype == torch::kFloat32)
-      continue; // both on the blocks
+  for (int64_t rows : {20, 32}) {
+    if (rows <= quantDecodeMaxRows(dtype))
+      continue;
     for (const char *path : {"model.layers.2.self_attn.q_proj", "model.layers.5.mlp.up_proj",
-                             "model.layers.9.mlp.down_proj", "model.layers.4.mlp"}) {
+                             "model.layers.9.mlp.down_proj", "model.layers.4.mlp", "lm_head"}) {
       const int module = arch.findModule(path);
       ASSERT_GE(module, 0) << path;
       const int64_t width = std::string(path).ends_with("down_proj")

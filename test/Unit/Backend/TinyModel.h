@@ -21,7 +21,7 @@ inline ModelWeights tinyWeights(torch::ScalarType dtype = torch::kFloat32, Shard
   c.vocab = 96;
   c.maxPositions = 256;
   RandomSource source;
-  return assembleWeights(c, source, dtype, {}, false, rank);
+  return assembleWeights(c, source, dtype, {}, ProjectionForms::Widened, rank);
 }
 
 } // namespace nnsc::test

@@ -102,6 +102,24 @@ TEST(QuantizedMatrix, CatAndNarrowRowsFollowTheWidenedRows) {
   EXPECT_FALSE(QuantizedMatrix::cat({a, QuantizedMatrix()}).defined());
 }
 
+// An embedding lookup on the blocks (a tied embedding without its widened copy): the rows
+// asked for, in that order, repeats included, as the widened rows; an id off the matrix and a
+// matrix of two formats are refused.
+TEST(QuantizedMatrix, SelectRowsIsALookupOfTheWidenedRows) {
+  torch::manual_seed(4);
+  QuantizedMatrix m = randomMatrix(QuantFormat::Q4_1, 9, 64);
+  nnsc::packQuantized({&m}); // as the loader keeps them: split rows in one region
+  const torch::Tensor ids = torch::tensor({7, 0, 7, 3}, torch::kInt64);
+  for (torch::ScalarType dtype : {torch::kFloat32, torch::kBFloat16})
+    EXPECT_TRUE(m.selectRows(ids).widen(dtype).equal(m.widen(dtype).index_select(0, ids)))
+        << (dtype == torch::kFloat32 ? "fp32" : "bf16");
+  EXPECT_EQ(m.selectRows(torch::zeros({0}, torch::kInt64)).rows(), 0);
+  EXPECT_THROW(m.selectRows(torch::tensor({9}, torch::kInt64)), c10::Error);
+  const QuantizedMatrix mixed =
+      QuantizedMatrix::cat({m, randomMatrix(QuantFormat::Q8_0, 2, 64)});
+  EXPECT_NE(errorOf([&] { mixed.selectRows(ids); }).find("2 formats"), std::string::npos);
+}
+
 // A fused projection whose parts a file stores in different formats (llama.cpp's Q4_K_M:
 // Q5_0 q and k, Q8_0 v) keeps one part per run of a format, and its products, row slices,
 // column slices and packing follow the widened rows.
@@ -170,8 +188,8 @@ TEST(QuantizedMatrix, SplitRowsPutScalesMinimumsAndQuantsSideBySide) {
   EXPECT_FALSE(r.narrowCols(16, 64).defined());
 }
 
-/// A weight known by its blocks only (a model that dropped its widened copy): products over
-/// the quantized path's rows run on oneDNN's copy packed from the widened weights at load
+/// A weight known by its blocks only (loaded without its widened copy): products over the
+/// quantized path's rows run on oneDNN's copy packed from the blocks ahead
 /// (oneDnnPackQuantized), a row range of it on a copy packed from the blocks on first use,
 /// with the values the widened weights give. Two formats, as llama.cpp's Q4_K_M q/k/v.
 TEST(QuantizedLinear, BlocksOnlyWeightsRunOnTheirPackedCopies) {
@@ -186,7 +204,7 @@ TEST(QuantizedLinear, BlocksOnlyWeightsRunOnTheirPackedCopies) {
         {randomMatrix(QuantFormat::Q5_0, 48, 96), randomMatrix(QuantFormat::Q8_0, 16, 96)});
     const torch::Tensor widened = w.widen(dtype);
     EXPECT_TRUE(widened.equal(dequantize(w).to(dtype))) << name;
-    nnsc::oneDnnPackQuantized(widened, w);
+    nnsc::oneDnnPackQuantized(w, dtype);
     const size_t packed = nnsc::oneDnnPackedWeights();
     const torch::Tensor bias = torch::randn({64}).to(dtype);
     const double tolerance = dtype == torch::kFloat32 ? 1e-5 : 1e-2;
@@ -204,7 +222,7 @@ TEST(QuantizedLinear, BlocksOnlyWeightsRunOnTheirPackedCopies) {
     torch::Tensor acc3 = y0.clone();
     nnsc::linearAdd(acc3, x3, {}, w);
     expectClose(acc3, x3, w, {}, y0, std::string(name) + " 3 rows added");
-    for (int64_t rows : {nnsc::GemvMaxRows + 1, int64_t(40)}) {
+    for (int64_t rows : {nnsc::quantDecodeMaxRows(dtype) + 1, int64_t(40)}) {
       const std::string what = std::to_string(rows) + " rows";
       const torch::Tensor x = torch::randn({rows, 96}).to(dtype);
       expectSame(nnsc::linear(x, {}, bias, w), nnsc::linear(x, widened, bias), what);

@@ -41,17 +41,18 @@ torch::Tensor oneDnnLinear(const torch::Tensor &in, const torch::Tensor &weight,
 /// weights takes about 0.2 s, which would otherwise fall in the first batched step.
 void oneDnnPack(const torch::Tensor &weight);
 
-/// oneDnnLinear() for a weight known by its GGUF blocks only (the model dropped its widened
-/// copy, docs/Engine.md, "Memory"): with the copy oneDnnPackQuantized() packed at load, or,
-/// for a row range of it that was not packed (a hooked split path's q_proj), one packed now
-/// from quant.widen() (the same values the loader widened) and kept while the blocks live.
-/// `in` decides the dtype; oneDnnServes() it.
+/// oneDnnLinear() for a weight known by its GGUF blocks only (loaded without its widened copy,
+/// docs/Engine.md, "Memory"): with the copy oneDnnPackQuantized() packed, or one packed now
+/// from quant.widen() (the same values the loader widens; a row range of it, as a hooked split
+/// path's q_proj, gets its own) and kept while the blocks live. `in` decides the dtype;
+/// oneDnnServes() it.
 torch::Tensor oneDnnLinearQuantized(const torch::Tensor &in, const QuantizedMatrix &quant,
                                     const torch::Tensor &bias, const torch::Tensor &acc = {});
 
-/// Packs `widened`, the weights of `quant` as the loader widened them, as the copy
-/// oneDnnLinearQuantized() uses for `quant` in widened's dtype, so `widened` can be dropped.
-void oneDnnPackQuantized(const torch::Tensor &widened, const QuantizedMatrix &quant);
+/// Packs the copy oneDnnLinearQuantized() uses for `quant` in `dtype` now, from quant.widen(),
+/// unless it is packed already: so the first product over the row limit does not pay for it.
+/// Does nothing where oneDNN does not serve `dtype`.
+void oneDnnPackQuantized(const QuantizedMatrix &quant, torch::ScalarType dtype);
 
 /// Number of packed weights currently cached (for tests).
 size_t oneDnnPackedWeights();

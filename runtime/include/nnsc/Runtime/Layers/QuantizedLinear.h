@@ -5,7 +5,7 @@
 // blocks next to its widened copy, and up to quantDecodeMaxRows(dtype) activation rows the product
 // runs the quantized GEMV kernels (Kernels/QuantGemv.h) on them: 4.5-8.5 bits per weight read
 // instead of 32 (fp32) or 16 (bf16). Longer batches (prefill) run on oneDNN's packed copy of the
-// widened weights, which the model may then drop (CausalLM::dropWidenedProjections).
+// widened weights, which a load may keep in place of them (ProjectionForms::BlocksAndPacked).
 // The choice is per call, on the number of rows; NNSC_QUANT_DECODE switches it (docs/Engine.md,
 // "Quantized decode").
 //
@@ -71,6 +71,9 @@ struct QuantizedMatrix {
   std::vector<QuantizedMatrix> parts() const;
   /// Rows [begin, begin + count) (views of the same blocks).
   QuantizedMatrix narrowRows(int64_t begin, int64_t count) const;
+  /// Rows `ids` (int64 [n], each in [0, rows())) in that order, as copies of their blocks:
+  /// with widen(), an embedding lookup on the blocks. A matrix of one format only.
+  QuantizedMatrix selectRows(const torch::Tensor &ids) const;
   /// Columns [begin, begin + count) as a copy, or undefined unless both are whole blocks.
   QuantizedMatrix narrowCols(int64_t begin, int64_t count) const;
   /// The rows of `parts` one after another, as torch::cat does for the widened weights;

@@ -50,7 +50,7 @@ public:
   const schema::Architecture &architecture() const { return arch; }
   torch::ScalarType dtype() const { return w.dtype; }
   /// Where the weights are.
-  torch::Device device() const { return w.embed.device(); }
+  torch::Device device() const { return w.norm.device(); }
 
   /// Runs the step whose tokens are `tokens` ([total_tokens] int64) described by `meta`,
   /// writing their K/V into `cache`, and returns the logits [meta.sampleRows, vocab] in fp32.
@@ -69,11 +69,13 @@ public:
   torch::Tensor applyModule(int module, const torch::Tensor &input) const;
 
   /// Packs the weights of the fused projections and the lm_head for oneDNN now (where oneDNN
-  /// serves them), so that the first batched forward does not pay for it.
+  /// serves them), so that the first batched forward does not pay for it; a projection loaded
+  /// without its widened copy from its blocks (the lm_head, then, on its first product over
+  /// the row limit).
   void packWeights() const;
 
-  /// Whether the layers' projections dropped their widened copies at construction
-  /// (dropWidenedProjections).
+  /// Whether the weights came without widened copies of what their blocks serve
+  /// (ProjectionForms::BlocksAndPacked).
   bool widenedProjectionsDropped() const { return widenedDropped; }
 
 private:
@@ -125,7 +127,8 @@ private:
   /// and keeps this rank's shard of what the hooks left.
   void fireSharded(const HookDispatch &hooks, int site, torch::Tensor &value, int64_t dim,
                    ShardAxis axis) const;
-  /// The embedding of `tokens`, from this rank's vocabulary rows and all-reduced.
+  /// The embedding of `tokens`, from this rank's vocabulary rows and all-reduced; from the
+  /// lm_head's blocks where the widened embedding was dropped.
   torch::Tensor embed(const torch::Tensor &tokens) const;
   /// The whole logits from this rank's vocabulary columns: on every rank if `everyRank`, else
   /// on rank 0 ([rows, 0] elsewhere).
@@ -135,18 +138,11 @@ private:
     return kernels->rmsNorm(x, weight, eps);
   }
 
-  /// Packs each layer projection that has its GGUF blocks for oneDNN (keyed by the blocks) and
-  /// drops its widened copy: on the CPU, on one rank, where oneDNN serves the dtype. Products
-  /// up to quantDecodeMaxRows rows run on the blocks, longer ones on the packed copy (also
-  /// those the widened GEMV kernels took, up to GemvMaxRows: oneDNN's packed products were
-  /// measured faster there), hooked split paths and module calls on row ranges of it packed
-  /// from the blocks (Linear.h). docs/Engine.md, "Memory".
-  void dropWidenedProjections();
-
   ModelWeights w;
   /// w.allQuantized(), once: whether decode-sized steps keep every product on the thread pool.
   bool allQuantized;
-  bool widenedDropped = false;
+  /// w.widenedDropped(), once: whether products over the row limit run on oneDNN's threads.
+  bool widenedDropped;
   /// w.config with this rank's heads, KV heads and intermediate size.
   schema::ModelConfig local;
   const DeviceKernels *kernels;

@@ -60,6 +60,26 @@ struct ShardRank {
   int size = 1;
 };
 
+/// Which forms of a GGUF file's projections (and of a tied lm_head) a load keeps
+/// (docs/Engine.md, "Memory").
+enum class ProjectionForms {
+  /// The widened tensors only, no blocks.
+  Widened,
+  /// The blocks too: decode products run on them, the rest on the widened tensors.
+  WidenedAndBlocks,
+  /// Where the quantized kernels, oneDNN (for the dtype) and a single rank allow it, no widened
+  /// copy of what has blocks: each layer projection is packed for oneDNN from its widened
+  /// tensor as it is loaded, which is then freed (one layer's widened weights in memory at a
+  /// time), and a tied embedding is not widened at all (lm_head products run on its blocks,
+  /// longer ones on a copy packed on first use; the embedding's rows are widened from them
+  /// per step). Elsewhere WidenedAndBlocks.
+  BlocksAndPacked,
+};
+
+/// What ModelWeights::load keeps by default: BlocksAndPacked, or Widened where
+/// NNSC_QUANT_DECODE turns the quantized path off.
+ProjectionForms defaultProjectionForms();
+
 /// All parameters of a causal LM, or one tensor-parallel rank's shard of them.
 struct ModelWeights {
   /// The whole model's config (what the schema and the sites describe).
@@ -67,19 +87,25 @@ struct ModelWeights {
   /// What this rank holds (TensorShard::whole on one rank).
   TensorShard shard;
   torch::ScalarType dtype = torch::kFloat32;
-  torch::Tensor embed; // [vocab, H]: this rank's vocabulary rows
-  std::vector<LayerWeights> layers;
-  torch::Tensor norm;          // [H]
-  torch::Tensor lmHead;        // [vocab, H]; the same tensor as `embed` when tied
+  /// [vocab, H]: this rank's vocabulary rows; undefined where a tied lm_head's blocks serve
+  /// (ProjectionForms::BlocksAndPacked).
+  torch::Tensor embed;
+  std::vector<LayerWeights> layers; // a projection with blocks may have no widened tensor
+  torch::Tensor norm;               // [H]
+  /// [vocab, H]; the same tensor as `embed` when tied (both undefined where the blocks serve).
+  torch::Tensor lmHead;
   QuantizedMatrix lmHeadQuant; // lm_head's GGUF blocks (the embedding's when tied), or none
 
   /// Loads MODEL (a .gguf file or a directory with config.json and safetensors) in `dtype`
-  /// (kFloat32 or kBFloat16), keeping the quantized blocks of the projections if
-  /// `keepQuantized`, only `rank`'s shard of each tensor. Throws ModelLoadError, and
-  /// InvalidInput for a split the model does not allow (TensorShard::of).
+  /// (kFloat32 or kBFloat16), the projections in `forms` (a directory's have no blocks: always
+  /// Widened), only `rank`'s shard of each tensor. Throws ModelLoadError, and InvalidInput for
+  /// a split the model does not allow (TensorShard::of).
   static ModelWeights load(const std::string &path, torch::ScalarType dtype,
                            const LoadProgress &progress = {},
-                           bool keepQuantized = quantDecodeEnabled(), ShardRank rank = {});
+                           ProjectionForms forms = defaultProjectionForms(), ShardRank rank = {});
+
+  /// Whether a layer projection or the lm_head has no widened tensor (its blocks serve).
+  bool widenedDropped() const;
 
   /// Bytes of the quantized blocks kept.
   int64_t quantizedBytes() const;
@@ -110,11 +136,12 @@ public:
 };
 
 /// Fills ModelWeights from `source` per `config` (shared by the GGUF and safetensors loaders),
-/// with the projections' quantized blocks if `keepQuantized`, keeping `rank`'s shard of each
-/// tensor as it is read (one whole tensor at a time is in memory, never the whole model).
+/// the projections in `forms`, keeping `rank`'s shard of each tensor as it is read (one whole
+/// tensor at a time is in memory, never the whole model).
 ModelWeights assembleWeights(const schema::ModelConfig &config, WeightSource &source,
                              torch::ScalarType dtype, const LoadProgress &progress,
-                             bool keepQuantized = false, ShardRank rank = {});
+                             ProjectionForms forms = ProjectionForms::Widened,
+                             ShardRank rank = {});
 
 /// "[a, b]" for error messages.
 std::string formatShape(const std::vector<int64_t> &shape);
