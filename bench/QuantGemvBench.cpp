@@ -107,8 +107,8 @@ int main(int argc, char **argv) {
   setenv("NNSC_QUANT_DECODE", "1024", 1);
   at::set_num_threads(threads);
   c10::InferenceMode guard;
-  nnsc::ModelWeights w = nnsc::ModelWeights::load(model, dtype, {},
-                                                  nnsc::ProjectionForms::WidenedAndBlocks);
+  nnsc::ModelWeights w =
+      nnsc::ModelWeights::load(model, dtype, {}, nnsc::ProjectionForms::WidenedAndBlocks);
   const nnsc::LayerWeights &l = w.layers[0];
   struct Product {
     const char *name;

@@ -88,9 +88,9 @@ CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels,
 
 void CausalLM::packWeights() const {
   for (const LayerWeights &l : w.layers)
-    for (auto [weight, blocks] : {std::pair{&l.qkv, &l.qkvQuant}, std::pair{&l.o, &l.oQuant},
-                                  std::pair{&l.gateUp, &l.gateUpQuant},
-                                  std::pair{&l.down, &l.downQuant}}) {
+    for (auto [weight, blocks] :
+         {std::pair{&l.qkv, &l.qkvQuant}, std::pair{&l.o, &l.oQuant},
+          std::pair{&l.gateUp, &l.gateUpQuant}, std::pair{&l.down, &l.downQuant}}) {
       if (weight->defined())
         oneDnnPack(*weight);
       else // loaded without its widened copy: packed from the blocks, one at a time

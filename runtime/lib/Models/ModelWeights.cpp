@@ -164,8 +164,8 @@ int64_t ModelWeights::quantizedBytes() const {
 bool ModelWeights::widenedDropped() const {
   bool dropped = lmHeadQuant.defined() && !lmHead.defined();
   for (const LayerWeights &l : layers)
-    dropped = dropped || !l.qkv.defined() || !l.o.defined() || !l.gateUp.defined() ||
-              !l.down.defined();
+    dropped =
+        dropped || !l.qkv.defined() || !l.o.defined() || !l.gateUp.defined() || !l.down.defined();
   return dropped;
 }
 

@@ -115,8 +115,7 @@ TEST(QuantizedMatrix, SelectRowsIsALookupOfTheWidenedRows) {
         << (dtype == torch::kFloat32 ? "fp32" : "bf16");
   EXPECT_EQ(m.selectRows(torch::zeros({0}, torch::kInt64)).rows(), 0);
   EXPECT_THROW(m.selectRows(torch::tensor({9}, torch::kInt64)), c10::Error);
-  const QuantizedMatrix mixed =
-      QuantizedMatrix::cat({m, randomMatrix(QuantFormat::Q8_0, 2, 64)});
+  const QuantizedMatrix mixed = QuantizedMatrix::cat({m, randomMatrix(QuantFormat::Q8_0, 2, 64)});
   EXPECT_NE(errorOf([&] { mixed.selectRows(ids); }).find("2 formats"), std::string::npos);
 }
 

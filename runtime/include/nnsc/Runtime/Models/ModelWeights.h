@@ -140,8 +140,7 @@ public:
 /// tensor at a time is in memory, never the whole model).
 ModelWeights assembleWeights(const schema::ModelConfig &config, WeightSource &source,
                              torch::ScalarType dtype, const LoadProgress &progress,
-                             ProjectionForms forms = ProjectionForms::Widened,
-                             ShardRank rank = {});
+                             ProjectionForms forms = ProjectionForms::Widened, ShardRank rank = {});
 
 /// "[a, b]" for error messages.
 std::string formatShape(const std::vector<int64_t> &shape);
