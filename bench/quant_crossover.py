@@ -4,9 +4,9 @@ same steps on oneDNN's packed copies, per dtype and batch size, interleaved.
 For a batch of B sequences decoding together, every decode step multiplies B activation rows by
 each layer projection and the lm_head. NNSC_QUANT_DECODE=B sends those products to the
 quantized GEMV kernels on the file's blocks (QuantizedLinear.h); NNSC_QUANT_DECODE=B-1 sends
-them where the engine sends anything over the row limit: oneDNN's packed copies (which
-CausalLM::dropWidenedProjections keeps for the layers; the lm_head's widened weights go to the
-GEMV kernels up to GemvMaxRows rows, to oneDNN above). Everything else is the same run: the
+them where the engine sends anything over the row limit: oneDNN's copies packed from the
+blocks (ProjectionForms::BlocksAndPacked; the tied lm_head's on its first such product).
+Everything else is the same run: the
 same B prompts of equal length (so every decode step has B rows), greedy, EOS ignored. The
 decode rate is nns-run's own (tokens after each request's first, per second); the default row
 limit should be the largest B where the blocks are still faster.
