@@ -2,9 +2,9 @@
 //
 // The bundled SmolLM2 loaded with its GGUF blocks and no widened copy of what they serve
 // (ProjectionForms::BlocksAndPacked): decode runs on the blocks, longer products on oneDNN's
-// copies packed from them at load, a module call on a row range of a fused projection on a
-// copy packed from the blocks then, the tied embedding's rows are widened from the lm_head's
-// blocks, and an lm_head product over the row limit packs them on first use. Against the same
+// copies packed from them (here on first use: no backend calls packWeights), a module call on
+// a row range of a fused projection on a copy of its own, the tied embedding's rows are
+// widened from the lm_head's blocks, and so is the lm_head's packed copy. Against the same
 // file loaded without blocks (every product on the widened weights): in fp32 the same greedy
 // tokens; module calls over the quantized path's rows within fp32 summation order, and in
 // bf16 within its rounding.

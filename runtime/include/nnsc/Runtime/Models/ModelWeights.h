@@ -68,9 +68,9 @@ enum class ProjectionForms {
   /// The blocks too: decode products run on them, the rest on the widened tensors.
   WidenedAndBlocks,
   /// Where the quantized kernels, oneDNN (for the dtype) and a single rank allow it, no widened
-  /// copy of what has blocks: each layer projection is packed for oneDNN from its widened
-  /// tensor as it is loaded, which is then freed (one layer's widened weights in memory at a
-  /// time), and a tied embedding is not widened at all (lm_head products run on its blocks,
+  /// copy of what has blocks: a layer projection keeps its blocks only, and
+  /// CausalLM::packWeights packs oneDNN's copy from them (else its first product over the row
+  /// limit does); a tied embedding is not widened either (lm_head products run on its blocks,
   /// longer ones on a copy packed on first use; the embedding's rows are widened from them
   /// per step). Elsewhere WidenedAndBlocks.
   BlocksAndPacked,
