@@ -137,13 +137,16 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
   w.norm = get("model.norm.weight", {c.hidden});
   step();
   // transformers ties lm_head to the embedding whenever the config says so, even if a file
-  // also carries an lm_head tensor.
-  w.lmHead = c.tiedEmbeddings ? w.embed : get("lm_head.weight", {c.vocab, c.hidden}, vocabRows);
-  w.lmHeadQuant = tiedBlocks.defined()
-                      ? tiedBlocks
-                      : quant({{c.tiedEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight",
-                                {c.vocab, c.hidden},
-                                vocabRows}});
+  // also carries an lm_head tensor. An untied one with blocks is not widened where they serve
+  // it (packedOnly), as a projection.
+  if (c.tiedEmbeddings) {
+    w.lmHead = w.embed;
+    w.lmHeadQuant = tiedBlocks.defined()
+                        ? tiedBlocks
+                        : quant({{"model.embed_tokens.weight", {c.vocab, c.hidden}, vocabRows}});
+  } else {
+    projection({{"lm_head.weight", {c.vocab, c.hidden}, vocabRows}}, w.lmHead, w.lmHeadQuant);
+  }
   step();
   // The blocks in the order a decode step reads them, in one region (packQuantized).
   std::vector<QuantizedMatrix *> readOrder;

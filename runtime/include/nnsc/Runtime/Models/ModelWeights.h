@@ -70,9 +70,9 @@ enum class ProjectionForms {
   /// Where the quantized kernels, oneDNN (for the dtype) and a single rank allow it, no widened
   /// copy of what has blocks: a layer projection keeps its blocks only, and
   /// CausalLM::packWeights packs oneDNN's copy from them (else its first product over the row
-  /// limit does); a tied embedding is not widened either (lm_head products run on its blocks,
-  /// longer ones on a copy packed on first use; the embedding's rows are widened from them
-  /// per step). Elsewhere WidenedAndBlocks.
+  /// limit does); neither is an lm_head with blocks (its products over the limit run on a copy
+  /// packed on first use), nor a tied embedding (its rows are widened from the lm_head's
+  /// blocks per step). Elsewhere WidenedAndBlocks.
   BlocksAndPacked,
 };
 
