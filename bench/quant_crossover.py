@@ -5,7 +5,7 @@ For a batch of B sequences decoding together, every decode step multiplies B act
 each layer projection and the lm_head. NNSC_QUANT_DECODE=B sends those products to the
 quantized GEMV kernels on the file's blocks (QuantizedLinear.h); NNSC_QUANT_DECODE=B-1 sends
 them where the engine sends anything over the row limit: oneDNN's copies packed from the
-blocks (ProjectionForms::BlocksAndPacked; the tied lm_head's on its first such product).
+blocks (ProjectionForms::BlocksAndPacked; the lm_head's on its first such product).
 Everything else is the same run: the
 same B prompts of equal length (so every decode step has B rows), greedy, EOS ignored. The
 decode rate is nns-run's own (tokens after each request's first, per second); the default row
