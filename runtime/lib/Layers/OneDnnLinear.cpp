@@ -62,11 +62,10 @@ public:
         weight.storage(), versionOf(weight), [&] { return weight; });
   }
 
-  /// The packed copy of `quant`'s weights in `dtype`, packed from widen() on first use.
-  template <typename Widen>
-  torch::Tensor get(const QuantizedMatrix &quant, torch::ScalarType dtype, const Widen &widen) {
+  /// The packed copy of `quant`'s weights in `dtype`, packed from quant.widen() on first use.
+  torch::Tensor get(const QuantizedMatrix &quant, torch::ScalarType dtype) {
     return get({quant.blocks.data_ptr(), quant.rows(), quant.cols, quant.blocks.stride(0), dtype},
-               quant.blocks.storage(), std::nullopt, widen);
+               quant.blocks.storage(), std::nullopt, [&] { return quant.widen(dtype); });
   }
 
 private:
@@ -191,14 +190,12 @@ torch::Tensor oneDnnLinear(const torch::Tensor &in, const torch::Tensor &weight,
 
 torch::Tensor oneDnnLinearQuantized(const torch::Tensor &in, const QuantizedMatrix &quant,
                                     const torch::Tensor &bias, const torch::Tensor &acc) {
-  const torch::ScalarType dtype = in.scalar_type();
-  torch::Tensor packed = PackCache::shared().get(quant, dtype, [&] { return quant.widen(dtype); });
-  return productWithPacked(in, packed, bias, acc);
+  return productWithPacked(in, PackCache::shared().get(quant, in.scalar_type()), bias, acc);
 }
 
 void oneDnnPackQuantized(const QuantizedMatrix &quant, torch::ScalarType dtype) {
   if (quant.defined() && oneDnnServes(dtype))
-    PackCache::shared().get(quant, dtype, [&] { return quant.widen(dtype); });
+    PackCache::shared().get(quant, dtype);
 }
 
 void oneDnnPack(const torch::Tensor &weight) {

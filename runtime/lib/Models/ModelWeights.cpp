@@ -100,12 +100,12 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
       interCols{1, sh.interBegin, sh.intermediate};
   const Slice vocabRows{0, sh.vocabBegin, sh.vocabCount};
 
-  // A tied embedding with blocks is not widened where they serve it (packedOnly).
+  // A tied embedding's blocks are the lm_head's; it is not widened where they serve it
+  // (packedOnly).
   const QuantizedMatrix tiedBlocks =
-      packedOnly && c.tiedEmbeddings
-          ? quant({{"model.embed_tokens.weight", {c.vocab, c.hidden}, vocabRows}})
-          : QuantizedMatrix();
-  if (!tiedBlocks.defined())
+      c.tiedEmbeddings ? quant({{"model.embed_tokens.weight", {c.vocab, c.hidden}, vocabRows}})
+                       : QuantizedMatrix();
+  if (!(packedOnly && tiedBlocks.defined()))
     w.embed = get("model.embed_tokens.weight", {c.vocab, c.hidden}, vocabRows);
   step();
   for (int64_t i = 0; i < c.layers; ++i) {
@@ -141,9 +141,7 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
   // it (packedOnly), as a projection.
   if (c.tiedEmbeddings) {
     w.lmHead = w.embed;
-    w.lmHeadQuant = tiedBlocks.defined()
-                        ? tiedBlocks
-                        : quant({{"model.embed_tokens.weight", {c.vocab, c.hidden}, vocabRows}});
+    w.lmHeadQuant = tiedBlocks;
   } else {
     projection({{"lm_head.weight", {c.vocab, c.hidden}, vocabRows}}, w.lmHead, w.lmHeadQuant);
   }
