@@ -194,9 +194,11 @@ torch::Tensor CudaKernels::attention(const torch::Tensor &q, const torch::Tensor
                     meta.cuSeqlensQ.scalar_type() == torch::kInt32 &&
                     meta.cuSeqlensK.scalar_type() == torch::kInt32,
                 name, ": cuSeqlensQ and cuSeqlensK must be [", numSeqs + 1, "] int32");
-    kernels::PrefillAttentionShape shape{query.size(0),  numSeqs,       query.size(1),
-                                         kCache.size(2), query.size(2), kCache.size(1),
-                                         tables.size(1)};
+    TORCH_CHECK(meta.maxSeqlenQ >= 0 && meta.maxSeqlenQ <= query.size(0), name,
+                ": maxSeqlenQ ", meta.maxSeqlenQ, " is not in [0, ", query.size(0), "]");
+    kernels::PrefillAttentionShape shape{query.size(0),  numSeqs,        query.size(1),
+                                         kCache.size(2), query.size(2),  kCache.size(1),
+                                         tables.size(1), meta.maxSeqlenQ};
     torch::Tensor cuQ = meta.cuSeqlensQ.contiguous(), cuK = meta.cuSeqlensK.contiguous();
     dispatchFloat(q.scalar_type(), [&](auto *type) {
       using T = std::remove_pointer_t<decltype(type)>;

@@ -54,8 +54,7 @@ struct Step {
 };
 
 Step makeStep(const std::vector<int64_t> &cached, const std::vector<int64_t> &queries,
-              bool prefill) {
-  constexpr int64_t blockSize = 4;
+              bool prefill, int64_t blockSize = 4, int32_t numBlocks = 97) {
   std::vector<Sequence> seqs;
   std::vector<int64_t> allSlots;
   int32_t nextBlock = 0;
@@ -65,7 +64,7 @@ Step makeStep(const std::vector<int64_t> &cached, const std::vector<int64_t> &qu
     seq.numCachedTokens = cached[i];
     seq.numScheduledTokens = queries[i];
     for (int64_t b = 0; b * blockSize < total; ++b)
-      seq.blockTable.push_back((nextBlock++ * 7) % 97);
+      seq.blockTable.push_back((nextBlock++ * 7) % numBlocks);
     for (int64_t p = 0; p < total; ++p)
       allSlots.push_back(seq.blockTable[size_t(p / blockSize)] * blockSize + p % blockSize);
     seqs.push_back(std::move(seq));
@@ -113,13 +112,29 @@ TEST_P(CudaBackendTest, StoreKVCache) {
   EXPECT_TRUE(torch::equal(vg.cpu(), vc));
 }
 
-/// Fills a cache with random K/V at every position of the step's sequences.
+/// Fills a cache [blocks, block_size, kv_heads, head_dim] with random K/V at every position of
+/// the step's sequences.
 void fillCache(const Step &step, torch::Tensor &kc, torch::Tensor &vc, torch::ScalarType dtype) {
   const int64_t n = step.allSlots.size(0);
   AttentionMetadata all;
   all.slotMapping = step.allSlots;
-  CpuKernels::get().storeKVCache(torch::randn({n, 2, 16}).to(dtype),
-                                 torch::randn({n, 2, 16}).to(dtype), kc, vc, all);
+  CpuKernels::get().storeKVCache(torch::randn({n, kc.size(2), kc.size(3)}).to(dtype),
+                                 torch::randn({n, kc.size(2), kc.size(3)}).to(dtype), kc, vc, all);
+}
+
+/// The absent map (KVCache::markAbsent's) over `numSlots` slots of `step`'s sequences, whose
+/// lengths are `total`: position p of sequence i is absent where absentAt(i, p).
+template <typename Predicate>
+torch::Tensor absentMap(const Step &step, const std::vector<int64_t> &total, int64_t numSlots,
+                        Predicate absentAt) {
+  torch::Tensor map = torch::zeros({numSlots}, torch::kUInt8);
+  const int64_t *slots = step.allSlots.data_ptr<int64_t>();
+  int64_t at = 0;
+  for (size_t i = 0; i < total.size(); ++i)
+    for (int64_t p = 0; p < total[i]; ++p, ++at)
+      if (absentAt(i, p))
+        map[slots[at]] = 1;
+  return map;
 }
 
 TEST_P(CudaBackendTest, PrefillAttentionWithCachedPrefixes) {
@@ -132,6 +147,38 @@ TEST_P(CudaBackendTest, PrefillAttentionWithCachedPrefixes) {
               CpuKernels::get().attention(q, kc, vc, step.meta, 0.25), "prefill attention");
 }
 
+TEST_P(CudaBackendTest, PrefillAttentionTiles) {
+  // The tiled kernel's head dims, 4 query heads on 2 KV heads. Rows: a cached prefix of 70
+  // then 150 queries (three query tiles, the last partial; key tiles that straddle the prefix),
+  // one query alone, exactly one query tile, 130 queries after a prefix of 33, and 65 after 5.
+  // The unwritten slots of the cache hold NaN: a key that is not there must not reach a sum.
+  const std::vector<int64_t> cached{70, 0, 0, 33, 5}, queries{150, 1, 64, 130, 65};
+  Step step = makeStep(cached, queries, true, /*blockSize=*/16, /*numBlocks=*/61);
+  std::vector<int64_t> total;
+  for (size_t i = 0; i < cached.size(); ++i)
+    total.push_back(cached[i] + queries[i]);
+  for (int64_t dim : {32, 64, 96, 128}) {
+    SCOPED_TRACE("head_dim " + std::to_string(dim));
+    torch::Tensor kc = torch::full({61, 16, 2, dim}, NAN, dtype()), vc = kc.clone();
+    fillCache(step, kc, vc, dtype());
+    torch::Tensor q = random({410, 4, dim});
+    const double scale = 1.0 / std::sqrt(double(dim));
+    expectClose(
+        CudaKernels::get().attention(cuda(q), cuda(kc), cuda(vc), toCuda(step.meta), scale),
+        CpuKernels::get().attention(q, kc, vc, step.meta, scale), "tiled prefill attention");
+    // Absent positions: every third of sequence 0, all of sequences 1 and 4 (their rows get
+    // zeros), the first 40 of sequence 3 (its first 7 rows see no key, the others skip a
+    // whole key tile).
+    torch::Tensor absent = absentMap(step, total, 61 * 16, [](size_t i, int64_t p) {
+      return (i == 0 && p % 3 == 1) || i == 1 || i == 4 || (i == 3 && p < 40);
+    });
+    expectClose(CudaKernels::get().attention(cuda(q), cuda(kc), cuda(vc), toCuda(step.meta),
+                                             scale, absent),
+                CpuKernels::get().attention(q, kc, vc, step.meta, scale, absent),
+                "tiled prefill attention, absent positions");
+  }
+}
+
 TEST_P(CudaBackendTest, DecodeAttention) {
   // Contexts shorter than, equal to and longer than the kernel's 128-key chunk.
   Step step = makeStep({6, 127, 200}, {1, 1, 1}, false);
@@ -140,19 +187,6 @@ TEST_P(CudaBackendTest, DecodeAttention) {
   torch::Tensor q = random({3, 4, 16});
   expectClose(CudaKernels::get().attention(cuda(q), cuda(kc), cuda(vc), toCuda(step.meta), 0.25),
               CpuKernels::get().attention(q, kc, vc, step.meta, 0.25), "decode attention");
-}
-
-/// The absent map (KVCache::markAbsent's) of `step`'s sequences, whose lengths are `total`:
-/// sequence 0 has every third position absent, sequence 1 its first `leading`, sequence 2 all.
-torch::Tensor absentMap(const Step &step, const std::vector<int64_t> &total, int64_t leading) {
-  torch::Tensor map = torch::zeros({97 * 4}, torch::kUInt8);
-  const int64_t *slots = step.allSlots.data_ptr<int64_t>();
-  int64_t at = 0;
-  for (size_t i = 0; i < total.size(); ++i)
-    for (int64_t p = 0; p < total[i]; ++p, ++at)
-      if ((i == 0 && p % 3 == 1) || (i == 1 && p < leading) || i == 2)
-        map[slots[at]] = 1;
-  return map;
 }
 
 TEST_P(CudaBackendTest, AttentionLeavesOutAbsentPositions) {
@@ -168,7 +202,11 @@ TEST_P(CudaBackendTest, AttentionLeavesOutAbsentPositions) {
     std::vector<int64_t> total;
     for (size_t i = 0; i < cached.size(); ++i)
       total.push_back(cached[i] + queries[i]);
-    torch::Tensor absent = absentMap(step, total, prefill ? 4 : 130);
+    // Sequence 0 has every third position absent, sequence 1 its first few, sequence 2 all.
+    const int64_t leading = prefill ? 4 : 130;
+    torch::Tensor absent = absentMap(step, total, 97 * 4, [&](size_t i, int64_t p) {
+      return (i == 0 && p % 3 == 1) || (i == 1 && p < leading) || i == 2;
+    });
     torch::Tensor kc = torch::zeros({97, 4, 2, 16}, dtype()), vc = torch::zeros_like(kc);
     fillCache(step, kc, vc, dtype());
     torch::Tensor q = random({prefill ? 11 : 3, 4, 16});

@@ -29,6 +29,9 @@ struct PrefillAttentionShape {
   int64_t headDim;
   int64_t blockSize;
   int64_t maxBlocksPerSeq;
+  /// The most rows of one sequence (AttentionMetadata::maxSeqlenQ): the tiled kernel's grid.
+  /// 0 when unknown, which takes the row kernel.
+  int64_t maxQueryLen;
 };
 
 /// Causal varlen attention of every query row (GQA and `absent` as the decode kernel).
