@@ -8,6 +8,7 @@ usage: gpu_compare.py BUILD_DIR [--bench 0|1] [--bundles DIR]
        gpu_compare.py BUILD_DIR --compile-bundles OUT   (on the development machine)
 """
 import argparse
+import csv
 import json
 import os
 import random
@@ -66,15 +67,17 @@ def make_llama(path, hidden, layers, heads, kv_heads, intermediate, vocab, dtype
     return path
 
 
-def run_nns(build, model, device, prompts, extra):
-    """nns-run over `prompts` (dicts of prompts.jsonl); the finished process, whatever its exit."""
+def run_nns(build, model, device, prompts, extra, env=None):
+    """nns-run over `prompts` (dicts of prompts.jsonl), with `env` added to the environment; the
+    finished process, whatever its exit."""
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
         for p in prompts:
             f.write(json.dumps(p) + "\n")
     cmd = [os.path.join(build, "bin", "nns-run"), "--model", model, "--device", device,
            "--prompts", f.name, "--json", "--temperature", "0"] + extra
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240,
+                              env={**os.environ, **(env or {})})
     except subprocess.TimeoutExpired as e:
         raise RunFailed(f"{' '.join(cmd)} ran past 240 s:\n{(e.stderr or b'')[-3000:]}")
     finally:
@@ -83,8 +86,8 @@ def run_nns(build, model, device, prompts, extra):
     return proc
 
 
-def nns_run(build, model, device, prompts, extra):
-    proc = run_nns(build, model, device, prompts, extra)
+def nns_run(build, model, device, prompts, extra, env=None):
+    proc = run_nns(build, model, device, prompts, extra, env)
     if proc.returncode != 0:
         raise RunFailed(f"{proc.command} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
     ids = [json.loads(line)["ids"] for line in proc.stdout.splitlines()]
@@ -231,11 +234,13 @@ def measure(build, work):
                                                 ["--max-tokens", "256"] + bf16)
         # A process's first prefill also pays for loading the kernels of its shapes (CUDA's
         # lazy module loading, cuBLAS's heuristics): prefill is timed warm, as the difference
-        # between four 2048-token prompts run one after another and one alone.
-        one_long = ["--max-tokens", "2", "--max-model-len", "4096", "--max-num-seqs", "1"] + bf16
-        _, _, alone, _, _ = nns_run(build, model, "cuda", long[:1], one_long)
-        _, _, four, _, _ = nns_run(build, model, "cuda", long, one_long)
-        results["prefill"] = 3 * 2048 / (four - alone)
+        # between four 2048-token prompts run one after another and one alone, one token each
+        # (no decode step). Once with the bf16 tensor-core attention kernel, once without it.
+        one_long = ["--max-tokens", "1", "--max-model-len", "4096", "--max-num-seqs", "1"] + bf16
+        for key, env in [("prefill", None), ("prefill-simt", {"NNSC_CUDA_PREFILL": "simt"})]:
+            _, _, alone, _, _ = nns_run(build, model, "cuda", long[:1], one_long, env)
+            _, _, four, _, _ = nns_run(build, model, "cuda", long, one_long, env)
+            results[key] = 3 * 2048 / (four - alone)
         _, n, secs, _, _ = nns_run(build, model, "cuda", work64, ["--max-tokens", "256"] + bf16)
         results["throughput"] = n / secs
     except RunFailed as e:
@@ -244,8 +249,9 @@ def measure(build, work):
     log("random Llama 1.1B (hidden 2048, 16 layers, GQA 16/8), bf16, same GPU:")
     log(f"  {'':28} {'nns-run':>10} {'transformers':>13} {'ratio':>6}")
     for key, label in [("decode", "batch-1 decode, tok/s"), ("prefill", "prefill 2048, tok/s"),
+                       ("prefill-simt", "  the same, SIMT attention"),
                        ("throughput", "64 requests x 256, tok/s")]:
-        ours, theirs = results.get(key), peer.get(key)
+        ours, theirs = results.get(key), peer.get(key.split("-")[0])
         ratio = f"{ours / theirs:.2f}x" if ours and theirs else "-"
         log(f"  {label:28} {ours or float('nan'):10.1f} {theirs or float('nan'):13.1f} {ratio:>6}")
 
@@ -288,11 +294,58 @@ def transformers_peer(path, one, long, work64):
     return out
 
 
+def profile(build, work):
+    """GPU time per kernel (ncu, one metric: no replays of whole passes) of one 2048-token
+    prefill and of 16 decode steps on measure()'s 1.1B Llama in bf16, against nns-run's own
+    rates without the profiler: what the kernels cost and what the host adds around them."""
+    model = make_llama(os.path.join(work, "bench"), 2048, 16, 16, 8, 5632, 32000, torch.bfloat16)
+    rng = random.Random(0)
+    cases = [("prefill, one 2048-token prompt", [rng.randrange(1, 32000) for _ in range(2048)],
+              1, None),
+             ("decode, 16 steps after a 16-token prompt", [rng.randrange(1, 32000)
+                                                           for _ in range(16)], 17, 16)]
+    for label, ids, tokens, steps in cases:
+        extra = ["--max-tokens", str(tokens), "--max-model-len", "4096", "--ignore-eos",
+                 "--dtype", "bf16"]
+        _, _, secs, ttft, decode = nns_run(build, model, "cuda", [{"ids": ids}], extra)
+        log(f"{label}: nns-run {secs:.4f} s, first token {ttft:.4f} s"
+            + (f", then {decode:.1f} tok/s" if decode else ""))
+        report, prompts = os.path.join(work, "ncu.csv"), os.path.join(work, "profile.jsonl")
+        with open(prompts, "w") as f:
+            f.write(json.dumps({"ids": ids}) + "\n")
+        cmd = ["ncu", "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv",
+               "--page", "raw", "--log-file", report, os.path.join(build, "bin", "nns-run"),
+               "--model", model, "--device", "cuda", "--prompts", prompts, "--temperature", "0"]
+        proc = subprocess.run(cmd + extra, capture_output=True, text=True, timeout=400)
+        if proc.returncode != 0 or not os.path.exists(report):
+            log(f"ncu failed ({proc.returncode}): {proc.stderr[-2000:]}")
+            continue
+        with open(report) as f:
+            lines = [l for l in f if not l.startswith("==")]
+        by_kernel = {}
+        for row in csv.DictReader(lines):
+            value = row.get("gpu__time_duration.sum", "")
+            if not row.get("ID") or not value.replace(".", "").replace(",", "").isdigit():
+                continue  # the units row
+            name = row["Kernel Name"][:100]
+            count, total = by_kernel.get(name, (0, 0.0))
+            by_kernel[name] = (count + 1, total + float(value.replace(",", "")))
+        total_ns = sum(t for _, t in by_kernel.values())
+        launches = sum(c for c, _ in by_kernel.values())
+        per = f", per step {total_ns / steps / 1e3:.1f} us in {launches / steps:.0f} launches" \
+            if steps else ""
+        log(f"  GPU time of every kernel: {total_ns / 1e6:.2f} ms in {launches} launches{per}")
+        for name, (count, ns) in sorted(by_kernel.items(), key=lambda kv: -kv[1][1])[:14]:
+            log(f"  {ns / 1e6:9.3f} ms {100 * ns / total_ns:5.1f}% {count:6d}x  {name}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
     ap.add_argument("--bench", type=int, default=1)
     ap.add_argument("--bundles", help="directory of compile_bundles' .nnsb files")
+    ap.add_argument("--profile", action="store_true",
+                    help="only the GPU time per kernel of a prefill and of decode steps (ncu)")
     ap.add_argument("--compile-bundles", metavar="OUT",
                     help="compile GPU_PROGRAMS with BUILD/bin/nnsc into OUT and exit")
     a = ap.parse_args()
@@ -302,6 +355,9 @@ def main():
     if not torch.cuda.is_available():
         sys.exit("gpu_compare.py: no CUDA device")
     with tempfile.TemporaryDirectory() as work:
+        if a.profile:
+            profile(a.build, work)
+            return
         start = time.time()
         failed = compare(a.build, work)
         log(f"({time.time() - start:.0f} s)")

@@ -194,8 +194,8 @@ torch::Tensor CudaKernels::attention(const torch::Tensor &q, const torch::Tensor
                     meta.cuSeqlensQ.scalar_type() == torch::kInt32 &&
                     meta.cuSeqlensK.scalar_type() == torch::kInt32,
                 name, ": cuSeqlensQ and cuSeqlensK must be [", numSeqs + 1, "] int32");
-    TORCH_CHECK(meta.maxSeqlenQ >= 0 && meta.maxSeqlenQ <= query.size(0), name,
-                ": maxSeqlenQ ", meta.maxSeqlenQ, " is not in [0, ", query.size(0), "]");
+    TORCH_CHECK(meta.maxSeqlenQ >= 0 && meta.maxSeqlenQ <= query.size(0), name, ": maxSeqlenQ ",
+                meta.maxSeqlenQ, " is not in [0, ", query.size(0), "]");
     kernels::PrefillAttentionShape shape{query.size(0),  numSeqs,        query.size(1),
                                          kCache.size(2), query.size(2),  kCache.size(1),
                                          tables.size(1), meta.maxSeqlenQ};

@@ -53,8 +53,8 @@ struct Step {
   torch::Tensor allSlots;
 };
 
-Step makeStep(const std::vector<int64_t> &cached, const std::vector<int64_t> &queries,
-              bool prefill, int64_t blockSize = 4, int32_t numBlocks = 97) {
+Step makeStep(const std::vector<int64_t> &cached, const std::vector<int64_t> &queries, bool prefill,
+              int64_t blockSize = 4, int32_t numBlocks = 97) {
   std::vector<Sequence> seqs;
   std::vector<int64_t> allSlots;
   int32_t nextBlock = 0;
@@ -163,19 +163,19 @@ TEST_P(CudaBackendTest, PrefillAttentionTiles) {
     fillCache(step, kc, vc, dtype());
     torch::Tensor q = random({410, 4, dim});
     const double scale = 1.0 / std::sqrt(double(dim));
-    expectClose(
-        CudaKernels::get().attention(cuda(q), cuda(kc), cuda(vc), toCuda(step.meta), scale),
-        CpuKernels::get().attention(q, kc, vc, step.meta, scale), "tiled prefill attention");
+    expectClose(CudaKernels::get().attention(cuda(q), cuda(kc), cuda(vc), toCuda(step.meta), scale),
+                CpuKernels::get().attention(q, kc, vc, step.meta, scale),
+                "tiled prefill attention");
     // Absent positions: every third of sequence 0, all of sequences 1 and 4 (their rows get
     // zeros), the first 40 of sequence 3 (its first 7 rows see no key, the others skip a
     // whole key tile).
     torch::Tensor absent = absentMap(step, total, 61 * 16, [](size_t i, int64_t p) {
       return (i == 0 && p % 3 == 1) || i == 1 || i == 4 || (i == 3 && p < 40);
     });
-    expectClose(CudaKernels::get().attention(cuda(q), cuda(kc), cuda(vc), toCuda(step.meta),
-                                             scale, absent),
-                CpuKernels::get().attention(q, kc, vc, step.meta, scale, absent),
-                "tiled prefill attention, absent positions");
+    expectClose(
+        CudaKernels::get().attention(cuda(q), cuda(kc), cuda(vc), toCuda(step.meta), scale, absent),
+        CpuKernels::get().attention(q, kc, vc, step.meta, scale, absent),
+        "tiled prefill attention, absent positions");
   }
 }
 
