@@ -222,8 +222,9 @@ cudaError_t launchMmaPrefill(const __nv_bfloat16 *q, const __nv_bfloat16 *kCache
                              const PrefillAttentionShape &shape, float scale, cudaStream_t stream) {
   if (shape.headDim != 64 && shape.headDim != 128)
     return cudaErrorInvalidValue;
-  return (shape.headDim == 64 ? launchMma<64> : launchMma<128>)(
-      q, kCache, vCache, cuSeqlensQ, cuSeqlensK, blockTables, absent, out, shape, scale, stream);
+  return (shape.headDim == 64 ? launchMma<64> : launchMma<128>)(q, kCache, vCache, cuSeqlensQ,
+                                                                cuSeqlensK, blockTables, absent,
+                                                                out, shape, scale, stream);
 }
 
 } // namespace nnsc::kernels::detail

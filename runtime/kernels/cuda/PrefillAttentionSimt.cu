@@ -222,11 +222,10 @@ cudaError_t launchTiled(const T *q, const T *kCache, const T *vCache, const int3
 } // namespace
 
 template <typename T>
-cudaError_t launchSimtPrefill(const T *q, const T *kCache, const T *vCache,
-                              const int32_t *cuSeqlensQ, const int32_t *cuSeqlensK,
-                              const int32_t *blockTables, const uint8_t *absent, T *out,
-                              const PrefillAttentionShape &shape, float scale,
-                              cudaStream_t stream) {
+cudaError_t
+launchSimtPrefill(const T *q, const T *kCache, const T *vCache, const int32_t *cuSeqlensQ,
+                  const int32_t *cuSeqlensK, const int32_t *blockTables, const uint8_t *absent,
+                  T *out, const PrefillAttentionShape &shape, float scale, cudaStream_t stream) {
   auto launch = [&](auto kernel) {
     return kernel(q, kCache, vCache, cuSeqlensQ, cuSeqlensK, blockTables, absent, out, shape, scale,
                   stream);
@@ -246,11 +245,11 @@ cudaError_t launchSimtPrefill(const T *q, const T *kCache, const T *vCache,
 }
 
 template cudaError_t launchSimtPrefill(const float *, const float *, const float *, const int32_t *,
-                                      const int32_t *, const int32_t *, const uint8_t *, float *,
-                                      const PrefillAttentionShape &, float, cudaStream_t);
+                                       const int32_t *, const int32_t *, const uint8_t *, float *,
+                                       const PrefillAttentionShape &, float, cudaStream_t);
 template cudaError_t launchSimtPrefill(const __nv_bfloat16 *, const __nv_bfloat16 *,
-                                      const __nv_bfloat16 *, const int32_t *, const int32_t *,
-                                      const int32_t *, const uint8_t *, __nv_bfloat16 *,
-                                      const PrefillAttentionShape &, float, cudaStream_t);
+                                       const __nv_bfloat16 *, const int32_t *, const int32_t *,
+                                       const int32_t *, const uint8_t *, __nv_bfloat16 *,
+                                       const PrefillAttentionShape &, float, cudaStream_t);
 
 } // namespace nnsc::kernels::detail

@@ -53,8 +53,7 @@ template <typename T>
 cudaError_t launchSimtPrefill(const T *q, const T *kCache, const T *vCache,
                               const int32_t *cuSeqlensQ, const int32_t *cuSeqlensK,
                               const int32_t *blockTables, const uint8_t *absent, T *out,
-                              const PrefillAttentionShape &shape, float scale,
-                              cudaStream_t stream);
+                              const PrefillAttentionShape &shape, float scale, cudaStream_t stream);
 
 /// The bf16 tensor-core kernel (PrefillAttentionMma.cu) for head dims 64 and 128, on compute
 /// capability 8.0 and above.
