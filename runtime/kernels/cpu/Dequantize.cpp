@@ -7,6 +7,8 @@
 #include <cassert>
 #include <cstring>
 
+#include <immintrin.h>
+
 namespace nnsc::kernels {
 
 static uint16_t load16(const uint8_t *p) {
@@ -148,19 +150,36 @@ void unpackQ5_K(const uint8_t *block, int8_t *q, float *scales, float *minimums)
 }
 
 void unpackQ6_K(const uint8_t *block, int8_t *q, float *scales) {
+  // 32 weights per AVX2 operation (this file's baseline, x86-64-v3): the GEMV kernels unpack
+  // every super-block of every row through here, and the byte-wise loop it replaced cost as
+  // much as the products (Q6_K at one row 18 -> 25 Gweights/s on a Zen 5,
+  // nnsc-bench-quant-formats). The 16-bit shifts carry a neighbour byte's bits in, which the
+  // masks drop.
   const uint8_t *ql = block, *qh = block + 128;
-  const auto *sc = reinterpret_cast<const int8_t *>(block + 192);
   const float d = halfToFloat(load16(block + 208));
-  for (int k = 0; k < 16; ++k)
-    scales[k] = d * float(sc[k]);
-  for (int h = 0; h < 2; ++h)
-    for (int l = 0; l < 32; ++l) {
-      const int low = ql[64 * h + l], high = ql[64 * h + l + 32], bits = qh[32 * h + l];
-      q[128 * h + l] = int8_t(((low & 15) | ((bits & 3) << 4)) - 32);
-      q[128 * h + l + 32] = int8_t(((high & 15) | (((bits >> 2) & 3) << 4)) - 32);
-      q[128 * h + l + 64] = int8_t(((low >> 4) | (((bits >> 4) & 3) << 4)) - 32);
-      q[128 * h + l + 96] = int8_t(((high >> 4) | (((bits >> 6) & 3) << 4)) - 32);
-    }
+  const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i *>(block + 192));
+  const __m256i sc0 = _mm256_cvtepi8_epi32(sc), sc1 = _mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8));
+  _mm256_storeu_ps(scales, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sc0)));
+  _mm256_storeu_ps(scales + 8, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sc1)));
+  const __m256i nibble = _mm256_set1_epi8(0x0F), twoBits = _mm256_set1_epi8(3),
+                offset = _mm256_set1_epi8(32);
+  auto load = [](const uint8_t *p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
+  };
+  // (low 4 bits | bits 4-5 from `high2`) - 32 for 32 weights, stored at `out`.
+  auto put = [&](int8_t *out, __m256i low4, __m256i high2) {
+    const __m256i six = _mm256_or_si256(_mm256_and_si256(low4, nibble),
+                                        _mm256_slli_epi16(_mm256_and_si256(high2, twoBits), 4));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(out), _mm256_sub_epi8(six, offset));
+  };
+  for (int h = 0; h < 2; ++h) {
+    const __m256i lo = load(ql + 64 * h), hi = load(ql + 64 * h + 32), bits = load(qh + 32 * h);
+    int8_t *out = q + 128 * h;
+    put(out, lo, bits);
+    put(out + 32, hi, _mm256_srli_epi16(bits, 2));
+    put(out + 64, _mm256_srli_epi16(lo, 4), _mm256_srli_epi16(bits, 4));
+    put(out + 96, _mm256_srli_epi16(hi, 4), _mm256_srli_epi16(bits, 6));
+  }
 }
 
 /// Q4_K and Q5_K: super-blocks of `bytes`, each unpacked by `unpack` into quants and the
