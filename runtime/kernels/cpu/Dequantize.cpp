@@ -5,6 +5,7 @@
 #include "Bf16.h"
 
 #include <cassert>
+#include <cstddef>
 #include <cstring>
 
 #include <immintrin.h>
@@ -172,7 +173,7 @@ void unpackQ6_K(const uint8_t *block, int8_t *q, float *scales) {
                                         _mm256_slli_epi16(_mm256_and_si256(high2, twoBits), 4));
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(out), _mm256_sub_epi8(six, offset));
   };
-  for (int h = 0; h < 2; ++h) {
+  for (std::ptrdiff_t h = 0; h < 2; ++h) {
     const __m256i lo = load(ql + 64 * h), hi = load(ql + 64 * h + 32), bits = load(qh + 32 * h);
     int8_t *out = q + 128 * h;
     put(out, lo, bits);

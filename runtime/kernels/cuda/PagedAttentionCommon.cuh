@@ -60,6 +60,17 @@ struct CacheShape {
   int64_t blockSize;
 };
 
+/// The element offset of the K/V row of position `pos` of a sequence (`table`: its block
+/// table) in either cache, `headOffset` into the token's row of `tokenStride` elements; -1
+/// when the slot is marked in `absent` (null: none).
+__device__ inline int64_t cacheRowOffset(const int32_t *__restrict__ table,
+                                         const uint8_t *__restrict__ absent, int64_t pos,
+                                         int64_t blockSize, int64_t tokenStride,
+                                         int64_t headOffset) {
+  const int64_t slot = int64_t(table[pos / blockSize]) * blockSize + pos % blockSize;
+  return absent && absent[slot] ? -1 : slot * tokenStride + headOffset;
+}
+
 /// q . key over `dim` values: 16-byte vectors of the key when its row allows (dim a multiple
 /// of the vector, the cache 16-byte aligned), else one value at a time.
 template <typename T>
@@ -123,13 +134,9 @@ __device__ void attendQuery(const T *__restrict__ q, const T *__restrict__ kCach
   float runningMax = -INFINITY, runningSum = 0.f;
   for (int64_t chunk = 0; chunk < contextLen; chunk += kAttentionThreads) {
     const int64_t pos = chunk + threadIdx.x;
-    int64_t offset = -1;
-    if (pos < contextLen) {
-      const int64_t slot =
-          int64_t(table[pos / shape.blockSize]) * shape.blockSize + pos % shape.blockSize;
-      if (!(absent && absent[slot]))
-        offset = slot * tokenStride + kvHead * dim;
-    }
+    const int64_t offset = pos < contextLen ? cacheRowOffset(table, absent, pos, shape.blockSize,
+                                                             tokenStride, kvHead * dim)
+                                            : -1;
     rowOffsets[threadIdx.x] = offset; // read by others after blockReduce's barriers
     const bool seen = offset >= 0;
     const float score = seen ? dotKey(query, kCache + offset, dim, vectors) : -INFINITY;

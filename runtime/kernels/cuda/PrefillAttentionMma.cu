@@ -105,14 +105,9 @@ __global__ void __launch_bounds__(kTileThreads, 2)
     __syncthreads(); // the last tile's keys and values are read
     if (threadIdx.x < kMmaKeyTile) {
       const int64_t pos = key0 + threadIdx.x;
-      int64_t offset = -1;
-      if (pos < keyEnd) {
-        const int64_t slot =
-            int64_t(table[pos / shape.blockSize]) * shape.blockSize + pos % shape.blockSize;
-        if (!(absent && absent[slot]))
-          offset = slot * tokenStride + kvHead * HeadDim;
-      }
-      keyRows[threadIdx.x] = offset;
+      keyRows[threadIdx.x] = pos < keyEnd ? cacheRowOffset(table, absent, pos, shape.blockSize,
+                                                           tokenStride, kvHead * HeadDim)
+                                          : -1;
     }
     __syncthreads();
     stageRows<HeadDim>(keyTile, kMmaKeyTile,
@@ -197,22 +192,6 @@ __global__ void __launch_bounds__(kTileThreads, 2)
 #endif
 }
 
-template <int HeadDim>
-cudaError_t launchMma(const __nv_bfloat16 *q, const __nv_bfloat16 *kCache,
-                      const __nv_bfloat16 *vCache, const int32_t *cuSeqlensQ,
-                      const int32_t *cuSeqlensK, const int32_t *blockTables, const uint8_t *absent,
-                      __nv_bfloat16 *out, const PrefillAttentionShape &shape, float scale,
-                      cudaStream_t stream) {
-  constexpr size_t bytes = mmaSharedBytes<HeadDim>();
-  auto *kernel = mmaPrefillKernel<HeadDim>;
-  if (cudaError_t err =
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)))
-    return err;
-  kernel<<<queryTileGrid(shape), kTileThreads, bytes, stream>>>(
-      q, kCache, vCache, cuSeqlensQ, cuSeqlensK, blockTables, absent, out, shape, scale);
-  return cudaGetLastError();
-}
-
 } // namespace
 
 cudaError_t launchMmaPrefill(const __nv_bfloat16 *q, const __nv_bfloat16 *kCache,
@@ -222,9 +201,11 @@ cudaError_t launchMmaPrefill(const __nv_bfloat16 *q, const __nv_bfloat16 *kCache
                              const PrefillAttentionShape &shape, float scale, cudaStream_t stream) {
   if (shape.headDim != 64 && shape.headDim != 128)
     return cudaErrorInvalidValue;
-  return (shape.headDim == 64 ? launchMma<64> : launchMma<128>)(q, kCache, vCache, cuSeqlensQ,
-                                                                cuSeqlensK, blockTables, absent,
-                                                                out, shape, scale, stream);
+  const bool wide = shape.headDim == 128;
+  return launchOnQueryTiles<__nv_bfloat16>(wide ? mmaPrefillKernel<128> : mmaPrefillKernel<64>,
+                                           wide ? mmaSharedBytes<128>() : mmaSharedBytes<64>(), q,
+                                           kCache, vCache, cuSeqlensQ, cuSeqlensK, blockTables,
+                                           absent, out, shape, scale, stream);
 }
 
 } // namespace nnsc::kernels::detail

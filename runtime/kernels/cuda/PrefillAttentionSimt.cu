@@ -105,14 +105,9 @@ __global__ void __launch_bounds__(kTileThreads, 2)
     __syncthreads(); // the last tile's keys and values are read (and the query tile written)
     if (tid < kKeyTile) {
       const int64_t pos = key0 + tid;
-      int64_t offset = -1;
-      if (pos < keyEnd) {
-        const int64_t slot =
-            int64_t(table[pos / shape.blockSize]) * shape.blockSize + pos % shape.blockSize;
-        if (!(absent && absent[slot]))
-          offset = slot * tokenStride + kvHead * HeadDim;
-      }
-      keyRows[tid] = offset;
+      keyRows[tid] = pos < keyEnd ? cacheRowOffset(table, absent, pos, shape.blockSize, tokenStride,
+                                                   kvHead * HeadDim)
+                                  : -1;
     }
     __syncthreads();
     // Keys transposed (consecutive threads take consecutive keys: conflict-free stores),
@@ -202,23 +197,6 @@ __global__ void __launch_bounds__(kTileThreads, 2)
   }
 }
 
-template <typename T, int HeadDim>
-cudaError_t launchTiled(const T *q, const T *kCache, const T *vCache, const int32_t *cuSeqlensQ,
-                        const int32_t *cuSeqlensK, const int32_t *blockTables,
-                        const uint8_t *absent, T *out, const PrefillAttentionShape &shape,
-                        float scale, cudaStream_t stream) {
-  constexpr size_t bytes = tiledSharedBytes(HeadDim);
-  auto *kernel = tiledPrefillKernel<T, HeadDim>;
-  // Above 48 KiB a kernel must opt in; set on every launch (one per layer and step) so that
-  // each device the process uses has it.
-  if (cudaError_t err =
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)))
-    return err;
-  kernel<<<queryTileGrid(shape), kTileThreads, bytes, stream>>>(
-      q, kCache, vCache, cuSeqlensQ, cuSeqlensK, blockTables, absent, out, shape, scale);
-  return cudaGetLastError();
-}
-
 } // namespace
 
 template <typename T>
@@ -226,19 +204,19 @@ cudaError_t
 launchSimtPrefill(const T *q, const T *kCache, const T *vCache, const int32_t *cuSeqlensQ,
                   const int32_t *cuSeqlensK, const int32_t *blockTables, const uint8_t *absent,
                   T *out, const PrefillAttentionShape &shape, float scale, cudaStream_t stream) {
-  auto launch = [&](auto kernel) {
-    return kernel(q, kCache, vCache, cuSeqlensQ, cuSeqlensK, blockTables, absent, out, shape, scale,
-                  stream);
+  auto launch = [&](TiledPrefillKernel<T> kernel, int headDim) {
+    return launchOnQueryTiles(kernel, tiledSharedBytes(headDim), q, kCache, vCache, cuSeqlensQ,
+                              cuSeqlensK, blockTables, absent, out, shape, scale, stream);
   };
   switch (shape.headDim) {
   case 32:
-    return launch(launchTiled<T, 32>);
+    return launch(tiledPrefillKernel<T, 32>, 32);
   case 64:
-    return launch(launchTiled<T, 64>);
+    return launch(tiledPrefillKernel<T, 64>, 64);
   case 96:
-    return launch(launchTiled<T, 96>);
+    return launch(tiledPrefillKernel<T, 96>, 96);
   case 128:
-    return launch(launchTiled<T, 128>);
+    return launch(tiledPrefillKernel<T, 128>, 128);
   default:
     return cudaErrorInvalidValue;
   }

@@ -11,6 +11,8 @@
 
 #include "nnsc/Runtime/Kernels/PrefillAttentionCuda.h"
 
+#include "PagedAttentionCommon.cuh"
+
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -46,6 +48,29 @@ inline dim3 queryTileGrid(const PrefillAttentionShape &shape) {
   const int64_t tiles = (shape.maxQueryLen + kQueryTile - 1) / kQueryTile;
   return dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(shape.numSeqs),
               static_cast<unsigned>(shape.numHeads));
+}
+
+/// A tiled kernel's signature (the contract's arguments, shape by value).
+template <typename T>
+using TiledPrefillKernel = void (*)(const T *, const T *, const T *, const int32_t *,
+                                    const int32_t *, const int32_t *, const uint8_t *, T *,
+                                    PrefillAttentionShape, float);
+
+/// Launches `kernel` over queryTileGrid(shape), kTileThreads threads a block, with
+/// `sharedBytes` of dynamic shared memory. Above 48 KiB a kernel must opt in; that is set on
+/// every launch (one per layer and step) so that each device the process uses has it.
+template <typename T>
+cudaError_t launchOnQueryTiles(TiledPrefillKernel<T> kernel, size_t sharedBytes, const T *q,
+                               const T *kCache, const T *vCache, const int32_t *cuSeqlensQ,
+                               const int32_t *cuSeqlensK, const int32_t *blockTables,
+                               const uint8_t *absent, T *out, const PrefillAttentionShape &shape,
+                               float scale, cudaStream_t stream) {
+  if (cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             int(sharedBytes)))
+    return err;
+  kernel<<<queryTileGrid(shape), kTileThreads, sharedBytes, stream>>>(
+      q, kCache, vCache, cuSeqlensQ, cuSeqlensK, blockTables, absent, out, shape, scale);
+  return cudaGetLastError();
 }
 
 /// The SIMT kernel (PrefillAttentionSimt.cu) for head dims 32, 64, 96 and 128.

@@ -29,14 +29,15 @@ struct PrefillAttentionShape {
   int64_t headDim;
   int64_t blockSize;
   int64_t maxBlocksPerSeq;
-  /// The most rows of one sequence (AttentionMetadata::maxSeqlenQ): the tiled kernel's grid.
+  /// The most rows of one sequence (AttentionMetadata::maxSeqlenQ): the tiled kernels' grid.
   /// 0 when unknown, which takes the row kernel.
   int64_t maxQueryLen;
 };
 
 /// Causal varlen attention of every query row (GQA and `absent` as the decode kernel).
-/// Returns cudaErrorInvalidValue for a head_dim above kMaxCudaHeadDim or heads not a multiple
-/// of the KV heads.
+/// Returns cudaErrorInvalidValue for a head_dim above kMaxCudaHeadDim, heads not a multiple
+/// of the KV heads or a negative maxQueryLen. A maxQueryLen below a sequence's row count
+/// leaves that sequence's later rows unwritten: the LibTorch wrapper passes the metadata's.
 cudaError_t prefillAttentionCuda(const float *q, const float *kCache, const float *vCache,
                                  const int32_t *cuSeqlensQ, const int32_t *cuSeqlensK,
                                  const int32_t *blockTables, const uint8_t *absent, float *out,
