@@ -316,7 +316,11 @@ def profile(build, work):
         cmd = ["ncu", "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv",
                "--page", "raw", "--log-file", report, os.path.join(build, "bin", "nns-run"),
                "--model", model, "--device", "cuda", "--prompts", prompts, "--temperature", "0"]
-        proc = subprocess.run(cmd + extra, capture_output=True, text=True, timeout=400)
+        try:
+            proc = subprocess.run(cmd + extra, capture_output=True, text=True, timeout=400)
+        except FileNotFoundError:
+            log("ncu is not on the PATH: no GPU time per kernel")
+            return
         if proc.returncode != 0 or not os.path.exists(report):
             log(f"ncu failed ({proc.returncode}): {proc.stderr[-2000:]}")
             continue
