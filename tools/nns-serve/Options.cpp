@@ -25,6 +25,9 @@ Model and engine (as nns-run):
   --model PATH               .gguf file or Hugging Face directory (default: bundled SmolLM2)
   --served-model-name NAME   the name requests use (default: the model file's name)
   --dtype fp32|bf16          compute dtype (default fp32)
+  --device cpu|cuda          model backend (default cpu). On cuda requests run without
+                             program source (it compiles for the CPU): plain generation,
+                             --bundle files compiled with nnsc --target=cuda, --edit bundles
   --threads N                compute threads (default 2)
   --seed N                   sampler seed for requests without their own (default 0)
   --max-num-seqs N, --max-num-batched-tokens N, --max-model-len N, --num-blocks N,
@@ -105,6 +108,10 @@ Options parseOptions(int argc, char **argv) {
       o.scheduler.blockSize = integer(1);
     } else if (arg == "--no-prefix-caching") {
       o.scheduler.enablePrefixCaching = false;
+    } else if (arg == "--device") {
+      o.device = value();
+      if (o.device != "cpu" && o.device != "cuda")
+        fail("--device must be cpu or cuda, got '" + o.device + "'");
     } else if (arg == "--host") {
       o.server.host = value();
     } else if (arg == "--port") {

@@ -19,6 +19,8 @@ namespace nnsserve {
 struct Options {
   std::string model = NNSC_DEFAULT_MODEL;
   std::string dtype = "fp32";
+  /// --device cpu|cuda: the model backend.
+  std::string device = "cpu";
   int threads = 2;
   uint64_t seed = 0;
   nnsc::SchedulerConfig scheduler;

@@ -12,6 +12,7 @@
 #include "nnsc/Driver/CompileSource.h"
 #include "nnsc/Runtime/Support/Error.h"
 #endif
+#include "nnsc/Runtime/Backend/BackendError.h"
 #include "nnsc/Runtime/Backend/ModelLoader.h"
 #include "nnsc/Runtime/Bundle/BundleParams.h"
 #include "nnsc/Server/OpenAIServer.h"
@@ -48,7 +49,7 @@ int main(int argc, char **argv) {
   auto loadStart = std::chrono::steady_clock::now();
   try {
     // Progress on one rewritten line at a terminal; a log gets the final line only.
-    loaded = loadModel({o.model, o.dtype, "cpu", [&](int64_t done, int64_t total) {
+    loaded = loadModel({o.model, o.dtype, o.device, [&](int64_t done, int64_t total) {
                           if (terminal)
                             std::cerr << "\rnns-serve: loading " << o.model << ": " << done << "/"
                                       << total << std::flush;
@@ -56,11 +57,28 @@ int main(int argc, char **argv) {
   } catch (const std::exception &e) {
     if (terminal)
       std::cerr << "\n";
-    fail(e.what());
+    fail(dynamic_cast<const BackendError *>(&e) ? "--device " + o.device + ": " + e.what()
+                                                : std::string(e.what()));
   }
   std::cerr << (terminal ? "\n" : "") << "nns-serve: loaded " << o.model << " in "
             << std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count()
             << " s\n";
+  if ((!o.bundles.empty() || !o.editFile.empty()) &&
+      !loaded.backend->capabilities().bundleKernels)
+    fail("--device " + o.device +
+         ": this backend runs no bundles (--bundle, --edit); use --device cpu");
+  if (o.device != "cpu") {
+    // Program source compiles in-process for the CPU; a device runs bundles compiled for it.
+    if (!o.editFile.empty() && std::filesystem::path(o.editFile).extension() == ".nns")
+      fail("--edit '" + o.editFile + "': on --device " + o.device +
+           " give a bundle compiled with nnsc --target=" + o.device + " (FILE.nnsb)");
+    if (o.server.allowPrograms)
+      std::cerr << "nns-serve: --device " << o.device
+                << ": requests' program source is off (it compiles for the CPU); registered "
+                   "bundles compiled with nnsc --target="
+                << o.device << " run\n";
+    o.server.allowPrograms = false;
+  }
   o.scheduler.eosTokenIds = loaded.eosTokenIds;
   if (loaded.backend->config().maxPositions > 0)
     o.scheduler.maxModelLen =
