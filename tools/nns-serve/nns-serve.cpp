@@ -63,8 +63,7 @@ int main(int argc, char **argv) {
   std::cerr << (terminal ? "\n" : "") << "nns-serve: loaded " << o.model << " in "
             << std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count()
             << " s\n";
-  if ((!o.bundles.empty() || !o.editFile.empty()) &&
-      !loaded.backend->capabilities().bundleKernels)
+  if ((!o.bundles.empty() || !o.editFile.empty()) && !loaded.backend->capabilities().bundleKernels)
     fail("--device " + o.device +
          ": this backend runs no bundles (--bundle, --edit); use --device cpu");
   if (o.device != "cpu") {
