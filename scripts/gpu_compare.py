@@ -67,6 +67,11 @@ def make_llama(path, hidden, layers, heads, kv_heads, intermediate, vocab, dtype
     return path
 
 
+def make_bench_llama(work):
+    """The measurements' model: a random 1.1B Llama (TinyLlama's shapes) in bf16."""
+    return make_llama(os.path.join(work, "bench"), 2048, 16, 16, 8, 5632, 32000, torch.bfloat16)
+
+
 def run_nns(build, model, device, prompts, extra, env=None):
     """nns-run over `prompts` (dicts of prompts.jsonl), with `env` added to the environment; the
     finished process, whatever its exit."""
@@ -221,7 +226,7 @@ def measure(build, work):
     """nns-run --device cuda and transformers on the same random 1.1B Llama in bf16, same GPU:
     batch-1 decode, a 2048-token prefill, and 64 requests of 32-256 prompt tokens generating 256
     tokens each (transformers batched, left padding: what a user would run)."""
-    model = make_llama(os.path.join(work, "bench"), 2048, 16, 16, 8, 5632, 32000, torch.bfloat16)
+    model = make_bench_llama(work)
     rng = random.Random(0)
     one = [{"ids": [rng.randrange(1, 32000) for _ in range(16)]}]
     long = [{"ids": [rng.randrange(1, 32000) for _ in range(2048)]} for _ in range(4)]
@@ -298,7 +303,7 @@ def profile(build, work):
     """GPU time per kernel (ncu, one metric: no replays of whole passes) of one 2048-token
     prefill and of 16 decode steps on measure()'s 1.1B Llama in bf16, against nns-run's own
     rates without the profiler: what the kernels cost and what the host adds around them."""
-    model = make_llama(os.path.join(work, "bench"), 2048, 16, 16, 8, 5632, 32000, torch.bfloat16)
+    model = make_bench_llama(work)
     rng = random.Random(0)
     cases = [("prefill, one 2048-token prompt", [rng.randrange(1, 32000) for _ in range(2048)],
               1, None),

@@ -51,6 +51,9 @@ protected:
 struct Step {
   AttentionMetadata meta;
   torch::Tensor allSlots;
+  /// Each sequence's positions (cached and new), and the cache's slots.
+  std::vector<int64_t> lengths;
+  int64_t numSlots;
 };
 
 Step makeStep(const std::vector<int64_t> &cached, const std::vector<int64_t> &queries, bool prefill,
@@ -73,7 +76,11 @@ Step makeStep(const std::vector<int64_t> &cached, const std::vector<int64_t> &qu
   batch.isPrefill = prefill;
   for (Sequence &seq : seqs)
     batch.seqs.push_back(&seq);
-  return {AttentionMetadata::fromBatch(batch, blockSize), torch::tensor(allSlots)};
+  std::vector<int64_t> lengths;
+  for (size_t i = 0; i < cached.size(); ++i)
+    lengths.push_back(cached[i] + queries[i]);
+  return {AttentionMetadata::fromBatch(batch, blockSize), torch::tensor(allSlots),
+          std::move(lengths), int64_t(numBlocks) * blockSize};
 }
 
 AttentionMetadata toCuda(const AttentionMetadata &meta) {
@@ -122,16 +129,14 @@ void fillCache(const Step &step, torch::Tensor &kc, torch::Tensor &vc, torch::Sc
                                  torch::randn({n, kc.size(2), kc.size(3)}).to(dtype), kc, vc, all);
 }
 
-/// The absent map (KVCache::markAbsent's) over `numSlots` slots of `step`'s sequences, whose
-/// lengths are `total`: position p of sequence i is absent where absentAt(i, p).
-template <typename Predicate>
-torch::Tensor absentMap(const Step &step, const std::vector<int64_t> &total, int64_t numSlots,
-                        Predicate absentAt) {
-  torch::Tensor map = torch::zeros({numSlots}, torch::kUInt8);
+/// The absent map (KVCache::markAbsent's) of `step`'s sequences: position p of sequence i is
+/// absent where absentAt(i, p).
+template <typename Predicate> torch::Tensor absentMap(const Step &step, Predicate absentAt) {
+  torch::Tensor map = torch::zeros({step.numSlots}, torch::kUInt8);
   const int64_t *slots = step.allSlots.data_ptr<int64_t>();
   int64_t at = 0;
-  for (size_t i = 0; i < total.size(); ++i)
-    for (int64_t p = 0; p < total[i]; ++p, ++at)
+  for (size_t i = 0; i < step.lengths.size(); ++i)
+    for (int64_t p = 0; p < step.lengths[i]; ++p, ++at)
       if (absentAt(i, p))
         map[slots[at]] = 1;
   return map;
@@ -154,9 +159,6 @@ TEST_P(CudaBackendTest, PrefillAttentionTiles) {
   // The unwritten slots of the cache hold NaN: a key that is not there must not reach a sum.
   const std::vector<int64_t> cached{70, 0, 0, 33, 5}, queries{150, 1, 64, 130, 65};
   Step step = makeStep(cached, queries, true, /*blockSize=*/16, /*numBlocks=*/61);
-  std::vector<int64_t> total;
-  for (size_t i = 0; i < cached.size(); ++i)
-    total.push_back(cached[i] + queries[i]);
   for (int64_t dim : {32, 64, 96, 128}) {
     SCOPED_TRACE("head_dim " + std::to_string(dim));
     torch::Tensor kc = torch::full({61, 16, 2, dim}, NAN, dtype()), vc = kc.clone();
@@ -169,7 +171,7 @@ TEST_P(CudaBackendTest, PrefillAttentionTiles) {
     // Absent positions: every third of sequence 0, all of sequences 1 and 4 (their rows get
     // zeros), the first 40 of sequence 3 (its first 7 rows see no key, the others skip a
     // whole key tile).
-    torch::Tensor absent = absentMap(step, total, 61 * 16, [](size_t i, int64_t p) {
+    torch::Tensor absent = absentMap(step, [](size_t i, int64_t p) {
       return (i == 0 && p % 3 == 1) || i == 1 || i == 4 || (i == 3 && p < 40);
     });
     expectClose(
@@ -199,12 +201,9 @@ TEST_P(CudaBackendTest, AttentionLeavesOutAbsentPositions) {
     std::vector<int64_t> queries =
         prefill ? std::vector<int64_t>{3, 7, 1} : std::vector<int64_t>{1, 1, 1};
     Step step = makeStep(cached, queries, prefill);
-    std::vector<int64_t> total;
-    for (size_t i = 0; i < cached.size(); ++i)
-      total.push_back(cached[i] + queries[i]);
     // Sequence 0 has every third position absent, sequence 1 its first few, sequence 2 all.
     const int64_t leading = prefill ? 4 : 130;
-    torch::Tensor absent = absentMap(step, total, 97 * 4, [&](size_t i, int64_t p) {
+    torch::Tensor absent = absentMap(step, [&](size_t i, int64_t p) {
       return (i == 0 && p % 3 == 1) || (i == 1 && p < leading) || i == 2;
     });
     torch::Tensor kc = torch::zeros({97, 4, 2, 16}, dtype()), vc = torch::zeros_like(kc);
