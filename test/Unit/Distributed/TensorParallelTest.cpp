@@ -150,6 +150,11 @@ TEST(TensorParallel, CollectivesCombineEveryRank) {
 TEST(TensorParallel, ARankThatExitsStopsTheOthersWithAnError) {
   onRanks(2, [&](int rank, int port) {
     auto group = TensorParallelGroup::connect(optionsFor(rank, 2, port, 5));
+    // Rank 1 leaves only once rank 0 has sent it something: a connect returns on one rank
+    // before the other has finished its handshake, and leaving then fails rank 0's connect
+    // instead of the collective under test.
+    torch::Tensor fromRoot = torch::zeros({1});
+    group->broadcast(fromRoot);
     if (rank == 1)
       _exit(0); // dies before the collective
     auto start = std::chrono::steady_clock::now();
