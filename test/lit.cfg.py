@@ -45,5 +45,22 @@ if config.nnsc_cuda_enabled:
 if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda-gpu")
 
+# `blocks-only-weights`: a load keeps a GGUF projection's or embedding's blocks without a
+# widened copy (ProjectionForms::BlocksAndPacked): oneDNN serves the products over the row
+# limit (AVX-512 BW/VL/DQ, not NNSC_GEMM=libtorch) and the quantized kernels the rest
+# (AVX2/FMA/F16C).
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+if ({"avx512bw", "avx512vl", "avx512dq", "avx2", "fma", "f16c"} <= cpu_flags()
+        and os.environ.get("NNSC_GEMM") != "libtorch"):
+    config.available_features.add("blocks-only-weights")
+
 llvm_config.add_tool_substitutions(
     ["nns-opt", "nnsc", "nns-run", "nns-serve"], [config.nnsc_tools_dir])

@@ -44,7 +44,7 @@ ModelWeights toDevice(ModelWeights w, torch::Device device) {
   move(w.norm);
   w.lmHead = tied ? w.embed : w.lmHead.to(device);
   // The quantized GEMV is a CPU kernel: the blocks would only take host memory.
-  w.lmHeadQuant = {};
+  w.lmHeadQuant = w.embedQuant = {};
   for (LayerWeights &l : w.layers) {
     for (torch::Tensor *t : {&l.inputNorm, &l.qkv, &l.qkvBias, &l.qNorm, &l.kNorm, &l.o,
                              &l.postNorm, &l.gateUp, &l.down})

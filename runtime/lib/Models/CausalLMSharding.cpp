@@ -73,7 +73,7 @@ void CausalLM::fireSharded(const HookDispatch &hooks, int site, torch::Tensor &v
 torch::Tensor CausalLM::embed(const torch::Tensor &tokens) const {
   if (!tp)
     return w.embed.defined() ? at::embedding(w.embed, tokens)
-                             : w.lmHeadQuant.selectRows(tokens).widen(w.dtype);
+                             : w.embedQuant.selectRows(tokens).widen(w.dtype);
   const TensorShard &s = w.shard;
   torch::Tensor ids = tokens - s.vocabBegin;
   torch::Tensor other = (ids < 0) | (ids >= s.vocabCount);

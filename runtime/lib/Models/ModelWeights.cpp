@@ -100,12 +100,12 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
       interCols{1, sh.interBegin, sh.intermediate};
   const Slice vocabRows{0, sh.vocabBegin, sh.vocabCount};
 
-  // A tied embedding's blocks are the lm_head's; it is not widened where they serve it
-  // (packedOnly).
-  const QuantizedMatrix tiedBlocks =
-      c.tiedEmbeddings ? quant({{"model.embed_tokens.weight", {c.vocab, c.hidden}, vocabRows}})
-                       : QuantizedMatrix();
-  if (!(packedOnly && tiedBlocks.defined()))
+  // The token lookup widens its rows from the embedding's blocks where they serve it
+  // (packedOnly); a tied embedding's blocks are the lm_head's too.
+  QuantizedMatrix embedBlocks;
+  if (c.tiedEmbeddings || packedOnly)
+    embedBlocks = quant({{"model.embed_tokens.weight", {c.vocab, c.hidden}, vocabRows}});
+  if (!(packedOnly && embedBlocks.defined()))
     w.embed = get("model.embed_tokens.weight", {c.vocab, c.hidden}, vocabRows);
   step();
   for (int64_t i = 0; i < c.layers; ++i) {
@@ -141,9 +141,12 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
   // it (packedOnly), as a projection.
   if (c.tiedEmbeddings) {
     w.lmHead = w.embed;
-    w.lmHeadQuant = tiedBlocks;
+    w.lmHeadQuant = std::move(embedBlocks);
   } else {
     projection({{"lm_head.weight", {c.vocab, c.hidden}, vocabRows}}, w.lmHead, w.lmHeadQuant);
+    // Only a few rows are read per step: the blocks stay where the file's reader put them.
+    if (!w.embed.defined())
+      w.embedQuant = std::move(embedBlocks);
   }
   step();
   // The blocks in the order a decode step reads them, in one region (packQuantized).
@@ -152,6 +155,8 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
     readOrder.insert(readOrder.end(), {&l.qkvQuant, &l.oQuant, &l.gateUpQuant, &l.downQuant});
   readOrder.push_back(&w.lmHeadQuant);
   packQuantized(readOrder);
+  if (c.tiedEmbeddings) // the packed blocks, not a second copy of them
+    w.embedQuant = w.lmHeadQuant;
   return w;
 }
 

@@ -71,8 +71,8 @@ enum class ProjectionForms {
   /// copy of what has blocks: a layer projection keeps its blocks only, and
   /// CausalLM::packWeights packs oneDNN's copy from them (else its first product over the row
   /// limit does); neither is an lm_head with blocks (its products over the limit run on a copy
-  /// packed on first use), nor a tied embedding (its rows are widened from the lm_head's
-  /// blocks per step). Elsewhere WidenedAndBlocks.
+  /// packed on first use), nor an embedding with blocks (the token lookup widens its rows
+  /// from them per step). Elsewhere WidenedAndBlocks.
   BlocksAndPacked,
 };
 
@@ -87,9 +87,12 @@ struct ModelWeights {
   /// What this rank holds (TensorShard::whole on one rank).
   TensorShard shard;
   torch::ScalarType dtype = torch::kFloat32;
-  /// [vocab, H]: this rank's vocabulary rows; undefined where a tied lm_head's blocks serve
-  /// (ProjectionForms::BlocksAndPacked).
+  /// [vocab, H]: this rank's vocabulary rows; undefined where the embedding's blocks serve
+  /// the token lookup (ProjectionForms::BlocksAndPacked).
   torch::Tensor embed;
+  /// The embedding's GGUF blocks (the lm_head's when tied), or none: the token lookup widens
+  /// its rows from them where `embed` is undefined.
+  QuantizedMatrix embedQuant;
   std::vector<LayerWeights> layers; // a projection with blocks may have no widened tensor
   torch::Tensor norm;               // [H]
   /// [vocab, H]; the same tensor as `embed` when tied (both undefined where the blocks serve).
