@@ -217,6 +217,40 @@ void dequantizeQ6_K(const uint8_t *src, float *out, int64_t count) {
   }
 }
 
+void dequantizeQ2_K(const uint8_t *src, float *out, int64_t count) {
+  assert(count % kKQuantBlock == 0 && "Q2_K needs whole super-blocks");
+  for (int64_t b = 0; b < count / kKQuantBlock; ++b, src += 84, out += kKQuantBlock) {
+    const uint8_t *scales = src, *qs = src + 16;
+    const float d = halfToFloat(load16(src + 80)), dmin = halfToFloat(load16(src + 82));
+    for (int i = 0; i < kKQuantBlock; ++i) {
+      const int h = i / 128, j = i / 32 % 4, s = i / 16 % 2, l = i % 16;
+      const int k = 8 * h + 2 * j + s;
+      const int q = (qs[32 * h + 16 * s + l] >> (2 * j)) & 3;
+      out[i] = d * float(scales[k] & 15) * float(q) - dmin * float(scales[k] >> 4);
+    }
+  }
+}
+
+void dequantizeQ3_K(const uint8_t *src, float *out, int64_t count) {
+  assert(count % kKQuantBlock == 0 && "Q3_K needs whole super-blocks");
+  for (int64_t b = 0; b < count / kKQuantBlock; ++b, src += 110, out += kKQuantBlock) {
+    const uint8_t *hmask = src, *qs = src + 32, *packed = src + 96;
+    const float d = halfToFloat(load16(src + 108));
+    float scales[16];
+    for (int k = 0; k < 16; ++k) {
+      const int low = k < 8 ? packed[k % 8] & 15 : packed[k % 8] >> 4;
+      const int high = (packed[8 + k % 4] >> (2 * (k / 4))) & 3;
+      scales[k] = d * float((low | high << 4) - 32);
+    }
+    for (int i = 0; i < kKQuantBlock; ++i) {
+      const int h = i / 128, j = i / 32 % 4, s = i / 16 % 2, l = i % 16;
+      const int low = (qs[32 * h + 16 * s + l] >> (2 * j)) & 3;
+      const int third = (hmask[16 * s + l] >> (4 * h + j)) & 1;
+      out[i] = scales[8 * h + 2 * j + s] * float(low + 4 * third - 4);
+    }
+  }
+}
+
 void dequantize(QuantFormat format, const uint8_t *src, float *out, int64_t count) {
   switch (format) {
   case QuantFormat::Q4_0:

@@ -85,11 +85,17 @@ torch::Tensor dequantizeGGUFTensor(const gguf::GGUFFile &file, const gguf::Tenso
   case gguf::TensorType::BF16:
     kernels::dequantizeBF16(src, dst, n);
     break;
+  case gguf::TensorType::Q2_K:
+    kernels::dequantizeQ2_K(src, dst, n);
+    break;
+  case gguf::TensorType::Q3_K:
+    kernels::dequantizeQ3_K(src, dst, n);
+    break;
   default:
     throw ModelLoadError("'" + file.path() + "': tensor '" + info.name + "' has type " +
                          gguf::tensorTypeName(info.type) +
                          ", which is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, "
-                         "Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)");
+                         "Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)");
   }
   return out;
 }

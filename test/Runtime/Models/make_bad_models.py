@@ -8,7 +8,8 @@ corrupt/       tiny whose model.safetensors header is not JSON
 truncated-st/  tiny whose model.safetensors lost its last bytes
 gpt2/          config.json with model_type gpt2
 truncated.gguf the first 100000 bytes of GGUF
-q3k.gguf       a Llama GGUF whose blk.0.ffn_down.weight is Q3_K (a type the loader does not read)
+q8k.gguf       a Llama GGUF whose blk.0.ffn_down.weight is Q8_K (a type the loader does not read:
+               ggml's intermediate for K-quant products, not a weight format)
 gpt2.gguf      a GGUF with general.architecture gpt2
 """
 
@@ -58,10 +59,10 @@ def write_gguf(path, arch, ffn_down_type):
         w.add_tensor("blk.0.%s.weight" % name, f32(hidden, hidden))
     w.add_tensor("blk.0.ffn_gate.weight", f32(inter, hidden))
     w.add_tensor("blk.0.ffn_up.weight", f32(inter, hidden))
-    if ffn_down_type == "Q3_K":
-        # [hidden, inter] in Q3_K: 256 elements per 110-byte block along the inner dimension.
-        raw = np.zeros((hidden, inter // 256 * 110), dtype=np.uint8)
-        w.add_tensor("blk.0.ffn_down.weight", raw, raw_dtype=gguf.GGMLQuantizationType.Q3_K)
+    if ffn_down_type == "Q8_K":
+        # [hidden, inter] in Q8_K: 256 elements per 292-byte block along the inner dimension.
+        raw = np.zeros((hidden, inter // 256 * 292), dtype=np.uint8)
+        w.add_tensor("blk.0.ffn_down.weight", raw, raw_dtype=gguf.GGMLQuantizationType.Q8_K)
     else:
         w.add_tensor("blk.0.ffn_down.weight", f32(hidden, inter))
     w.write_header_to_file()
@@ -93,7 +94,7 @@ def main():
     with open(real_gguf, "rb") as f:
         head = f.read(100000)
     open(os.path.join(out, "truncated.gguf"), "wb").write(head)
-    write_gguf(os.path.join(out, "q3k.gguf"), "llama", "Q3_K")
+    write_gguf(os.path.join(out, "q8k.gguf"), "llama", "Q8_K")
     write_gguf(os.path.join(out, "gpt2.gguf"), "gpt2", "F32")
 
 

@@ -1,7 +1,8 @@
 """Writes a copy of a GGUF model whose ffn_down weights are K-quants (Q4_K and Q6_K; with --q5
-also Q5_K), and with --q5 whose other projections are Q5_0 and Q5_1.
+also Q5_K, with --low-bits Q2_K and Q3_K instead), and with --q5 whose other projections are
+Q5_0 and Q5_1.
 
-usage: make_kquant_model.py [--q5] INPUT.gguf OUTPUT.gguf
+usage: make_kquant_model.py [--q5 | --low-bits] INPUT.gguf OUTPUT.gguf
 
 OUTPUT equals INPUT (every metadata key and value, tensor names, order, shapes, types and bytes,
 alignment) except that each `blk.N.ffn_down.weight` is re-quantized from gguf-py's dequantization
@@ -10,6 +11,10 @@ K-quants, so the encoders are here: ggml's block layouts (super-blocks of 256 we
 row) with plain scale choices (min/max per 32-weight sub-block for Q4_K, max |w| per 16-weight
 sub-block for Q6_K) instead of ggml's iterative search. They are deterministic: the output is
 byte-identical from run to run.
+
+With --low-bits, `blk.N.ffn_down.weight` becomes Q2_K when N is even and Q3_K when N is odd (the
+2- and 3-bit types of llama.cpp's Q2_K and Q3_K_* files), with plain scale choices as well:
+min/max per 16-weight sub-block for Q2_K, max |w| per sub-block for Q3_K.
 
 With --q5, `blk.N.ffn_down.weight` becomes Q4_K, Q5_K or Q6_K for N % 3 = 0, 1, 2 (Q5_K's
 encoder is Q4_K's with quants of 5 bits, the fifth in its own bit plane), and each
@@ -37,19 +42,22 @@ from gguf.quants import dequantize, quantize
 QK_K = 256
 # Relative RMS round-trip error above which the encoding is wrong, not merely lossy.
 MAX_RMS_ERROR = {QType.Q4_K: 0.15, QType.Q5_K: 0.08, QType.Q6_K: 0.05, QType.Q5_0: 0.10,
-                 QType.Q5_1: 0.10, QType.Q8_0: 0.05}
+                 QType.Q5_1: 0.10, QType.Q8_0: 0.05, QType.Q2_K: 0.45, QType.Q3_K: 0.25}
 # The tensors (blk.N.KIND.weight) that --q5 re-quantizes to Q5_0 / Q5_1.
 Q5_KINDS = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up")
 
 
-def target_type(name, q5):
-    """The quantization for tensor `name` (q5: --q5 was given), or None where it is copied
-    unchanged."""
+def target_type(name, mode):
+    """The quantization for tensor `name` (mode: None, "--q5" or "--low-bits"), or None where
+    it is copied unchanged."""
     parts = name.split(".")
     if len(parts) != 4 or parts[0] != "blk" or parts[3] != "weight":
         return None
     layer = int(parts[1])
     even = layer % 2 == 0
+    q5 = mode == "--q5"
+    if parts[2] == "ffn_down" and mode == "--low-bits":
+        return QType.Q2_K if even else QType.Q3_K
     if parts[2] == "ffn_down" and q5:
         return (QType.Q4_K, QType.Q5_K, QType.Q6_K)[layer % 3]
     if parts[2] == "ffn_down":
@@ -153,7 +161,70 @@ def encode_q6_k(blocks):
     return np.concatenate([ql, qh.reshape(-1, 64), sc.view(np.uint8), half_bytes(d16)], axis=1)
 
 
-ENCODERS = {QType.Q4_K: encode_q4_k, QType.Q5_K: encode_q5_k, QType.Q6_K: encode_q6_k}
+def two_bit_planes(q):
+    """(n, 16, 16) quants in [0, 3] of sub-blocks 0-15 -> (n, 64) bytes, Q2_K's and Q3_K's
+    layout: sub-block k = 8 h + 2 j + s (half h, j < 4, s < 2) keeps quant l in bits 2j-2j+1 of
+    byte 32 h + 16 s + l."""
+    q = q.reshape(-1, 2, 4, 2, 16)  # [n, h, j, s, l]
+    planes = np.zeros((q.shape[0], 2, 2, 16), np.uint8)
+    for j in range(4):
+        planes |= q[:, :, j] << (2 * j)
+    return planes.reshape(-1, 64)
+
+
+def encode_q2_k(blocks):
+    """(n, 256) float32 -> (n, 84) Q2_K blocks: scales[16] (sub-block k's 4-bit scale in the low
+    nibble, its 4-bit minimum in the high), qs[64] (two_bit_planes), fp16 d, fp16 dmin.
+    Sub-block k (16 weights) decodes as d * sc[k] * q - dmin * m[k], q in [0, 3]."""
+    x = blocks.reshape(-1, 16, 16)
+    low = np.minimum(x.min(axis=2), 0)
+    scale = (x.max(axis=2) - low) / 3
+    d16, d = fp16(scale.max(axis=1) / 15)
+    dmin16, dmin = fp16(-low.min(axis=1) / 15)
+    sc = np.clip(np.rint(divide(scale, d[:, None])), 0, 15).astype(np.uint8)
+    m = np.clip(np.rint(divide(-low, dmin[:, None])), 0, 15).astype(np.uint8)
+    step = (d[:, None] * sc)[:, :, None]
+    offset = (dmin[:, None] * m)[:, :, None]
+    q = np.clip(np.rint(divide(x + offset, step)), 0, 3).astype(np.uint8)
+    return np.concatenate([sc | m << 4, two_bit_planes(q), half_bytes(d16), half_bytes(dmin16)],
+                          axis=1)
+
+
+def pack_q3_k_scales(s):
+    """(n, 16) 6-bit scales -> (n, 12) bytes: byte b < 4 holds the low 4 bits of s[b] (low
+    nibble) and s[8 + b] (high), byte 4 + b those of s[4 + b] and s[12 + b], byte 8 + b the top
+    2 bits of s[b], s[4 + b], s[8 + b], s[12 + b] at bits 0, 2, 4, 6."""
+    lo, hi = s & 0xF, s >> 4
+    return np.concatenate([lo[:, 0:4] | lo[:, 8:12] << 4,
+                           lo[:, 4:8] | lo[:, 12:16] << 4,
+                           hi[:, 0:4] | hi[:, 4:8] << 2 | hi[:, 8:12] << 4 | hi[:, 12:16] << 6],
+                          axis=1)
+
+
+def encode_q3_k(blocks):
+    """(n, 256) float32 -> (n, 110) Q3_K blocks: hmask[32] (the third bit of sub-block
+    k = 8 h + 2 j + s's quant l in bit 4 h + j of byte 16 s + l), qs[64] (the low 2 bits,
+    two_bit_planes), scales[12] (6-bit, pack_q3_k_scales), fp16 d. Sub-block k decodes as
+    d * (sc[k] - 32) * (q - 4), q in [0, 7]."""
+    x = blocks.reshape(-1, 16, 16)
+    extreme = np.take_along_axis(x, np.abs(x).argmax(axis=2)[:, :, None], axis=2)[:, :, 0]
+    scale = extreme / -4  # as Q6_K: the largest |w| of a sub-block decodes from q - 4 = -4
+    largest = np.take_along_axis(scale, np.abs(scale).argmax(axis=1)[:, None], axis=1)[:, 0]
+    d16, d = fp16(largest / -32)
+    sc = np.clip(np.rint(divide(scale, d[:, None])), -32, 31).astype(np.int32)
+    step = (d[:, None] * sc)[:, :, None]
+    q = (np.clip(np.rint(divide(x, step)), -4, 3) + 4).astype(np.uint8)
+    third = (q >> 2).reshape(-1, 2, 4, 2, 16)  # [n, h, j, s, l]
+    hmask = np.zeros((q.shape[0], 2, 16), np.uint8)
+    for h in range(2):
+        for j in range(4):
+            hmask |= third[:, h, j] << (4 * h + j)
+    return np.concatenate([hmask.reshape(-1, 32), two_bit_planes(q & 3),
+                           pack_q3_k_scales((sc + 32).astype(np.uint8)), half_bytes(d16)], axis=1)
+
+
+ENCODERS = {QType.Q4_K: encode_q4_k, QType.Q5_K: encode_q5_k, QType.Q6_K: encode_q6_k,
+            QType.Q2_K: encode_q2_k, QType.Q3_K: encode_q3_k}
 
 
 def requantize(tensor, qtype):
@@ -195,14 +266,14 @@ def copy_metadata(reader, writer):
         writer.add_key_value(field.name, field.contents(), vtype, sub_type=sub_type)
 
 
-def write(reader, path, q5):
+def write(reader, path, mode):
     """Writes the output; returns {name: (type, raw bytes)} of the re-quantized tensors."""
     arch = reader.get_field(gguf.Keys.General.ARCHITECTURE).contents()
     writer = gguf.GGUFWriter(path, arch)
     copy_metadata(reader, writer)
     changed = {}
     for tensor in reader.tensors:
-        qtype = target_type(tensor.name, q5)
+        qtype = target_type(tensor.name, mode)
         if qtype is None:
             writer.add_tensor(tensor.name, tensor.data, raw_dtype=tensor.tensor_type)
             continue
@@ -238,21 +309,23 @@ def verify(reader, path, changed):
 
 def main():
     args = sys.argv[1:]
-    q5 = args[:1] == ["--q5"]
-    if q5:
+    mode = args[0] if args[:1] in (["--q5"], ["--low-bits"]) else None
+    if mode:
         args = args[1:]
+    q5 = mode == "--q5"
     if len(args) != 2:
         sys.exit(__doc__.split("\n\n")[1])
     src, dst = args
     start = time.time()
     reader = gguf.GGUFReader(src)
-    ffn_down = "block % 3: Q4_K, Q5_K, Q6_K" if q5 else "even blocks Q4_K, odd Q6_K"
+    ffn_down = {"--q5": "block % 3: Q4_K, Q5_K, Q6_K", "--low-bits": "even blocks Q2_K, odd Q3_K",
+                None: "even blocks Q4_K, odd Q6_K"}[mode]
     print("make_kquant_model: %s: %d tensors, re-quantizing blk.*.ffn_down.weight (%s)"
           % (src, len(reader.tensors), ffn_down), flush=True)
     if q5:
         print("make_kquant_model: and blk.*.{%s}.weight (even blocks Q5_0, odd Q5_1; attn_v of"
               " blocks 1, 5, 9, ... Q8_0)" % ",".join(Q5_KINDS), flush=True)
-    changed = write(reader, dst, q5)
+    changed = write(reader, dst, mode)
     verify(reader, dst, changed)
     print("make_kquant_model: wrote %s (%d tensors re-quantized, the rest identical) in %.1f s"
           % (dst, len(changed), time.time() - start), flush=True)

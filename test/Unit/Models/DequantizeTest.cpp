@@ -2,10 +2,13 @@
 
 #include "nnsc/Runtime/Kernels/Dequantize.h"
 
+#include <c10/util/Half.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <vector>
 
 using namespace nnsc::kernels;
@@ -129,6 +132,76 @@ TEST(Dequantize, Q5_1AddsTheMinimumPerBlock) {
   for (int b = 0; b < 2; ++b)
     for (int j = 0; j < 32; ++j)
       EXPECT_EQ(out[b * 32 + j], 0.25f * float(j) + (b == 0 ? -1.0f : -2.0f)) << b << " " << j;
+}
+
+// Q2_K and Q3_K, which only the loader reads (widened), against super-blocks packed as ggml's
+// quantize_row_q2_K / quantize_row_q3_K pack them: every quant bit, scale and minimum nibble,
+// every bit of Q3_K's 6-bit scales and third-bit mask. End to end, against transformers
+// dequantizing a file with gguf-py: test/Runtime/Models/smollm2-low-bit-logits.test.
+
+void putHalf(uint8_t *p, float v) {
+  const uint16_t h = c10::Half(v).x;
+  std::memcpy(p, &h, 2);
+}
+
+/// Weight i's position in the 2-bit planes of Q2_K and Q3_K: byte 32 h + 16 s + l, bits 2j.
+struct Plane {
+  int byte, shift;
+};
+Plane planeOf(int i) {
+  const int h = i / 128, j = i / 32 % 4, s = i / 16 % 2, l = i % 16;
+  return {32 * h + 16 * s + l, 2 * j};
+}
+
+TEST(Dequantize, Q2_KReadsEveryQuantScaleAndMinimum) {
+  std::mt19937 rng(4);
+  std::array<uint8_t, 84> block{};
+  int want[256], sc[16], mn[16];
+  for (int &q : want)
+    q = int(rng() % 4);
+  for (int k = 0; k < 16; ++k) {
+    sc[k] = (k * 7 + 3) % 16; // every nibble value
+    mn[k] = 15 - k;
+    block[size_t(k)] = uint8_t(sc[k] | mn[k] << 4);
+  }
+  for (int i = 0; i < 256; ++i) {
+    const Plane p = planeOf(i);
+    block[size_t(16 + p.byte)] |= uint8_t(want[i] << p.shift);
+  }
+  putHalf(block.data() + 80, 0.5f);
+  putHalf(block.data() + 82, 0.125f);
+  float x[256];
+  dequantizeQ2_K(block.data(), x, 256);
+  for (int i = 0; i < 256; ++i)
+    ASSERT_EQ(x[i], 0.5f * float(sc[i / 16]) * float(want[i]) - 0.125f * float(mn[i / 16]))
+        << "weight " << i;
+}
+
+TEST(Dequantize, Q3_KReadsEveryQuantBitAndSixBitScale) {
+  std::mt19937 rng(5);
+  std::array<uint8_t, 110> block{};
+  int want[256], sc[16];
+  for (int &q : want)
+    q = int(rng() % 8); // the low 2 bits and the third
+  for (int k = 0; k < 16; ++k)
+    sc[k] = (k * 23 + 5) % 64; // low nibbles and top bits of every value
+  for (int i = 0; i < 256; ++i) {
+    const Plane p = planeOf(i);
+    block[size_t(32 + p.byte)] |= uint8_t((want[i] & 3) << p.shift);
+    const int h = i / 128, j = i / 32 % 4, s = i / 16 % 2, l = i % 16;
+    block[size_t(16 * s + l)] |= uint8_t((want[i] >> 2) << (4 * h + j));
+  }
+  // quantize_row_q3_K's packing of the 6-bit scales into 12 bytes.
+  uint8_t *scales = block.data() + 96;
+  for (int k = 0; k < 16; ++k) {
+    scales[k % 8] |= uint8_t((sc[k] & 15) << (k < 8 ? 0 : 4));
+    scales[8 + k % 4] |= uint8_t((sc[k] >> 4) << (2 * (k / 4)));
+  }
+  putHalf(block.data() + 108, 0.25f);
+  float x[256];
+  dequantizeQ3_K(block.data(), x, 256);
+  for (int i = 0; i < 256; ++i)
+    ASSERT_EQ(x[i], 0.25f * float(sc[i / 16] - 32) * float(want[i] - 4)) << "weight " << i;
 }
 
 } // namespace

@@ -87,6 +87,19 @@ void dequantizeQ4_K(const uint8_t *src, float *out, int64_t count);
 void dequantizeQ5_K(const uint8_t *src, float *out, int64_t count);
 void dequantizeQ6_K(const uint8_t *src, float *out, int64_t count);
 
+/// Q2_K: 84-byte super-blocks {uint8 scales[16]; uint8 qs[64]; fp16 d; fp16 dmin} of 16
+/// sub-blocks of 16. Weight 128 h + 32 j + 16 s + l (half h, j < 4, s < 2, l < 16) is bits
+/// 2j-2j+1 of qs[32 h + 16 s + l], q in [0, 3], in sub-block k = 8 h + 2 j + s:
+/// x = d * (scales[k] & 15) * q - dmin * (scales[k] >> 4). Widened at load only: the
+/// quantized kernels do not read it.
+void dequantizeQ2_K(const uint8_t *src, float *out, int64_t count);
+/// Q3_K: 110-byte super-blocks {uint8 hmask[32]; uint8 qs[64]; uint8 scales[12]; fp16 d} of 16
+/// sub-blocks of 16. Weight 128 h + 32 j + 16 s + l has its low 2 bits where Q2_K's are and its
+/// third bit in bit 4 h + j of hmask[16 s + l]: q = low + 4 * bit - 4 in [-4, 3]. Sub-block k's
+/// 6-bit scale sc: low 4 bits in scales[k % 8] (k < 8: low nibble, else high), high 2 bits in
+/// bits 2 (k / 4) of scales[8 + k % 4]; x = d * (sc - 32) * q. Widened at load only.
+void dequantizeQ3_K(const uint8_t *src, float *out, int64_t count);
+
 /// The decoder above of the block format `format`.
 void dequantize(QuantFormat format, const uint8_t *src, float *out, int64_t count);
 
