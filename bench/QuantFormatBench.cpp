@@ -48,7 +48,8 @@ int main() {
   for (const auto &shape : shapes)
     for (QuantFormat format :
          {QuantFormat::Q4_0, QuantFormat::Q4_1, QuantFormat::Q5_0, QuantFormat::Q5_1,
-          QuantFormat::Q8_0, QuantFormat::Q4_K, QuantFormat::Q5_K, QuantFormat::Q6_K})
+          QuantFormat::Q8_0, QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::Q4_K,
+          QuantFormat::Q5_K, QuantFormat::Q6_K})
       for (int64_t batch : {1, 4}) {
         const int64_t rows = shape[0], cols = shape[1];
         const int64_t rowBytes = cols / nnsc::kernels::quantBlockWeights(format) *

@@ -217,37 +217,74 @@ void dequantizeQ6_K(const uint8_t *src, float *out, int64_t count) {
   }
 }
 
+namespace {
+
+/// Q2_K's and Q3_K's low 2 bits: for half h and j < 4 the 32 quants 128 h + 32 j + t come from
+/// bits 2j-2j+1 of qs[32 h + t], 32 per AVX2 operation (the 16-bit shifts carry a neighbour
+/// byte's bits in, which the mask drops). With `hmask`, Q3_K's third bits too (bit 4 h + j of
+/// hmask[t]) and the offset: q = low + 4 * third - 4.
+void unpackTwoBitPlanes(const uint8_t *qs, const uint8_t *hmask, int8_t *q) {
+  auto load = [](const uint8_t *p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
+  };
+  const __m256i two = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1), four = _mm256_set1_epi8(4);
+  const __m256i third = hmask ? load(hmask) : _mm256_setzero_si256();
+  for (int h = 0; h < 2; ++h) {
+    const __m256i bits = load(qs + 32 * h);
+    for (int j = 0; j < 4; ++j) {
+      __m256i v = _mm256_and_si256(_mm256_srl_epi16(bits, _mm_cvtsi32_si128(2 * j)), two);
+      if (hmask) {
+        const __m256i t =
+            _mm256_and_si256(_mm256_srl_epi16(third, _mm_cvtsi32_si128(4 * h + j)), one);
+        v = _mm256_sub_epi8(_mm256_or_si256(v, _mm256_slli_epi16(t, 2)), four);
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(q + 128 * h + 32 * j), v);
+    }
+  }
+}
+
+} // namespace
+
+void unpackQ2_K(const uint8_t *block, int8_t *q, float *scales, float *minimums) {
+  const uint8_t *packed = block;
+  const float d = halfToFloat(load16(block + 80)), dmin = halfToFloat(load16(block + 82));
+  for (int k = 0; k < 16; ++k) {
+    scales[k] = d * float(packed[k] & 15);
+    minimums[k] = dmin * float(packed[k] >> 4);
+  }
+  unpackTwoBitPlanes(block + 16, nullptr, q);
+}
+
+void unpackQ3_K(const uint8_t *block, int8_t *q, float *scales) {
+  const uint8_t *packed = block + 96;
+  const float d = halfToFloat(load16(block + 108));
+  for (int k = 0; k < 16; ++k) {
+    const int low = (packed[k % 8] >> (4 * (k / 8))) & 15;
+    const int high = (packed[8 + k % 4] >> (2 * (k / 4))) & 3;
+    scales[k] = d * float((low | high << 4) - 32);
+  }
+  unpackTwoBitPlanes(block + 32, block, q);
+}
+
 void dequantizeQ2_K(const uint8_t *src, float *out, int64_t count) {
   assert(count % kKQuantBlock == 0 && "Q2_K needs whole super-blocks");
+  int8_t q[kKQuantBlock];
+  float scales[16], minimums[16];
   for (int64_t b = 0; b < count / kKQuantBlock; ++b, src += 84, out += kKQuantBlock) {
-    const uint8_t *scales = src, *qs = src + 16;
-    const float d = halfToFloat(load16(src + 80)), dmin = halfToFloat(load16(src + 82));
-    for (int i = 0; i < kKQuantBlock; ++i) {
-      const int h = i / 128, j = i / 32 % 4, s = i / 16 % 2, l = i % 16;
-      const int k = 8 * h + 2 * j + s;
-      const int q = (qs[32 * h + 16 * s + l] >> (2 * j)) & 3;
-      out[i] = d * float(scales[k] & 15) * float(q) - dmin * float(scales[k] >> 4);
-    }
+    unpackQ2_K(src, q, scales, minimums);
+    for (int i = 0; i < kKQuantBlock; ++i)
+      out[i] = scales[i / 16] * float(q[i]) - minimums[i / 16];
   }
 }
 
 void dequantizeQ3_K(const uint8_t *src, float *out, int64_t count) {
   assert(count % kKQuantBlock == 0 && "Q3_K needs whole super-blocks");
+  int8_t q[kKQuantBlock];
+  float scales[16];
   for (int64_t b = 0; b < count / kKQuantBlock; ++b, src += 110, out += kKQuantBlock) {
-    const uint8_t *hmask = src, *qs = src + 32, *packed = src + 96;
-    const float d = halfToFloat(load16(src + 108));
-    float scales[16];
-    for (int k = 0; k < 16; ++k) {
-      const int low = k < 8 ? packed[k % 8] & 15 : packed[k % 8] >> 4;
-      const int high = (packed[8 + k % 4] >> (2 * (k / 4))) & 3;
-      scales[k] = d * float((low | high << 4) - 32);
-    }
-    for (int i = 0; i < kKQuantBlock; ++i) {
-      const int h = i / 128, j = i / 32 % 4, s = i / 16 % 2, l = i % 16;
-      const int low = (qs[32 * h + 16 * s + l] >> (2 * j)) & 3;
-      const int third = (hmask[16 * s + l] >> (4 * h + j)) & 1;
-      out[i] = scales[8 * h + 2 * j + s] * float(low + 4 * third - 4);
-    }
+    unpackQ3_K(src, q, scales);
+    for (int i = 0; i < kKQuantBlock; ++i)
+      out[i] = scales[i / 16] * float(q[i]);
   }
 }
 
@@ -263,6 +300,10 @@ void dequantize(QuantFormat format, const uint8_t *src, float *out, int64_t coun
     return dequantizeQ5_1(src, out, count);
   case QuantFormat::Q8_0:
     return dequantizeQ8_0(src, out, count);
+  case QuantFormat::Q2_K:
+    return dequantizeQ2_K(src, out, count);
+  case QuantFormat::Q3_K:
+    return dequantizeQ3_K(src, out, count);
   case QuantFormat::Q4_K:
     return dequantizeQ4_K(src, out, count);
   case QuantFormat::Q5_K:

@@ -29,6 +29,10 @@ const char *quantFormatName(QuantFormat format) {
     return "Q5_1";
   case QuantFormat::Q8_0:
     return "Q8_0";
+  case QuantFormat::Q2_K:
+    return "Q2_K";
+  case QuantFormat::Q3_K:
+    return "Q3_K";
   case QuantFormat::Q4_K:
     return "Q4_K";
   case QuantFormat::Q5_K:

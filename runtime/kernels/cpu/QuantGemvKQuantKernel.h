@@ -1,17 +1,18 @@
 //===- QuantGemvKQuantKernel.h - The K-quants' GEMV, over a vector ISA -*- C++ -*-===//
 //
 // Private to runtime/kernels/cpu, included by QuantGemvAvx2.cpp and QuantGemvAvx512.cpp after
-// QuantGemvKernel.h, whose internal-linkage rules and helpers it shares. Q4_K, Q5_K and Q6_K
-// rows are read as the file stores them, 256-weight super-blocks. Q4_K's quants are widened in
-// registers W at a time (Isa::q4: a byte's low nibble is a weight of the even sub-block of its
-// 64, the high nibble the same weight of the odd one), Q5_K's the same way with their fifth
-// bits or'ed in (Isa::q5K), and their 6-bit scales and minimums decoded once per super-block
-// and row (q4KScalesMins). Q6_K's are unpacked into a small
-// buffer (unpackQ6_K) and widened from there. Each weight is widened to exactly its
-// dequantized value (scale * q, minus the minimum for Q4_K, two roundings under
-// -ffp-contract=off) once for every activation row of the tile, except for Q4_K and Q5_K
-// against a single row, which takes the factored form scale * sum(q x) - minimum * sum(x) per
-// 32-weight sub-block as the 32-weight formats do (QuantGemv.h).
+// QuantGemvKernel.h, whose internal-linkage rules and helpers it shares. K-quant rows are read
+// as the file stores them, 256-weight super-blocks. Q4_K's quants are widened in registers W at
+// a time (Isa::q4: a byte's low nibble is a weight of the even sub-block of its 64, the high
+// nibble the same weight of the odd one), Q5_K's the same way with their fifth bits or'ed in
+// (Isa::q5K), and their 6-bit scales and minimums decoded once per super-block and row
+// (q4KScalesMins). The formats of 16 sub-blocks of 16 (Q2_K, Q3_K, Q6_K) are unpacked into a
+// small buffer (unpackQ2_K, unpackQ3_K, unpackQ6_K) and widened from there. Each weight is
+// widened to exactly its dequantized value (scale * q, minus the minimum for Q2_K, Q4_K and
+// Q5_K, two roundings under -ffp-contract=off) once for every activation row of the tile,
+// except for Q4_K and Q5_K against a single row, which takes the factored form
+// scale * sum(q x) - minimum * sum(x) per 32-weight sub-block as the 32-weight formats do
+// (QuantGemv.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,14 +31,29 @@ constexpr bool hasNibbleSubBlocks(QuantFormat f) {
   return f == QuantFormat::Q4_K || f == QuantFormat::Q5_K;
 }
 
-/// A super-block's scales (32-weight sub-blocks for Q4_K and Q5_K, 16 weights for Q6_K) and
-/// Q4_K's and Q5_K's minimums, exact in fp32 as dequantizeQ4_K / dequantizeQ5_K /
-/// dequantizeQ6_K compute them: decode() fills Q4_K's and Q5_K's (it does nothing for Q6_K),
-/// unpackQ6_K writes Q6_K's with the quants.
+/// Whether F's super-block minimums are subtracted: Q2_K, Q4_K, Q5_K.
+constexpr bool hasSubBlockMinimums(QuantFormat f) {
+  return hasNibbleSubBlocks(f) || f == QuantFormat::Q2_K;
+}
+
+/// A super-block's scales (32-weight sub-blocks for Q4_K and Q5_K, 16 weights for Q2_K, Q3_K
+/// and Q6_K) and minimums (Q2_K, Q4_K, Q5_K), exact in fp32 as dequantize*() computes them:
+/// decode() fills Q4_K's and Q5_K's (it does nothing for the others), unpack() the others'
+/// with their quants.
 template <QuantFormat F> struct SuperBlockScales {
   static constexpr int Groups = hasNibbleSubBlocks(F) ? 8 : 16;
   float scales[Groups];
-  float minimums[hasNibbleSubBlocks(F) ? Groups : 1];
+  float minimums[hasSubBlockMinimums(F) ? Groups : 1];
+
+  /// Q2_K, Q3_K, Q6_K: the 256 quants of `block` into q, the scales (and minimums) here.
+  void unpack(const uint8_t *block, int8_t *q) {
+    if constexpr (F == QuantFormat::Q2_K)
+      unpackQ2_K(block, q, scales, minimums);
+    else if constexpr (F == QuantFormat::Q3_K)
+      unpackQ3_K(block, q, scales);
+    else if constexpr (F == QuantFormat::Q6_K)
+      unpackQ6_K(block, q, scales);
+  }
 
   void decode(const uint8_t *block) {
     if constexpr (hasNibbleSubBlocks(F)) {
@@ -85,7 +101,7 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
   const T *x = a.x + b * a.xStride;
   float minimumTerms[RB] = {}; // Q4_K and Q5_K, factored: sum over sub-blocks of minimum * sum(x)
   SuperBlockScales<F> sb[RB];
-  alignas(64) int8_t q[F == QuantFormat::Q6_K ? RB : 1][kKQuantBlock]; // Q6_K's unpacked quants
+  alignas(64) int8_t q[hasNibbleSubBlocks(F) ? 1 : RB][kKQuantBlock]; // unpacked quants
   for (int64_t k = 0; k < a.cols / kKQuantBlock; ++k) {
     if (b == 0) // later activation tiles of these rows find their blocks prefetched
       prefetchGroupAhead<RB, Bytes>(w, a.rowBytes, k);
@@ -138,20 +154,21 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
         }
       }
     } else {
-      // The quants unpacked into a small buffer once per super-block and row (unpackQ6_K,
-      // whose byte-wise loops the compiler vectorizes), then widened 16 at a time: faster
-      // than widening them from ql and qh in registers (9.6-10.3 against 11.6 Gweights/s at
-      // one row, nnsc-bench-quant-formats). 16 weights share a scale, so the factored form
-      // saves nothing and every row count takes the exact weights.
+      // The quants unpacked into a small buffer once per super-block and row, then widened 16
+      // at a time: for Q6_K faster than widening them from ql and qh in registers (9.6-10.3
+      // against 11.6 Gweights/s at one row, nnsc-bench-quant-formats). 16 weights share a
+      // scale, so the factored form saves nothing and every row count takes the exact weights.
       for (int i = 0; i < RB; ++i)
-        unpackQ6_K(blocks[i], q[i], sb[i].scales);
+        sb[i].unpack(blocks[i], q[i]);
       for (int c = 0; c < 16; ++c)
         for (int p = 0; p < 16 / W; ++p) {
           V xs[BB];
           for (int j = 0; j < BB; ++j)
             xs[j] = Isa::load(xk + j * a.xStride + 16 * c + p * W);
           for (int i = 0; i < RB; ++i) {
-            const V weight = Isa::mul(Isa::set1(sb[i].scales[c]), Isa::q8(q[i] + 16 * c + p * W));
+            V weight = Isa::mul(Isa::set1(sb[i].scales[c]), Isa::q8(q[i] + 16 * c + p * W));
+            if constexpr (hasSubBlockMinimums(F))
+              weight = Isa::sub(weight, Isa::set1(sb[i].minimums[c]));
             for (int j = 0; j < BB; ++j)
               acc[i][j] = Isa::fma(weight, xs[j], acc[i][j]);
           }
@@ -192,8 +209,8 @@ void kQuantRows(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
     kQuantRowBlock<Isa, F, 1>(a, r, subSums);
 }
 
-/// Output columns [rowBegin, rowEnd) of a Q4_K, Q5_K or Q6_K product. A single activation row
-/// leaves registers for more weight rows.
+/// Output columns [rowBegin, rowEnd) of a K-quant product. A single activation row leaves
+/// registers for more weight rows.
 template <class Isa, typename T>
 void kQuantGemvOn(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
   auto run = [&](auto format) {
@@ -203,7 +220,11 @@ void kQuantGemvOn(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
     else
       kQuantRows<Isa, F, Isa::RowBlock>(a, rowBegin, rowEnd);
   };
-  if (a.format == QuantFormat::Q4_K)
+  if (a.format == QuantFormat::Q2_K)
+    run(std::integral_constant<QuantFormat, QuantFormat::Q2_K>());
+  else if (a.format == QuantFormat::Q3_K)
+    run(std::integral_constant<QuantFormat, QuantFormat::Q3_K>());
+  else if (a.format == QuantFormat::Q4_K)
     run(std::integral_constant<QuantFormat, QuantFormat::Q4_K>());
   else if (a.format == QuantFormat::Q5_K)
     run(std::integral_constant<QuantFormat, QuantFormat::Q5_K>());

@@ -371,6 +371,8 @@ void quantGemvOn(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
   case QuantFormat::Q8_0:
     gemvRows<Isa, QuantFormat::Q8_0>(a, rowBegin, rowEnd);
     break;
+  case QuantFormat::Q2_K:
+  case QuantFormat::Q3_K:
   case QuantFormat::Q4_K:
   case QuantFormat::Q5_K:
   case QuantFormat::Q6_K:

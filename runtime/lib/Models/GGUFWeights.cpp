@@ -52,6 +52,10 @@ std::optional<kernels::QuantFormat> quantFormatOf(uint32_t type) {
     return kernels::QuantFormat::Q5_1;
   case gguf::TensorType::Q8_0:
     return kernels::QuantFormat::Q8_0;
+  case gguf::TensorType::Q2_K:
+    return kernels::QuantFormat::Q2_K;
+  case gguf::TensorType::Q3_K:
+    return kernels::QuantFormat::Q3_K;
   case gguf::TensorType::Q4_K:
     return kernels::QuantFormat::Q4_K;
   case gguf::TensorType::Q5_K:
@@ -84,12 +88,6 @@ torch::Tensor dequantizeGGUFTensor(const gguf::GGUFFile &file, const gguf::Tenso
     break;
   case gguf::TensorType::BF16:
     kernels::dequantizeBF16(src, dst, n);
-    break;
-  case gguf::TensorType::Q2_K:
-    kernels::dequantizeQ2_K(src, dst, n);
-    break;
-  case gguf::TensorType::Q3_K:
-    kernels::dequantizeQ3_K(src, dst, n);
     break;
   default:
     throw ModelLoadError("'" + file.path() + "': tensor '" + info.name + "' has type " +

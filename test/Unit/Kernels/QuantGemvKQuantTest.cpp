@@ -1,12 +1,12 @@
-//===- QuantGemvKQuantTest.cpp - Q4_K / Q5_K / Q6_K blocks and their GEMV -*- C++ -*-===//
+//===- QuantGemvKQuantTest.cpp - K-quant blocks and their GEMV ---*- C++ -*-===//
 //
 // The K-quants' unpacking against super-blocks packed here as ggml's quantize_row_q4_K /
 // quantize_row_q5_K / quantize_row_q6_K pack them (every 6-bit scale and minimum, every quant
-// bit), and their GEMV
-// kernels (each instruction set this CPU runs, fp32 and bf16 activations) against LibTorch's
-// float64 matmul of the dequantized weights (QuantGemvTestUtil.h). End to end, against
-// transformers dequantizing a real file with gguf-py:
-// test/Runtime/Models/smollm2-requantized-logits.test.
+// bit; Q2_K's and Q3_K's in DequantizeTest.cpp), and the GEMV kernels of Q2_K to Q6_K (each
+// instruction set this CPU runs, fp32 and bf16 activations) against LibTorch's float64 matmul
+// of the dequantized weights (QuantGemvTestUtil.h). End to end, against transformers
+// dequantizing a real file with gguf-py: test/Runtime/Models/smollm2-requantized-logits.test
+// and smollm2-low-bit-logits.test.
 //
 //===----------------------------------------------------------------------===//
 
@@ -149,14 +149,16 @@ TEST_P(KQuantGemv, AccumulatesIntoStridedRowsThroughLinear) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, KQuantGemv,
-                         ::testing::Combine(::testing::Values(QuantFormat::Q4_K, QuantFormat::Q5_K,
+                         ::testing::Combine(::testing::Values(QuantFormat::Q2_K, QuantFormat::Q3_K,
+                                                              QuantFormat::Q4_K, QuantFormat::Q5_K,
                                                               QuantFormat::Q6_K),
                                             ::testing::Values(torch::kFloat32, torch::kBFloat16)),
                          formatAndDtypeName);
 
 TEST(KQuantMatrix, RowsAreStoredAsTheFileHasThemAndSliceOnSuperBlocks) {
   torch::manual_seed(3);
-  for (QuantFormat format : {QuantFormat::Q4_K, QuantFormat::Q5_K, QuantFormat::Q6_K}) {
+  for (QuantFormat format : {QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::Q4_K,
+                             QuantFormat::Q5_K, QuantFormat::Q6_K}) {
     const QuantizedMatrix r = randomMatrix(format, 4, 768);
     EXPECT_TRUE(r.ggmlBlocks().equal(r.blocks)) << nnsc::kernels::quantFormatName(format);
     EXPECT_TRUE(dequantize(r.narrowCols(256, 512)).equal(dequantize(r).narrow(1, 256, 512)));

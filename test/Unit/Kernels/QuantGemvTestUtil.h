@@ -47,9 +47,9 @@ template <typename F> torch::Tensor catOverParts(const QuantizedMatrix &m, const
 inline torch::Tensor dequantize(const QuantizedMatrix &m) { return m.widen(torch::kFloat32); }
 
 /// |m| of each weight's block [rows, cols]: the Q4_1/Q5_1 minimum, 8 |d| for Q4_0, 16 |d| for
-/// Q5_0, 0 for Q8_0 and Q6_K, Q4_K's and Q5_K's sub-block minimum; with `scales`, |d| instead
-/// for the formats of the vdpbf16ps kernel (Q4_0, Q4_1; 2 |d| for Q5_0 and Q5_1, whose form is
-/// 1 + q / 32), 0 for the others.
+/// Q5_0, 0 for Q8_0, Q3_K and Q6_K, Q2_K's, Q4_K's and Q5_K's sub-block minimum; with `scales`, |d|
+/// instead for the formats of the vdpbf16ps kernel (Q4_0, Q4_1; 2 |d| for Q5_0 and Q5_1, whose form
+/// is 1 + q / 32), 0 for the others.
 inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = false) {
   if (!m.rest.empty())
     return catOverParts(
@@ -57,7 +57,8 @@ inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = f
   torch::Tensor out = torch::zeros({m.rows(), m.cols}, torch::kFloat64);
   const bool q5 = m.format == QuantFormat::Q5_0 || m.format == QuantFormat::Q5_1;
   const bool bf16DotFormat = m.format == QuantFormat::Q4_0 || m.format == QuantFormat::Q4_1 || q5;
-  if (m.format == QuantFormat::Q8_0 || m.format == QuantFormat::Q6_K || (scales && !bf16DotFormat))
+  if (m.format == QuantFormat::Q8_0 || m.format == QuantFormat::Q3_K ||
+      m.format == QuantFormat::Q6_K || (scales && !bf16DotFormat))
     return out;
   const int64_t bytes = nnsc::kernels::quantBlockBytes(m.format);
   const torch::Tensor blocks = m.ggmlBlocks();
@@ -71,6 +72,19 @@ inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = f
             blocks.data_ptr<uint8_t>() + r * blocks.stride(0) + k * bytes, q, sc, mn);
         for (int j = 0; j < 8; ++j)
           std::fill(o + r * m.cols + k * 256 + 32 * j, o + r * m.cols + k * 256 + 32 * j + 32,
+                    std::abs(double(mn[j])));
+      }
+    return out;
+  }
+  if (m.format == QuantFormat::Q2_K) {
+    int8_t q[256];
+    float sc[16], mn[16];
+    for (int64_t r = 0; r < m.rows(); ++r)
+      for (int64_t k = 0; k < m.cols / 256; ++k) {
+        nnsc::kernels::unpackQ2_K(blocks.data_ptr<uint8_t>() + r * blocks.stride(0) + k * bytes, q,
+                                  sc, mn);
+        for (int j = 0; j < 16; ++j)
+          std::fill(o + r * m.cols + k * 256 + 16 * j, o + r * m.cols + k * 256 + 16 * j + 16,
                     std::abs(double(mn[j])));
       }
     return out;
@@ -109,12 +123,17 @@ inline QuantizedMatrix randomMatrix(QuantFormat format, int64_t rows, int64_t co
   torch::Tensor blocks = torch::randint(0, 256, {rows, cols / weights * bytes}, torch::kUInt8);
   uint8_t *p = blocks.data_ptr<uint8_t>();
   for (int64_t b = 0; b < rows * cols / weights; ++b, p += bytes) {
+    // Where d lies: first, or last in Q3_K and Q6_K; Q2_K's d and dmin close its block.
+    const int64_t dAt = format == QuantFormat::Q6_K   ? 208
+                        : format == QuantFormat::Q3_K ? 108
+                        : format == QuantFormat::Q2_K ? 80
+                                                      : 0;
     const uint16_t d = randomHalf(kQuant ? -13 : -8);
-    std::memcpy(p + (format == QuantFormat::Q6_K ? 208 : 0), &d, 2);
-    if (nnsc::kernels::quantHasMinimum(format) || format == QuantFormat::Q4_K ||
-        format == QuantFormat::Q5_K) {
+    std::memcpy(p + dAt, &d, 2);
+    if (nnsc::kernels::quantHasMinimum(format) || format == QuantFormat::Q2_K ||
+        format == QuantFormat::Q4_K || format == QuantFormat::Q5_K) {
       const uint16_t m = kQuant ? randomHalf(-12) : randomHalf(-8, /*negative=*/true);
-      std::memcpy(p + 2, &m, 2);
+      std::memcpy(p + dAt + 2, &m, 2);
     }
   }
   return QuantizedMatrix::fromGgmlBlocks(format, blocks, cols);

@@ -134,10 +134,11 @@ TEST(Dequantize, Q5_1AddsTheMinimumPerBlock) {
       EXPECT_EQ(out[b * 32 + j], 0.25f * float(j) + (b == 0 ? -1.0f : -2.0f)) << b << " " << j;
 }
 
-// Q2_K and Q3_K, which only the loader reads (widened), against super-blocks packed as ggml's
-// quantize_row_q2_K / quantize_row_q3_K pack them: every quant bit, scale and minimum nibble,
-// every bit of Q3_K's 6-bit scales and third-bit mask. End to end, against transformers
-// dequantizing a file with gguf-py: test/Runtime/Models/smollm2-low-bit-logits.test.
+// Q2_K and Q3_K (unpackQ2_K / unpackQ3_K through their decoders; the GEMV kernels unpack
+// them the same way) against super-blocks packed as ggml's quantize_row_q2_K /
+// quantize_row_q3_K pack them: every quant bit, scale and minimum nibble, every bit of Q3_K's
+// 6-bit scales and third-bit mask. End to end, against transformers dequantizing a file with
+// gguf-py: test/Runtime/Models/smollm2-low-bit-logits.test.
 
 void putHalf(uint8_t *p, float v) {
   const uint16_t h = c10::Half(v).x;

@@ -4,7 +4,7 @@
 // can be unit-tested against hand-built blocks. Layouts follow ggml-common.h: every 32-weight
 // block starts with an fp16 scale `d` (Q4_1 and Q5_1 also an fp16 minimum `m`) followed by the
 // quants (Q5_0/Q5_1: their fifth bits, then the low nibbles); the K-quants' 256-weight
-// super-blocks are described at unpackQ4_K, unpackQ5_K and unpackQ6_K.
+// super-blocks are described at unpackQ2_K, unpackQ3_K, unpackQ4_K, unpackQ5_K and unpackQ6_K.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,7 +21,7 @@ namespace nnsc::kernels {
 /// Elements per block of the Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 formats.
 constexpr int64_t kQuantBlock = 32;
 
-/// Elements per super-block of the K-quants (Q4_K, Q5_K, Q6_K).
+/// Elements per super-block of the K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K).
 constexpr int64_t kKQuantBlock = 256;
 
 /// IEEE half and bfloat16 bit patterns to float.
@@ -89,15 +89,19 @@ void dequantizeQ6_K(const uint8_t *src, float *out, int64_t count);
 
 /// Q2_K: 84-byte super-blocks {uint8 scales[16]; uint8 qs[64]; fp16 d; fp16 dmin} of 16
 /// sub-blocks of 16. Weight 128 h + 32 j + 16 s + l (half h, j < 4, s < 2, l < 16) is bits
-/// 2j-2j+1 of qs[32 h + 16 s + l], q in [0, 3], in sub-block k = 8 h + 2 j + s:
-/// x = d * (scales[k] & 15) * q - dmin * (scales[k] >> 4). Widened at load only: the
-/// quantized kernels do not read it.
-void dequantizeQ2_K(const uint8_t *src, float *out, int64_t count);
+/// 2j-2j+1 of qs[32 h + 16 s + l], q in [0, 3], in sub-block k = 8 h + 2 j + s. Writes the 256
+/// quants to `q`, and per sub-block the scale d * (scales[k] & 15) and the minimum
+/// dmin * (scales[k] >> 4) (exact in fp32).
+void unpackQ2_K(const uint8_t *block, int8_t *q, float *scales, float *minimums);
 /// Q3_K: 110-byte super-blocks {uint8 hmask[32]; uint8 qs[64]; uint8 scales[12]; fp16 d} of 16
 /// sub-blocks of 16. Weight 128 h + 32 j + 16 s + l has its low 2 bits where Q2_K's are and its
 /// third bit in bit 4 h + j of hmask[16 s + l]: q = low + 4 * bit - 4 in [-4, 3]. Sub-block k's
 /// 6-bit scale sc: low 4 bits in scales[k % 8] (k < 8: low nibble, else high), high 2 bits in
-/// bits 2 (k / 4) of scales[8 + k % 4]; x = d * (sc - 32) * q. Widened at load only.
+/// bits 2 (k / 4) of scales[8 + k % 4]. Writes the quants q and the 16 scales d * (sc - 32).
+void unpackQ3_K(const uint8_t *block, int8_t *q, float *scales);
+/// x = scale * q - minimum (Q2_K), x = scale * q (Q3_K), as unpackQ2_K / unpackQ3_K give them;
+/// `count` must be a multiple of kKQuantBlock.
+void dequantizeQ2_K(const uint8_t *src, float *out, int64_t count);
 void dequantizeQ3_K(const uint8_t *src, float *out, int64_t count);
 
 /// The decoder above of the block format `format`.

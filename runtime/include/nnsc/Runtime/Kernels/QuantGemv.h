@@ -2,7 +2,7 @@
 //
 // Decode reads every weight once per token, so its speed is the number of weight bytes it
 // streams. These kernels read the GGUF file's own blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0: 32
-// weights along the input dimension per block; Q4_K, Q5_K, Q6_K: 256) and widen them in registers.
+// weights along the input dimension per block; Q2_K to Q6_K: 256) and widen them in registers.
 // The activations are never quantized: products are of fp32 (or exactly widened bf16) activations
 // and accumulate in fp32 with FMAs. For two or more activation rows each weight widens to exactly
 // the fp32 value dequantize*() produces (d * q, or d * q + m rounded twice, no fused multiply-add),
@@ -12,8 +12,8 @@
 // each scale is applied once per block instead of once per weight, the same sum rounded differently
 // (within gamma_n * sum(|w| + 2 |m|) |x|, see the tests). The K-quants' weights are widened to
 // exactly dequantize*()'s values (sub-block scale times quant, minus the sub-block minimum for
-// Q4_K and Q5_K), except against a single row, where Q4_K and Q5_K take the factored form per
-// 32-weight sub-block. A bf16 output is rounded once, to nearest even.
+// Q2_K, Q4_K and Q5_K), except against a single row, where Q4_K and Q5_K take the factored form
+// per 32-weight sub-block. A bf16 output is rounded once, to nearest even.
 //
 // The kernels read the blocks rearranged per row (splitQuantRows): a row's fp16 scales side by
 // side, then its minimums (Q4_1), then its quants. Same bytes, same bits, another order: the
@@ -36,18 +36,19 @@ namespace nnsc::kernels {
 
 /// The block formats the kernels read (layouts in Dequantize.h): 32-weight blocks, and the
 /// K-quants' 256-weight super-blocks.
-enum class QuantFormat { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K };
+enum class QuantFormat { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K };
 
 /// Whether `format` is a K-quant (256-weight super-blocks with sub-block scales).
 constexpr bool isKQuant(QuantFormat format) {
-  return format == QuantFormat::Q4_K || format == QuantFormat::Q5_K || format == QuantFormat::Q6_K;
+  return format == QuantFormat::Q2_K || format == QuantFormat::Q3_K ||
+         format == QuantFormat::Q4_K || format == QuantFormat::Q5_K || format == QuantFormat::Q6_K;
 }
 
 /// Weights per block along a row: 32, or 256 for the K-quants.
 constexpr int64_t quantBlockWeights(QuantFormat format) { return isKQuant(format) ? 256 : 32; }
 
-/// Bytes of one block: 18 (Q4_0), 20 (Q4_1), 22 (Q5_0), 24 (Q5_1), 34 (Q8_0), 144 (Q4_K),
-/// 176 (Q5_K), 210 (Q6_K).
+/// Bytes of one block: 18 (Q4_0), 20 (Q4_1), 22 (Q5_0), 24 (Q5_1), 34 (Q8_0), 84 (Q2_K),
+/// 110 (Q3_K), 144 (Q4_K), 176 (Q5_K), 210 (Q6_K).
 constexpr int64_t quantBlockBytes(QuantFormat format) {
   switch (format) {
   case QuantFormat::Q4_0:
@@ -60,6 +61,10 @@ constexpr int64_t quantBlockBytes(QuantFormat format) {
     return 24;
   case QuantFormat::Q8_0:
     return 34;
+  case QuantFormat::Q2_K:
+    return 84;
+  case QuantFormat::Q3_K:
+    return 110;
   case QuantFormat::Q4_K:
     return 144;
   case QuantFormat::Q5_K:
@@ -82,7 +87,9 @@ constexpr int64_t quantBlockQuantBytes(QuantFormat format) {
     return 32;
   case QuantFormat::Q4_0:
   case QuantFormat::Q4_1:
-  case QuantFormat::Q4_K: // not split (read as stored)
+  case QuantFormat::Q2_K: // not split (read as stored)
+  case QuantFormat::Q3_K:
+  case QuantFormat::Q4_K:
   case QuantFormat::Q5_K:
   case QuantFormat::Q6_K:
     return 16;
@@ -95,7 +102,7 @@ constexpr bool quantHasMinimum(QuantFormat format) {
   return format == QuantFormat::Q4_1 || format == QuantFormat::Q5_1;
 }
 
-/// "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K".
+/// "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K".
 const char *quantFormatName(QuantFormat format);
 
 /// Rearranges `rows` rows of cols / 32 ggml blocks of `format` (as a GGUF file stores them,
