@@ -206,15 +206,22 @@ void dequantizeQ5_K(const uint8_t *src, float *out, int64_t count) {
   dequantizeSubBlocks(src, out, count, 176, unpackQ5_K);
 }
 
-void dequantizeQ6_K(const uint8_t *src, float *out, int64_t count) {
-  assert(count % kKQuantBlock == 0 && "Q6_K needs whole super-blocks");
+/// Q3_K and Q6_K: super-blocks of `bytes`, each unpacked by `unpack` into signed quants and
+/// the scales of its 16 sub-blocks of 16.
+static void dequantizeSignedSubBlocks(const uint8_t *src, float *out, int64_t count, int64_t bytes,
+                                      void (*unpack)(const uint8_t *, int8_t *, float *)) {
   int8_t q[kKQuantBlock];
   float scales[16];
-  for (int64_t b = 0; b < count / kKQuantBlock; ++b, src += 210, out += kKQuantBlock) {
-    unpackQ6_K(src, q, scales);
+  for (int64_t b = 0; b < count / kKQuantBlock; ++b, src += bytes, out += kKQuantBlock) {
+    unpack(src, q, scales);
     for (int i = 0; i < kKQuantBlock; ++i)
       out[i] = scales[i / 16] * float(q[i]);
   }
+}
+
+void dequantizeQ6_K(const uint8_t *src, float *out, int64_t count) {
+  assert(count % kKQuantBlock == 0 && "Q6_K needs whole super-blocks");
+  dequantizeSignedSubBlocks(src, out, count, 210, unpackQ6_K);
 }
 
 namespace {
@@ -301,13 +308,7 @@ void dequantizeQ2_K(const uint8_t *src, float *out, int64_t count) {
 
 void dequantizeQ3_K(const uint8_t *src, float *out, int64_t count) {
   assert(count % kKQuantBlock == 0 && "Q3_K needs whole super-blocks");
-  int8_t q[kKQuantBlock];
-  float scales[16];
-  for (int64_t b = 0; b < count / kKQuantBlock; ++b, src += 110, out += kKQuantBlock) {
-    unpackQ3_K(src, q, scales);
-    for (int i = 0; i < kKQuantBlock; ++i)
-      out[i] = scales[i / 16] * float(q[i]);
-  }
+  dequantizeSignedSubBlocks(src, out, count, 110, unpackQ3_K);
 }
 
 void dequantize(QuantFormat format, const uint8_t *src, float *out, int64_t count) {
