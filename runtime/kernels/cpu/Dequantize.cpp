@@ -276,7 +276,7 @@ void unpackQ3_K(const uint8_t *block, int8_t *q, float *scales) {
   const float d = halfToFloat(load16(block + 108));
   // The 16 6-bit scales as ggml's dequantize_row_q3_K assembles them: low nibbles from bytes
   // 0-7 (scales 0-7 the low nibbles, 8-15 the high), the top 2 bits from bytes 8-11 (scales
-  // 4 g to 4 g + 3 at bits 2 g). A byte loop here cost a fifth of the kernel's time.
+  // 4 g to 4 g + 3 at bits 2 g). A byte loop here cost nearly a third of the kernel's time.
   uint64_t nibbles;
   uint32_t tops;
   std::memcpy(&nibbles, packed, sizeof nibbles);
