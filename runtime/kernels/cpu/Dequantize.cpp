@@ -183,27 +183,29 @@ void unpackQ6_K(const uint8_t *block, int8_t *q, float *scales) {
   }
 }
 
-/// Q4_K and Q5_K: super-blocks of `bytes`, each unpacked by `unpack` into quants and the
-/// scales and minimums of its 8 sub-blocks of 32.
+/// Q2_K (16 sub-blocks of 16), Q4_K and Q5_K (8 of 32): super-blocks of `bytes`, each
+/// unpacked by `unpack` into quants and the scales and minimums of its SubBlocks sub-blocks.
+template <int SubBlocks>
 static void dequantizeSubBlocks(const uint8_t *src, float *out, int64_t count, int64_t bytes,
                                 void (*unpack)(const uint8_t *, int8_t *, float *, float *)) {
+  constexpr int Weights = kKQuantBlock / SubBlocks;
   int8_t q[kKQuantBlock];
-  float scales[8], minimums[8];
+  float scales[SubBlocks], minimums[SubBlocks];
   for (int64_t b = 0; b < count / kKQuantBlock; ++b, src += bytes, out += kKQuantBlock) {
     unpack(src, q, scales, minimums);
     for (int i = 0; i < kKQuantBlock; ++i)
-      out[i] = scales[i / 32] * float(q[i]) - minimums[i / 32];
+      out[i] = scales[i / Weights] * float(q[i]) - minimums[i / Weights];
   }
 }
 
 void dequantizeQ4_K(const uint8_t *src, float *out, int64_t count) {
   assert(count % kKQuantBlock == 0 && "Q4_K needs whole super-blocks");
-  dequantizeSubBlocks(src, out, count, 144, unpackQ4_K);
+  dequantizeSubBlocks<8>(src, out, count, 144, unpackQ4_K);
 }
 
 void dequantizeQ5_K(const uint8_t *src, float *out, int64_t count) {
   assert(count % kKQuantBlock == 0 && "Q5_K needs whole super-blocks");
-  dequantizeSubBlocks(src, out, count, 176, unpackQ5_K);
+  dequantizeSubBlocks<8>(src, out, count, 176, unpackQ5_K);
 }
 
 /// Q3_K and Q6_K: super-blocks of `bytes`, each unpacked by `unpack` into signed quants and
@@ -297,13 +299,7 @@ void unpackQ3_K(const uint8_t *block, int8_t *q, float *scales) {
 
 void dequantizeQ2_K(const uint8_t *src, float *out, int64_t count) {
   assert(count % kKQuantBlock == 0 && "Q2_K needs whole super-blocks");
-  int8_t q[kKQuantBlock];
-  float scales[16], minimums[16];
-  for (int64_t b = 0; b < count / kKQuantBlock; ++b, src += 84, out += kKQuantBlock) {
-    unpackQ2_K(src, q, scales, minimums);
-    for (int i = 0; i < kKQuantBlock; ++i)
-      out[i] = scales[i / 16] * float(q[i]) - minimums[i / 16];
-  }
+  dequantizeSubBlocks<16>(src, out, count, 84, unpackQ2_K);
 }
 
 void dequantizeQ3_K(const uint8_t *src, float *out, int64_t count) {

@@ -95,20 +95,45 @@ def pack_q4_k_scales(sc, m):
                            (hi_sc & 0xF) | (hi_m & 0xF) << 4], axis=1)
 
 
-def encode_k_sub_blocks(blocks, top):
-    """(n, 256) float32 -> the fields Q4_K (top 15) and Q5_K (top 31) share: the fp16 d and dmin
-    as bytes, the 12 bytes of 6-bit scales and mins, and the quants (n, 8, 32) in [0, top].
-    Sub-block j (32 weights) decodes as d * sc[j] * q - dmin * m[j]."""
-    x = blocks.reshape(-1, 8, 32)
+def min_max_sub_blocks(blocks, sub_blocks, top, scale_top):
+    """(n, 256) float32 -> min/max per sub-block for the formats with minimums (Q2_K, Q4_K,
+    Q5_K): (fp16 d, fp16 dmin, scales and mins (n, sub_blocks) in [0, scale_top], quants
+    (n, sub_blocks, 256 / sub_blocks) in [0, top]). Sub-block j decodes as
+    d * sc[j] * q - dmin * m[j]."""
+    x = blocks.reshape(-1, sub_blocks, 256 // sub_blocks)
     low = np.minimum(x.min(axis=2), 0)  # the offset -dmin * m can only lower the weights
     scale = (x.max(axis=2) - low) / top
-    d16, d = fp16(scale.max(axis=1) / 63)
-    dmin16, dmin = fp16(-low.min(axis=1) / 63)
-    sc = np.clip(np.rint(divide(scale, d[:, None])), 0, 63).astype(np.uint8)
-    m = np.clip(np.rint(divide(-low, dmin[:, None])), 0, 63).astype(np.uint8)
+    d16, d = fp16(scale.max(axis=1) / scale_top)
+    dmin16, dmin = fp16(-low.min(axis=1) / scale_top)
+    sc = np.clip(np.rint(divide(scale, d[:, None])), 0, scale_top).astype(np.uint8)
+    m = np.clip(np.rint(divide(-low, dmin[:, None])), 0, scale_top).astype(np.uint8)
     step = (d[:, None] * sc)[:, :, None]
     offset = (dmin[:, None] * m)[:, :, None]
     q = np.clip(np.rint(divide(x + offset, step)), 0, top).astype(np.uint8)
+    return d16, dmin16, sc, m, q
+
+
+def signed_sub_blocks(blocks, offset, scale_bits):
+    """(n, 256) float32 -> max |w| per 16-weight sub-block for the signed formats (Q3_K: quants
+    q - 4, 6-bit scales; Q6_K: q - 32, 8-bit): (fp16 d, signed scales (n, 16), quants
+    (n, 16, 16) in [0, 2 offset)). As ggml, the largest |w| of a sub-block decodes from
+    q - offset = -offset, and the largest scale from -2^(scale_bits - 1)."""
+    x = blocks.reshape(-1, 16, 16)
+    extreme = np.take_along_axis(x, np.abs(x).argmax(axis=2)[:, :, None], axis=2)[:, :, 0]
+    scale = extreme / -offset
+    largest = np.take_along_axis(scale, np.abs(scale).argmax(axis=1)[:, None], axis=1)[:, 0]
+    half = 2 ** (scale_bits - 1)
+    d16, d = fp16(largest / -half)
+    sc = np.clip(np.rint(divide(scale, d[:, None])), -half, half - 1).astype(np.int32)
+    step = (d[:, None] * sc)[:, :, None]
+    q = (np.clip(np.rint(divide(x, step)), -offset, offset - 1) + offset).astype(np.uint8)
+    return d16, sc, q
+
+
+def encode_k_sub_blocks(blocks, top):
+    """(n, 256) float32 -> the fields Q4_K (top 15) and Q5_K (top 31) share: the fp16 d and dmin
+    as bytes, the 12 bytes of 6-bit scales and mins, and the quants (n, 8, 32) in [0, top]."""
+    d16, dmin16, sc, m, q = min_max_sub_blocks(blocks, 8, top, 63)
     header = np.concatenate([half_bytes(d16), half_bytes(dmin16), pack_q4_k_scales(sc, m)], axis=1)
     return header, q
 
@@ -142,14 +167,7 @@ def encode_q6_k(blocks):
     """(n, 256) float32 -> (n, 210) Q6_K blocks: ql[128] (low 4 bits of the quants), qh[64]
     (high 2 bits), int8 scales[16], fp16 d. Sub-block k (16 weights) decodes as
     d * scales[k] * (q - 32)."""
-    x = blocks.reshape(-1, 16, 16)
-    extreme = np.take_along_axis(x, np.abs(x).argmax(axis=2)[:, :, None], axis=2)[:, :, 0]
-    scale = extreme / -32  # as ggml: the largest |w| of a sub-block decodes from q - 32 = -32
-    largest = np.take_along_axis(scale, np.abs(scale).argmax(axis=1)[:, None], axis=1)[:, 0]
-    d16, d = fp16(largest / -128)
-    sc = np.clip(np.rint(divide(scale, d[:, None])), -128, 127).astype(np.int8)
-    step = (d[:, None] * sc)[:, :, None]
-    q = (np.clip(np.rint(divide(x, step)), -32, 31) + 32).astype(np.uint8)
+    d16, sc, q = signed_sub_blocks(blocks, 32, 8)
     # Per 128-weight half h and l < 32, quarter k holds weights 32k + l: ql[64h + l] has quarters
     # 0 (low nibble) and 2 (high), ql[64h + 32 + l] quarters 1 and 3, qh[32h + l] the high bits
     # of quarter k at bits 2k.
@@ -158,7 +176,8 @@ def encode_q6_k(blocks):
     ql = (low[:, :, :2] | low[:, :, 2:] << 4).reshape(-1, 128)
     high = q >> 4
     qh = (high[:, :, 0] | high[:, :, 1] << 2 | high[:, :, 2] << 4 | high[:, :, 3] << 6)
-    return np.concatenate([ql, qh.reshape(-1, 64), sc.view(np.uint8), half_bytes(d16)], axis=1)
+    return np.concatenate([ql, qh.reshape(-1, 64), sc.astype(np.int8).view(np.uint8),
+                           half_bytes(d16)], axis=1)
 
 
 def two_bit_planes(q):
@@ -176,16 +195,7 @@ def encode_q2_k(blocks):
     """(n, 256) float32 -> (n, 84) Q2_K blocks: scales[16] (sub-block k's 4-bit scale in the low
     nibble, its 4-bit minimum in the high), qs[64] (two_bit_planes), fp16 d, fp16 dmin.
     Sub-block k (16 weights) decodes as d * sc[k] * q - dmin * m[k], q in [0, 3]."""
-    x = blocks.reshape(-1, 16, 16)
-    low = np.minimum(x.min(axis=2), 0)
-    scale = (x.max(axis=2) - low) / 3
-    d16, d = fp16(scale.max(axis=1) / 15)
-    dmin16, dmin = fp16(-low.min(axis=1) / 15)
-    sc = np.clip(np.rint(divide(scale, d[:, None])), 0, 15).astype(np.uint8)
-    m = np.clip(np.rint(divide(-low, dmin[:, None])), 0, 15).astype(np.uint8)
-    step = (d[:, None] * sc)[:, :, None]
-    offset = (dmin[:, None] * m)[:, :, None]
-    q = np.clip(np.rint(divide(x + offset, step)), 0, 3).astype(np.uint8)
+    d16, dmin16, sc, m, q = min_max_sub_blocks(blocks, 16, 3, 15)
     return np.concatenate([sc | m << 4, two_bit_planes(q), half_bytes(d16), half_bytes(dmin16)],
                           axis=1)
 
@@ -206,14 +216,7 @@ def encode_q3_k(blocks):
     k = 8 h + 2 j + s's quant l in bit 4 h + j of byte 16 s + l), qs[64] (the low 2 bits,
     two_bit_planes), scales[12] (6-bit, pack_q3_k_scales), fp16 d. Sub-block k decodes as
     d * (sc[k] - 32) * (q - 4), q in [0, 7]."""
-    x = blocks.reshape(-1, 16, 16)
-    extreme = np.take_along_axis(x, np.abs(x).argmax(axis=2)[:, :, None], axis=2)[:, :, 0]
-    scale = extreme / -4  # as Q6_K: the largest |w| of a sub-block decodes from q - 4 = -4
-    largest = np.take_along_axis(scale, np.abs(scale).argmax(axis=1)[:, None], axis=1)[:, 0]
-    d16, d = fp16(largest / -32)
-    sc = np.clip(np.rint(divide(scale, d[:, None])), -32, 31).astype(np.int32)
-    step = (d[:, None] * sc)[:, :, None]
-    q = (np.clip(np.rint(divide(x, step)), -4, 3) + 4).astype(np.uint8)
+    d16, sc, q = signed_sub_blocks(blocks, 4, 6)
     third = (q >> 2).reshape(-1, 2, 4, 2, 16)  # [n, h, j, s, l]
     hmask = np.zeros((q.shape[0], 2, 16), np.uint8)
     for h in range(2):
