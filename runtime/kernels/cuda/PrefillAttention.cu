@@ -21,6 +21,8 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <string_view>
 #include <type_traits>
@@ -30,12 +32,22 @@ namespace {
 
 using detail::kAttentionThreads;
 
-/// Whether the current device has bf16 tensor cores (compute capability 8.0 or above).
+/// Whether the current device has bf16 tensor cores (compute capability 8.0 or above). Asked
+/// once per device, not at every layer's launch.
 bool hasBf16TensorCores() {
+  constexpr int kKnownDevices = 64;
+  static std::atomic<int8_t> known[kKnownDevices] = {}; // 0 unknown, 1 yes, -1 no
   int device = 0, major = 0;
-  return cudaGetDevice(&device) == cudaSuccess &&
-         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
-         major >= 8;
+  if (cudaGetDevice(&device) != cudaSuccess)
+    return false;
+  if (device < kKnownDevices && known[device].load(std::memory_order_relaxed) != 0)
+    return known[device].load(std::memory_order_relaxed) > 0;
+  const bool has =
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+      major >= 8;
+  if (device < kKnownDevices)
+    known[device].store(has ? 1 : -1, std::memory_order_relaxed);
+  return has;
 }
 
 /// NNSC_CUDA_PREFILL=simt keeps bf16 off the tensor-core kernel (for comparisons).
