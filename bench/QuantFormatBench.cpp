@@ -5,9 +5,10 @@
 // on one that comes from memory (4096 x 4096, a 7B model's projection), at 1 and 4 activation
 // rows: what each format's kernel computes per second, apart from the memory system. Bytes are
 // 0x3c throughout (fp16 scales 1.06, quants 3 and 12): the kernels take no data-dependent path.
-// Each cell is the best of 5 rounds of at least 50 ms.
+// Each cell is the best of 5 rounds of at least 50 ms. With --dtype bf16 the activations and
+// outputs are bf16 (the vdpbf16ps kernels where the CPU has them).
 //
-//   nnsc-bench-quant-formats
+//   nnsc-bench-quant-formats [--dtype fp32|bf16]
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,13 +17,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 namespace {
 
 using nnsc::kernels::QuantFormat;
 
-double secondsPerCall(const nnsc::kernels::QuantGemvArgs<float> &a) {
+template <typename T> double secondsPerCall(const nnsc::kernels::QuantGemvArgs<T> &a) {
   using Clock = std::chrono::steady_clock;
   double best = 1e30;
   for (int round = 0; round < 5; ++round) {
@@ -39,10 +41,8 @@ double secondsPerCall(const nnsc::kernels::QuantGemvArgs<float> &a) {
   return best;
 }
 
-} // namespace
-
-int main() {
-  std::printf("one thread, fp32 activations, best of 5\n");
+/// Every format and shape with activations of type T (float, or bf16 bits as uint16_t).
+template <typename T> void benchAll(T half) {
   std::printf("%-11s %-5s %5s %10s %8s %12s\n", "shape", "fmt", "rows", "us", "GB/s", "Gweights/s");
   const int64_t shapes[][2] = {{576, 1536}, {4096, 4096}};
   for (const auto &shape : shapes)
@@ -55,9 +55,9 @@ int main() {
         const int64_t rowBytes = cols / nnsc::kernels::quantBlockWeights(format) *
                                  nnsc::kernels::quantBlockBytes(format);
         std::vector<uint8_t> w(size_t(rows * rowBytes), 0x3c);
-        std::vector<float> x(size_t(batch * cols), 0.5f);
-        std::vector<float> y(size_t(batch * rows));
-        nnsc::kernels::QuantGemvArgs<float> a;
+        std::vector<T> x(size_t(batch * cols), half);
+        std::vector<T> y(size_t(batch * rows));
+        nnsc::kernels::QuantGemvArgs<T> a;
         a.format = format;
         a.w = w.data();
         a.rowBytes = rowBytes;
@@ -73,5 +73,21 @@ int main() {
                     nnsc::kernels::quantFormatName(format), long(batch), seconds * 1e6,
                     double(rows * rowBytes) / seconds / 1e9, double(rows * cols) / seconds / 1e9);
       }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const bool bf16 = argc == 3 && !std::strcmp(argv[1], "--dtype") && !std::strcmp(argv[2], "bf16");
+  if (argc != 1 &&
+      !(argc == 3 && !std::strcmp(argv[1], "--dtype") && (bf16 || !std::strcmp(argv[2], "fp32")))) {
+    std::fprintf(stderr, "usage: nnsc-bench-quant-formats [--dtype fp32|bf16]\n");
+    return 2;
+  }
+  std::printf("one thread, %s activations, best of 5\n", bf16 ? "bf16" : "fp32");
+  if (bf16)
+    benchAll<uint16_t>(0x3f00); // 0.5
+  else
+    benchAll<float>(0.5f);
   return 0;
 }

@@ -62,5 +62,10 @@ if ({"avx512bw", "avx512vl", "avx512dq", "avx2", "fma", "f16c"} <= cpu_flags()
         and os.environ.get("NNSC_GEMM") != "libtorch"):
     config.available_features.add("blocks-only-weights")
 
+# `quantized-kernels`: the quantized GEMV runs (AVX2/FMA/F16C), so decode-sized steps take the
+# row lane (DecoderLayer::runOnRows) on the bundled model.
+if {"avx2", "fma", "f16c"} <= cpu_flags():
+    config.available_features.add("quantized-kernels")
+
 llvm_config.add_tool_substitutions(
     ["nns-opt", "nnsc", "nns-run", "nns-serve"], [config.nnsc_tools_dir])

@@ -75,42 +75,12 @@ template <typename T> void run(const kernels::QuantGemvArgs<T> &a) {
   });
 }
 
-/// y (+)= in @ w^T (+ bias); y is [rows, w.rows()] with unit column stride. One kernel call
-/// per single-format part of w (its own blocks, then `rest`), into its columns of y.
+/// y (+)= in @ w^T (+ bias) for the tensor entries, which checked the shapes.
 void product(const torch::Tensor &in, const QuantizedMatrix &w, const torch::Tensor &bias,
              torch::Tensor &y, bool accumulate) {
-  int64_t firstRow = 0; // of the part, in w
-  // Reads the part's format, blocks and cols only, so w itself is its first part.
-  auto fill = [&](const QuantizedMatrix &part, auto &a, auto *type) {
-    using T = std::remove_pointer_t<decltype(type)>;
-    a.format = part.format;
-    a.w = part.blocks.data_ptr<uint8_t>();
-    a.rowBytes = part.blocks.stride(0);
-    a.x = static_cast<const T *>(in.data_ptr());
-    a.y = static_cast<T *>(y.data_ptr()) + firstRow;
-    a.bias = bias.defined() ? static_cast<const T *>(bias.data_ptr()) + firstRow : nullptr;
-    a.rows = part.blocks.size(0);
-    a.cols = part.cols;
-    a.batch = in.size(0);
-    a.xStride = in.stride(0);
-    a.yStride = y.stride(0);
-    a.accumulate = accumulate;
-  };
-  auto runPart = [&](const QuantizedMatrix &part) {
-    if (in.scalar_type() == torch::kBFloat16) {
-      kernels::QuantGemvArgs<uint16_t> a;
-      fill(part, a, static_cast<uint16_t *>(nullptr));
-      run(a);
-    } else {
-      kernels::QuantGemvArgs<float> a;
-      fill(part, a, static_cast<float *>(nullptr));
-      run(a);
-    }
-    firstRow += part.blocks.size(0);
-  };
-  runPart(w);
-  for (const QuantizedMatrix &part : w.rest)
-    runPart(part);
+  quantizedProduct(w, in.scalar_type(), in.data_ptr(), in.stride(0), in.size(0),
+                   bias.defined() ? bias.data_ptr() : nullptr, y.data_ptr(), y.stride(0),
+                   accumulate);
 }
 
 } // namespace
@@ -291,6 +261,44 @@ void packQuantized(const std::vector<QuantizedMatrix *> &matrices) {
     for (QuantizedMatrix &part : m->rest)
       pack(part.blocks);
   }
+}
+
+void quantizedProduct(const QuantizedMatrix &w, torch::ScalarType dtype, const void *in,
+                      int64_t inStride, int64_t batch, const void *bias, void *y, int64_t yStride,
+                      bool accumulate) {
+  // One kernel call per single-format part of w (its own blocks, then `rest`), into its
+  // columns of y. Reads each part's format, blocks and cols only, so w is its first part.
+  int64_t firstRow = 0; // of the part, in w
+  auto fill = [&](const QuantizedMatrix &part, auto &a) {
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(a.x)>>;
+    a.format = part.format;
+    a.w = static_cast<const uint8_t *>(part.blocks.data_ptr());
+    a.rowBytes = part.blocks.stride(0);
+    a.x = static_cast<const T *>(in);
+    a.y = static_cast<T *>(y) + firstRow;
+    a.bias = bias ? static_cast<const T *>(bias) + firstRow : nullptr;
+    a.rows = part.blocks.size(0);
+    a.cols = part.cols;
+    a.batch = batch;
+    a.xStride = inStride;
+    a.yStride = yStride;
+    a.accumulate = accumulate;
+  };
+  auto runPart = [&](const QuantizedMatrix &part) {
+    if (dtype == torch::kBFloat16) {
+      kernels::QuantGemvArgs<uint16_t> a;
+      fill(part, a);
+      run(a);
+    } else {
+      kernels::QuantGemvArgs<float> a;
+      fill(part, a);
+      run(a);
+    }
+    firstRow += part.blocks.size(0);
+  };
+  runPart(w);
+  for (const QuantizedMatrix &part : w.rest)
+    runPart(part);
 }
 
 bool quantizedLinearApplies(const torch::Tensor &in, const QuantizedMatrix &w) {

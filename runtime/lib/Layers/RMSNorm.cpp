@@ -17,14 +17,19 @@ torch::Tensor rmsNorm(const torch::Tensor &x, const torch::Tensor &weight, doubl
   torch::Tensor in = x.contiguous();
   torch::Tensor w = weight.contiguous();
   torch::Tensor out = torch::empty_like(in);
-  if (x.scalar_type() == torch::kBFloat16)
-    kernels::rmsNormBF16(
-        static_cast<const uint16_t *>(in.data_ptr()), static_cast<const uint16_t *>(w.data_ptr()),
-        static_cast<uint16_t *>(out.data_ptr()), in.size(0), in.size(1), static_cast<float>(eps));
-  else
-    kernels::rmsNormF32(in.data_ptr<float>(), w.data_ptr<float>(), out.data_ptr<float>(),
-                        in.size(0), in.size(1), static_cast<float>(eps));
+  rmsNormRows(x.scalar_type(), in.data_ptr(), w.data_ptr(), out.data_ptr(), in.size(0), in.size(1),
+              eps);
   return out;
+}
+
+void rmsNormRows(torch::ScalarType dtype, const void *x, const void *weight, void *out,
+                 int64_t rows, int64_t cols, double eps) {
+  if (dtype == torch::kBFloat16)
+    kernels::rmsNormBF16(static_cast<const uint16_t *>(x), static_cast<const uint16_t *>(weight),
+                         static_cast<uint16_t *>(out), rows, cols, static_cast<float>(eps));
+  else
+    kernels::rmsNormF32(static_cast<const float *>(x), static_cast<const float *>(weight),
+                        static_cast<float *>(out), rows, cols, static_cast<float>(eps));
 }
 
 } // namespace nnsc

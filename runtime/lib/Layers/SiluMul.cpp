@@ -13,13 +13,11 @@ namespace {
 constexpr int64_t MinParallelElements = 32 * 1024;
 
 template <typename T>
-void run(const torch::Tensor &gate, const torch::Tensor &up, torch::Tensor &out,
-         void (*kernel)(const T *, const T *, T *, int64_t)) {
-  const T *g = static_cast<const T *>(gate.data_ptr());
-  const T *u = static_cast<const T *>(up.data_ptr());
-  T *o = static_cast<T *>(out.data_ptr());
-  const int64_t rows = gate.size(0), n = gate.size(1);
-  const int64_t gs = gate.stride(0), us = up.stride(0), os = out.stride(0);
+void run(const void *gate, int64_t gs, const void *up, int64_t us, void *out, int64_t os,
+         int64_t rows, int64_t n, void (*kernel)(const T *, const T *, T *, int64_t)) {
+  const T *g = static_cast<const T *>(gate);
+  const T *u = static_cast<const T *>(up);
+  T *o = static_cast<T *>(out);
   auto span = [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r)
       kernel(g + r * gs, u + r * us, o + r * os, n);
@@ -47,11 +45,17 @@ torch::Tensor siluMul(const torch::Tensor &gate, const torch::Tensor &up) {
   const torch::Tensor g = gate.stride(1) == 1 ? gate : gate.contiguous();
   const torch::Tensor u = up.stride(1) == 1 ? up : up.contiguous();
   torch::Tensor out = torch::empty(gate.sizes(), gate.options());
-  if (type == torch::kBFloat16)
-    run<uint16_t>(g, u, out, kernels::siluMulBF16);
-  else
-    run<float>(g, u, out, kernels::siluMulF32);
+  siluMulRows(type, g.data_ptr(), g.stride(0), u.data_ptr(), u.stride(0), out.data_ptr(),
+              out.stride(0), g.size(0), g.size(1));
   return out;
+}
+
+void siluMulRows(torch::ScalarType dtype, const void *gate, int64_t gateStride, const void *up,
+                 int64_t upStride, void *out, int64_t outStride, int64_t rows, int64_t n) {
+  if (dtype == torch::kBFloat16)
+    run<uint16_t>(gate, gateStride, up, upStride, out, outStride, rows, n, kernels::siluMulBF16);
+  else
+    run<float>(gate, gateStride, up, upStride, out, outStride, rows, n, kernels::siluMulF32);
 }
 
 } // namespace nnsc

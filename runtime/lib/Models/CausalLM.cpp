@@ -3,6 +3,7 @@
 #include "nnsc/Runtime/Models/CausalLM.h"
 
 #include "nnsc/Runtime/Attention/AttentionPattern.h"
+#include "nnsc/Runtime/Kernels/QuantGemv.h"
 #include "nnsc/Runtime/Kernels/ThreadPool.h"
 #include "nnsc/Runtime/Layers/Linear.h"
 #include "nnsc/Runtime/Layers/OneDnnLinear.h"
@@ -10,9 +11,32 @@
 #include "nnsc/Runtime/Support/Error.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <optional>
+#include <string>
 
 namespace nnsc {
+
+namespace {
+
+/// Whether DecoderLayer::runOnRows can run these weights' unhooked layers: on the CPU, every
+/// product on blocks the quantized kernels read (with a bias of the compute dtype), one rank,
+/// no q_norm/k_norm; NNSC_ROW_LANE=off turns it off (to compare the two lanes).
+bool rowLaneServes(const ModelWeights &w, int ranks) {
+  const char *env = std::getenv("NNSC_ROW_LANE");
+  const std::string setting = env ? env : "on";
+  if (setting != "on" && setting != "off")
+    throw InvalidInput("NNSC_ROW_LANE must be on or off, got '" + setting + "'");
+  if (setting == "off" || ranks > 1 || w.config.qkNorm || !w.allQuantized() ||
+      !w.norm.device().is_cpu() || !kernels::quantIsaSupported(kernels::QuantIsa::Avx2))
+    return false;
+  for (const LayerWeights &l : w.layers)
+    if (l.qkvBias.defined() && l.qkvBias.scalar_type() != w.dtype)
+      return false;
+  return true;
+}
+
+} // namespace
 
 CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels,
                    std::shared_ptr<TensorParallelGroup> group)
@@ -28,6 +52,7 @@ CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels,
                        std::to_string(group ? group->rank() : 0) + " of " + std::to_string(ranks));
   if (ranks > 1)
     tp = std::move(group);
+  rowLane = rowLaneServes(w, ranks);
   local.heads = w.shard.heads;
   local.kvHeads = w.shard.kvHeads;
   local.intermediate = w.shard.intermediate;

@@ -5,13 +5,17 @@
 // hook sites, each one `bound()` branch when no request binds it. The fusions (q/k/v in one
 // GEMM, gate/up in one GEMM, SiLU and the up product in one pass, the residual add inside the
 // o_proj and down_proj GEMMs) stay on unless a bound site needs a value they hide; with no
-// site bound this is the fused path, and there is no other.
+// site bound this is the fused path, and there is no other. A layer with no site bound in a
+// decode-sized CPU step runs the same fused steps with the same kernels on raw rows
+// (runOnRows, "the row lane"), without the tensors the sites need.
 //
 //===----------------------------------------------------------------------===//
 
 #include "nnsc/Runtime/Models/CausalLM.h"
 
 #include "nnsc/Runtime/Layers/Linear.h"
+#include "nnsc/Runtime/Layers/QuantizedLinear.h"
+#include "nnsc/Runtime/Layers/RMSNorm.h"
 #include "nnsc/Runtime/Layers/SiluMul.h"
 
 namespace nnsc {
@@ -31,6 +35,10 @@ public:
   /// The layer, in transformers' order:
   ///   x = x + self_attn(input_layernorm(x));  x = x + mlp(post_attention_layernorm(x))
   void run() {
+    if (onRows()) {
+      runOnRows();
+      return;
+    }
     fire(s.layerIn, x);
     const SkippedRows layerSkipped = keepSkipped(s.layerIn, x);
 
@@ -56,6 +64,73 @@ public:
 
 private:
   using ShardAxis = CausalLM::ShardAxis;
+
+  //===--- The row lane ---------------------------------------------------===//
+
+  /// Whether this layer runs on raw rows (runOnRows): on the CPU with no site of the layer
+  /// bound, a step of up to quantDecodeMaxRows rows and every product on its blocks
+  /// (CausalLM::rowLane says which models qualify).
+  bool onRows() const {
+    return m.rowLane && !hooks && x.device().is_cpu() && x.is_contiguous() &&
+           t <= quantDecodeMaxRows(x.scalar_type());
+  }
+
+  /// The layer with no site bound, step for step the fused schedule of run() with the same
+  /// kernels on the same values, but on raw rows: the norms, products and SiLU * up write
+  /// per-thread buffers and the residual stream x in place, with no LibTorch call between
+  /// kernels but those of attention (a decode step's products are a few microseconds each,
+  /// and the tensors made and dispatched between them cost 15-20% of a batch-1 step,
+  /// docs/Engine.md, "The row lane"). Its logits equal the fused path's bit for bit
+  /// (lanes.test).
+  void runOnRows() {
+    const torch::ScalarType dtype = x.scalar_type();
+    const int64_t hidden = x.size(1), qkvWidth = qWidth + 2 * kvWidth;
+    const int64_t bytes = int64_t(x.element_size());
+    // h (each norm's output), q/k/v, gate/up, SiLU(gate) * up: one buffer per thread, grown
+    // to the largest step.
+    thread_local std::vector<uint8_t> buffer;
+    buffer.resize(size_t(t * (hidden + qkvWidth + 3 * inter) * bytes));
+    uint8_t *h = buffer.data();
+    uint8_t *qkv = h + t * hidden * bytes;
+    uint8_t *gateUp = qkv + t * qkvWidth * bytes;
+    uint8_t *product = gateUp + t * 2 * inter * bytes;
+    void *residual = x.data_ptr();
+    auto norm = [&](const torch::Tensor &weight) {
+      timed(Phase::Norm,
+            [&] { rmsNormRows(dtype, residual, weight.data_ptr(), h, t, hidden, c.rmsNormEps); });
+    };
+
+    norm(l.inputNorm);
+    timed(Phase::QKVProj, [&] {
+      quantizedProduct(l.qkvQuant, dtype, h, hidden, t,
+                       l.qkvBias.defined() ? l.qkvBias.data_ptr() : nullptr, qkv, qkvWidth,
+                       /*accumulate=*/false);
+    });
+    auto heads = [&](int64_t column, int64_t count) { // [T, count, D] of the q/k/v rows
+      return torch::from_blob(qkv + column * bytes, {t, count, c.headDim}, {qkvWidth, c.headDim, 1},
+                              x.options());
+    };
+    const torch::Tensor attn = m.attention(index, heads(0, c.heads), heads(qWidth, c.kvHeads),
+                                           heads(qWidth + kvWidth, c.kvHeads), step);
+    timed(Phase::OProj, [&] {
+      quantizedProduct(l.oQuant, dtype, attn.data_ptr(), attn.stride(0), t, nullptr, residual,
+                       hidden, /*accumulate=*/true);
+    });
+
+    norm(l.postNorm);
+    timed(Phase::GateUpProj, [&] {
+      quantizedProduct(l.gateUpQuant, dtype, h, hidden, t, nullptr, gateUp, 2 * inter,
+                       /*accumulate=*/false);
+    });
+    timed(Phase::Activation, [&] {
+      siluMulRows(dtype, gateUp, 2 * inter, gateUp + inter * bytes, 2 * inter, product, inter, t,
+                  inter);
+    });
+    timed(Phase::DownProj, [&] {
+      quantizedProduct(l.downQuant, dtype, product, inter, t, nullptr, residual, hidden,
+                       /*accumulate=*/true);
+    });
+  }
 
   //===--- The steps ------------------------------------------------------===//
 

@@ -92,6 +92,12 @@ void packQuantized(const std::vector<QuantizedMatrix *> &matrices);
 /// and `in` has at most quantDecodeMaxRows(its dtype) rows, is a CPU fp32 or bf16 matrix with unit
 /// column stride and w.cols columns, and the CPU runs the kernels.
 bool quantizedLinearApplies(const torch::Tensor &in, const QuantizedMatrix &w);
+/// y[batch, w.rows()] = (or += with `accumulate`) in[batch, w.cols] w^T (+ bias[w.rows()]) on
+/// raw rows of `dtype` (fp32 or bf16) with unit column stride, on the thread pool: the kernel
+/// call behind quantizedLinear/quantizedLinearAdd, for callers that checked the shapes.
+void quantizedProduct(const QuantizedMatrix &w, torch::ScalarType dtype, const void *in,
+                      int64_t inStride, int64_t batch, const void *bias, void *y, int64_t yStride,
+                      bool accumulate);
 
 /// in @ w^T (+ bias, of in's dtype) -> [rows, w.rows()] in in's dtype. Check
 /// quantizedLinearApplies() first.

@@ -18,6 +18,12 @@ namespace nnsc {
 /// dtype; rows may be strided (the two halves of the fused gate/up product).
 torch::Tensor siluMul(const torch::Tensor &gate, const torch::Tensor &up);
 
+/// The same on raw rows of `dtype` (float32 or bfloat16) with unit column stride: out[r] =
+/// silu(gate[r]) * up[r] for r in [0, rows), n values each, rows `gateStride`, `upStride` and
+/// `outStride` elements apart (the kernel call behind siluMul on the CPU).
+void siluMulRows(torch::ScalarType dtype, const void *gate, int64_t gateStride, const void *up,
+                 int64_t upStride, void *out, int64_t outStride, int64_t rows, int64_t n);
+
 } // namespace nnsc
 
 #endif // NNSC_RUNTIME_LAYERS_SILUMUL_H

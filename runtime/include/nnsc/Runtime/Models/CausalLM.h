@@ -143,6 +143,10 @@ private:
   bool allQuantized;
   /// w.widenedDropped(), once: whether products over the row limit run on oneDNN's threads.
   bool widenedDropped;
+  /// Whether a layer with no site bound runs decode-sized steps on raw rows
+  /// (DecoderLayer::runOnRows): CPU weights with every product on its blocks, one rank, no
+  /// q_norm/k_norm, unless NNSC_ROW_LANE=off.
+  bool rowLane = false;
   /// w.config with this rank's heads, KV heads and intermediate size.
   schema::ModelConfig local;
   const DeviceKernels *kernels;
