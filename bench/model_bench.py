@@ -111,7 +111,7 @@ def main():
         out = subprocess.run([os.path.join(a.build, "bin", "nnsc-bench-bandwidth"),
                               "--threads", "2"], capture_output=True, text=True,
                              check=True).stdout
-        return float(re.search(r"([0-9.]+) GB/s", out).group(1))
+        return float(re.search(r"read bandwidth: ([0-9.]+) GB/s", out).group(1))
 
     rng = random.Random(0)
     short = [{"ids": [rng.randrange(1, 49152) for _ in range(8)]}]

@@ -11,9 +11,12 @@ run in its own process so that its peak RSS is its own (os.wait4). Each reports:
 - prefill: prompt tokens per second of one long prompt (nns-run: prompt tokens over its time
   to first token; llama.cpp: the same over the time to the first generated token);
 - peak RSS of the process.
-The table gives the medians and the ratios; the roofline row divides decode by the bytes a
-decode step reads from the file's tensors (every weight block once) and the read bandwidth
-measured before and after by nnsc-bench-bandwidth.
+The table gives the medians and the ratios. "% of roofline" divides each engine's decode rate
+by its roofline: the read bandwidth (the higher of nnsc-bench-bandwidth's probes before and
+after, each the fastest of four ways to read) over the bytes one of its decode steps reads,
+every weight of the file once (the widened weights' fp32 bytes for the widened row) plus the
+K/V cache the step attends to, at the engine's K/V precision (llama.cpp: f16, its default;
+nns-run: its compute dtype) and the mean context of the measured steps.
 
 llama.cpp comes from bench/setup-llama-cpp (llama-cpp-python built from source into a
 bench-only venv, AMX off). Run that first.
@@ -92,15 +95,28 @@ def bandwidth(a):
     out = subprocess.run([os.path.join(a.build, "bin", "nnsc-bench-bandwidth"),
                           "--threads", str(a.threads)], capture_output=True, text=True,
                          check=True).stdout
-    return float(re.search(r"([0-9.]+) GB/s", out).group(1))
+    return float(re.search(r"read bandwidth: ([0-9.]+) GB/s", out).group(1))
 
 
 def decode_bytes(model):
-    """Bytes one decode step reads from the file: every tensor's blocks once, except the
-    token embedding, of which it reads one row (a tied lm_head reads it whole, as lm_head)."""
+    """What one decode step reads of the weights: every tensor's blocks once (a tied lm_head
+    reads the embedding whole; the lookup's one row is left out), and the same tensors as the
+    widened fp32 weights (4 bytes each); and the K/V cache elements per token of context
+    (layers x 2 x KV heads x head dim)."""
     import gguf
     r = gguf.GGUFReader(model)
-    return sum(int(t.n_bytes) for t in r.tensors)
+
+    def field(key):
+        f = r.fields[key]
+        return int(f.parts[f.data[0]][0])
+    arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
+    heads = field(arch + ".attention.head_count")
+    head_dim = (field(arch + ".attention.key_length") if arch + ".attention.key_length" in r.fields
+                else field(arch + ".embedding_length") // heads)
+    kv_per_token = field(arch + ".block_count") * 2 * field(arch + ".attention.head_count_kv") \
+        * head_dim
+    return (sum(int(t.n_bytes) for t in r.tensors), sum(4 * int(t.n_elements) for t in r.tensors),
+            kv_per_token)
 
 
 # Runs in a child process: the prompts' token ids through the file's tokenizer (transformers,
@@ -182,8 +198,16 @@ def main():
     bw.append(bandwidth(a))
     log("read bandwidth %.1f GB/s" % bw[-1])
 
-    read = decode_bytes(a.model)
-    roof = max(bw) * 1e9 / read
+    blocks, widened, kv_per_token = decode_bytes(a.model)
+    # The decode rate counts the steps after the first token: step k (2..N) attends to
+    # prompt + k - 1 tokens, prompt + N / 2 on average.
+    context = len(decode_ids) + a.decode_tokens / 2
+    kv_element = {"llama.cpp": 2, "nns-run, quantized decode, bf16 activations": 2}
+
+    def step_bytes(name):
+        weights = widened if name == "nns-run, widened fp32" else blocks
+        return weights + kv_per_token * context * kv_element.get(name, 4)
+    roofs = {name: max(bw) * 1e9 / step_bytes(name) for name, _ in engines}
     med = {n: {k: statistics.median(v) for k, v in r.items() if k != "tokens"}
            for n, r in results.items()}
     ref = med["llama.cpp"]
@@ -195,18 +219,24 @@ def main():
         ours, widened = results[name]["tokens"], results["nns-run, widened fp32"]["tokens"]
         print("| %s | %.1f | %.2fx | %.0f | %.2fx | %.0f MB | %.0f%% | %s |"
               % (name, m["decode"], m["decode"] / ref["decode"], m["prefill"],
-                 m["prefill"] / ref["prefill"], m["rss"] / 1e6, 100 * m["decode"] / roof,
+                 m["prefill"] / ref["prefill"], m["rss"] / 1e6, 100 * m["decode"] / roofs[name],
                  "%d of %d" % (sum(x == y for x, y in zip(ours, widened)), len(widened))))
     print()
+    quantized = "nns-run, quantized decode"
     print("Medians of %d interleaved rounds, %d threads, %s. Decode: %d greedy tokens after %r"
           " (rate after the first). Prefill: one %d-token prompt. Roofline: %.1f GB/s read"
-          " bandwidth (the higher of the probes before and after: %s) over %.1f MB read per"
-          " decode step (every tensor of the file once) = %.0f tok/s. llama.cpp rounds the"
+          " bandwidth (the higher of the probes before and after: %s) over the bytes a decode"
+          " step reads: %.1f MB of weights (every tensor of the file once; %.1f MB widened to"
+          " fp32) plus the K/V cache at a mean context of %.0f tokens, %.2f MB in fp32 (%.2f MB"
+          " in f16/bf16): fp32 activations %.0f tok/s, bf16 %.0f tok/s. llama.cpp rounds the"
           " activations to 8 bits in its quantized products (q8_1 blocks against Q4_0/Q4_1,"
           " q8_K against the K-quants), so its greedy"
           " tokens may part from the fp32 computation's; nns-run keeps them fp32."
           % (a.rounds, a.threads, os.path.basename(a.model), a.decode_tokens, DECODE_PROMPT,
-             len(prefill_ids), max(bw), ", ".join("%.1f" % b for b in bw), read / 1e6, roof))
+             len(prefill_ids), max(bw), ", ".join("%.1f" % b for b in bw), blocks / 1e6,
+             widened / 1e6, context, kv_per_token * context * 4 / 1e6,
+             kv_per_token * context * 2 / 1e6, roofs[quantized],
+             roofs[quantized + ", bf16 activations"]))
 
 
 if __name__ == "__main__":
