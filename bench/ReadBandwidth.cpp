@@ -40,8 +40,8 @@ public:
     base = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED)
       throw std::bad_alloc();
-    auto *start = reinterpret_cast<char *>(
-        (reinterpret_cast<uintptr_t>(base) + HugePage - 1) / HugePage * HugePage);
+    auto *start = reinterpret_cast<char *>((reinterpret_cast<uintptr_t>(base) + HugePage - 1) /
+                                           HugePage * HugePage);
     ::madvise(start, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
     data = reinterpret_cast<float *>(start);
     std::fill(data, data + bytes / sizeof(float), 1.0f);
