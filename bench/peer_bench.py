@@ -198,14 +198,14 @@ def main():
     bw.append(bandwidth(a))
     log("read bandwidth %.1f GB/s" % bw[-1])
 
-    blocks, widened, kv_per_token = decode_bytes(a.model)
+    blocks, widened_bytes, kv_per_token = decode_bytes(a.model)
     # The decode rate counts the steps after the first token: step k (2..N) attends to
     # prompt + k - 1 tokens, prompt + N / 2 on average.
     context = len(decode_ids) + a.decode_tokens / 2
     kv_element = {"llama.cpp": 2, "nns-run, quantized decode, bf16 activations": 2}
 
     def step_bytes(name):
-        weights = widened if name == "nns-run, widened fp32" else blocks
+        weights = widened_bytes if name == "nns-run, widened fp32" else blocks
         return weights + kv_per_token * context * kv_element.get(name, 4)
     roofs = {name: max(bw) * 1e9 / step_bytes(name) for name, _ in engines}
     med = {n: {k: statistics.median(v) for k, v in r.items() if k != "tokens"}
@@ -234,7 +234,7 @@ def main():
           " tokens may part from the fp32 computation's; nns-run keeps them fp32."
           % (a.rounds, a.threads, os.path.basename(a.model), a.decode_tokens, DECODE_PROMPT,
              len(prefill_ids), max(bw), ", ".join("%.1f" % b for b in bw), blocks / 1e6,
-             widened / 1e6, context, kv_per_token * context * 4 / 1e6,
+             widened_bytes / 1e6, context, kv_per_token * context * 4 / 1e6,
              kv_per_token * context * 2 / 1e6, roofs[quantized],
              roofs[quantized + ", bf16 activations"]))
 
