@@ -150,7 +150,7 @@ void pairRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b, const Acti
       const bool both = g * PairBlocks + 1 < n;
       if (b == 0) // later activation tiles of these rows find their blocks prefetched
         for (int p = 0; p < (both ? 2 : 1); ++p) // as in QuantGemvKernel.h
-          prefetchGroupAhead<RB, Bytes>(w, a.rowBytes, k + p);
+          prefetchGroupAhead<RB, Bytes>(w, a.rowBytes, k + p, PrefetchGroupsAhead);
       __m512bh xlo[BB], xhi[BB];
       for (int j = 0; j < BB; ++j) {
         const uint16_t *xp = x[j].pairs + (k / 2) * 64;

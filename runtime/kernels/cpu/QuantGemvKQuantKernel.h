@@ -106,9 +106,10 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
     minimumTerms[i] = _mm256_setzero_ps();
   SuperBlockScales<F> sb[RB];
   alignas(64) int8_t q[hasNibbleSubBlocks(F) ? 1 : RB][kKQuantBlock]; // unpacked quants
+  const int64_t ahead = prefetchGroups<RB>(a.rowBytes, PrefetchBytesAhead);
   for (int64_t k = 0; k < a.cols / kKQuantBlock; ++k) {
     if (b == 0) // later activation tiles of these rows find their blocks prefetched
-      prefetchGroupAhead<RB, Bytes>(w, a.rowBytes, k);
+      prefetchGroupAhead<RB, Bytes>(w, a.rowBytes, k, ahead);
     const uint8_t *blocks[RB];
     for (int i = 0; i < RB; ++i)
       blocks[i] = w + i * a.rowBytes + k * Bytes;

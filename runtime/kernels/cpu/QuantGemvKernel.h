@@ -68,25 +68,40 @@ inline void store(uint16_t *p, float v) {
     *p = uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
 }
 
-/// How many groups of RB rows ahead of the one being read prefetchGroupAhead fetches. One group
-/// (1.4 KB of a 576-column Q4_1 matrix at RB = 4) is too close on a Zen 5: the fp32 kernel
-/// still waited on its quant loads. Three: a pass over the whole model at one fp32 row went
-/// from 2.64-2.77 to 2.13-2.18 ms (bf16 2.11-2.16 to 2.00-2.03), fp32 batch-1 decode from
-/// 287-306 to 328-348 tok/s; four was no faster in fp32 and slower in bf16 (docs/Engine.md).
+/// How many groups of RB rows ahead of the one being read prefetchGroupAhead fetches, at
+/// least. One group (1.4 KB of a 576-column Q4_1 matrix at RB = 4) is too close on a Zen 5:
+/// the fp32 kernel still waited on its quant loads. Three: a pass over the whole model at one
+/// fp32 row went from 2.64-2.77 to 2.13-2.18 ms (bf16 2.11-2.16 to 2.00-2.03), fp32 batch-1
+/// decode from 287-306 to 328-348 tok/s; four was no faster in fp32 and slower in bf16
+/// (docs/Engine.md).
 constexpr int64_t PrefetchGroupsAhead = 3;
 
-/// Prefetches the blocks of the group of RB rows PrefetchGroupsAhead groups after this one
-/// while this group's block k is read. A row is short (360 bytes for 576 columns in Q4_1), so
-/// the hardware's stream prefetchers, seeing RB interleaved streams a few lines long each,
-/// train too late: the loads of the quants stalled. That group's RB * rowBytes contiguous
-/// bytes are spread evenly over this group's `blocks` iterations. Prefetches past the end of
-/// the matrix are harmless (they do not fault), hence the integer arithmetic.
+/// How many bytes ahead the kernels that widen each weight (QuantGemvKernel.h,
+/// QuantGemvKQuantKernel.h) prefetch, at least: three groups of a 576-column Q4_1 matrix are
+/// 4.3 KB. 8 KB, on a Zen 5 whose probe read 82 GB/s: the whole model at one fp32 row 2.17-2.21
+/// -> 1.97-1.98 ms (median pass 2.24-2.27 -> 2.08-2.09), fp32 batch-1 decode 385.9 -> 419.1
+/// tok/s (medians of eight alternated runs); 16 KB no faster than three groups, 32 KB slower
+/// (2.38-2.41 ms). The `vdpbf16ps` kernel keeps three groups: 8 KB made bf16 decode 1.7%
+/// slower, 16 KB its layer products 62-66 -> 67-93 us (docs/Engine.md).
+constexpr int64_t PrefetchBytesAhead = 8 * 1024;
+
+/// The groups of RB rows of `rowBytes` bytes that cover at least `minBytes` (and at least
+/// PrefetchGroupsAhead).
+template <int RB> inline int64_t prefetchGroups(int64_t rowBytes, int64_t minBytes) {
+  return std::max(PrefetchGroupsAhead, (minBytes + RB * rowBytes - 1) / (RB * rowBytes));
+}
+
+/// Prefetches the blocks of the group of RB rows `groups` groups after this one while this
+/// group's block k is read. A row is short (360 bytes for 576 columns in Q4_1), so the
+/// hardware's stream prefetchers, seeing RB interleaved streams a few lines long each, train
+/// too late: the loads of the quants stalled. That group's RB * rowBytes contiguous bytes are
+/// spread evenly over this group's `blocks` iterations. Prefetches past the end of the matrix
+/// are harmless (they do not fault), hence the integer arithmetic.
 template <int RB, int64_t Bytes>
-inline void prefetchGroupAhead(const uint8_t *w, int64_t rowBytes, int64_t k) {
+inline void prefetchGroupAhead(const uint8_t *w, int64_t rowBytes, int64_t k, int64_t groups) {
   // In integers: the group may lie past the weights' end, where pointer arithmetic is
   // undefined; prefetching such an address is harmless.
-  const uintptr_t ahead = reinterpret_cast<uintptr_t>(w) +
-                          uintptr_t(PrefetchGroupsAhead * RB * rowBytes) +
+  const uintptr_t ahead = reinterpret_cast<uintptr_t>(w) + uintptr_t(groups * RB * rowBytes) +
                           uintptr_t(k * RB * Bytes);
   for (int64_t line = 0; line < RB * Bytes; line += 64)
     _mm_prefetch(reinterpret_cast<const char *>(ahead + line), // NOLINT(performance-no-int-to-ptr)
@@ -157,9 +172,10 @@ void exactBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
   const T *x = a.x + b * a.xStride;
   const int64_t blocks = a.cols / BlockWeights;
   const uint8_t *qs = Row::quants(w, blocks);
+  const int64_t ahead = prefetchGroups<RB>(a.rowBytes, PrefetchBytesAhead);
   for (int64_t k = 0; k < blocks; ++k) {
     if (b == 0) // later activation tiles of these rows find their blocks prefetched
-      prefetchGroupAhead<RB, Bytes>(w, a.rowBytes, k);
+      prefetchGroupAhead<RB, Bytes>(w, a.rowBytes, k, ahead);
     V d[RB], m[RB];
     for (int i = 0; i < RB; ++i) {
       const uint8_t *row = w + i * a.rowBytes;
@@ -215,6 +231,7 @@ void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float 
   const int64_t blocks = a.cols / BlockWeights;
   const uint8_t *qs = Row::quants(w, blocks);
   alignas(64) float scales[RB][16], minimums[RB][16];
+  const int64_t ahead = prefetchGroups<RB>(a.rowBytes, PrefetchBytesAhead);
   for (int64_t chunk = 0; chunk < blocks; chunk += 16) {
     const int n = int(std::min<int64_t>(16, blocks - chunk));
     for (int i = 0; i < RB; ++i) {
@@ -238,7 +255,7 @@ void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float 
     for (int kk = 0; kk < n; ++kk) {
       const int64_t k = chunk + kk;
       if (b == 0)
-        prefetchGroupAhead<RB, Bytes>(w, a.rowBytes, k);
+        prefetchGroupAhead<RB, Bytes>(w, a.rowBytes, k, ahead);
       V dot[RB];
       for (int p = 0; p < Pairs; ++p) {
         const T *xk = x + k * BlockWeights + p * W;
