@@ -83,7 +83,7 @@ constexpr int64_t PrefetchGroupsAhead = 3;
 /// tok/s (medians of eight alternated runs); 16 KB no faster than three groups, 32 KB slower
 /// (2.38-2.41 ms). The `vdpbf16ps` kernel keeps three groups: 8 KB made bf16 decode 1.7%
 /// slower, 16 KB its layer products 62-66 -> 67-93 us (docs/Engine.md).
-constexpr int64_t PrefetchBytesAhead = 8 * 1024;
+constexpr int64_t PrefetchBytesAhead = int64_t(8) * 1024;
 
 /// The groups of RB rows of `rowBytes` bytes that cover at least `minBytes` (and at least
 /// PrefetchGroupsAhead).
