@@ -168,21 +168,23 @@ def main():
 
     decode_ids, prefill_ids = prompt_ids(a.model, a.prefill_tokens)
 
-    engines = [("llama.cpp", lambda ids, n: llama_cpp(a, ids, n)),
-               ("nns-run, quantized decode", lambda ids, n: nns_run(a, ids, n, True)),
+    # (name, run, whether it reads the widened fp32 weights, bytes per K/V element: llama.cpp's
+    # default f16 cache, nns-run's compute dtype)
+    engines = [("llama.cpp", lambda ids, n: llama_cpp(a, ids, n), False, 2),
+               ("nns-run, quantized decode", lambda ids, n: nns_run(a, ids, n, True), False, 4),
                ("nns-run, quantized decode, bf16 activations",
-                lambda ids, n: nns_run(a, ids, n, True, dtype="bf16")),
-               ("nns-run, widened fp32", lambda ids, n: nns_run(a, ids, n, False))]
+                lambda ids, n: nns_run(a, ids, n, True, dtype="bf16"), False, 2),
+               ("nns-run, widened fp32", lambda ids, n: nns_run(a, ids, n, False), True, 4)]
     if has_avx512():
         # The same quantized path on the AVX2 kernels, which an AVX-512 CPU also runs.
         engines.insert(3, ("nns-run, quantized decode, AVX2 kernels",
-                           lambda ids, n: nns_run(a, ids, n, True, avx512=False)))
+                           lambda ids, n: nns_run(a, ids, n, True, avx512=False), False, 4))
     results = {name: {"decode": [], "prefill": [], "rss": [], "tokens": None}
-               for name, _ in engines}
+               for name, *_ in engines}
     bw = [bandwidth(a)]
     log("read bandwidth %.1f GB/s" % bw[-1])
     for rnd in range(a.rounds):
-        for name, run in engines:
+        for name, run, *_ in engines:
             log("round %d/%d: %s, decode %d tokens" % (rnd + 1, a.rounds, name, a.decode_tokens))
             d = run(decode_ids, a.decode_tokens)
             log("  %.1f tok/s, peak RSS %.0f MB" % (d["decode"], d["rss"] / 1e6))
@@ -202,19 +204,16 @@ def main():
     # The decode rate counts the steps after the first token: step k (2..N) attends to
     # prompt + k - 1 tokens, prompt + N / 2 on average.
     context = len(decode_ids) + a.decode_tokens / 2
-    kv_element = {"llama.cpp": 2, "nns-run, quantized decode, bf16 activations": 2}
-
-    def step_bytes(name):
-        weights = widened_bytes if name == "nns-run, widened fp32" else blocks
-        return weights + kv_per_token * context * kv_element.get(name, 4)
-    roofs = {name: max(bw) * 1e9 / step_bytes(name) for name, _ in engines}
+    roofs = {name: max(bw) * 1e9 / ((widened_bytes if widened else blocks)
+                                    + kv_per_token * context * kv_element)
+             for name, _, widened, kv_element in engines}
     med = {n: {k: statistics.median(v) for k, v in r.items() if k != "tokens"}
            for n, r in results.items()}
     ref = med["llama.cpp"]
     print("| engine | decode tok/s | vs llama.cpp | prefill tok/s | vs llama.cpp | peak RSS |"
           " % of roofline | greedy tokens equal to nns-run's widened fp32 |")
     print("|---|---|---|---|---|---|---|---|")
-    for name, _ in engines:
+    for name, *_ in engines:
         m = med[name]
         ours, widened = results[name]["tokens"], results["nns-run, widened fp32"]["tokens"]
         print("| %s | %.1f | %.2fx | %.0f | %.2fx | %.0f MB | %.0f%% | %s |"

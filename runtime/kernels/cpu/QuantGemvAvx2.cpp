@@ -33,12 +33,7 @@ struct Avx2 {
         _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
   }
-  static float reduce(V v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-  }
+  static float reduce(V v) { return sum8(v); }
   /// The 8 bytes at `qs` widened to 32-bit lanes: their low nibbles as `lo`, high as `hi`.
   static void q4(const uint8_t *qs, V &lo, V &hi) {
     const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(qs)));

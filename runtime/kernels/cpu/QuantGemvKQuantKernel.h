@@ -183,10 +183,7 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
   }
   for (int i = 0; i < RB; ++i) {
     const float bias = a.bias ? widen(a.bias[r + i]) : 0.0f;
-    const __m128 halves = _mm_add_ps(_mm256_castps256_ps128(minimumTerms[i]),
-                                     _mm256_extractf128_ps(minimumTerms[i], 1));
-    const __m128 pairs = _mm_add_ps(halves, _mm_movehl_ps(halves, halves));
-    const float minimumTerm = _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehdup_ps(pairs)));
+    const float minimumTerm = sum8(minimumTerms[i]);
     for (int j = 0; j < BB; ++j) {
       T *out = a.y + (b + j) * a.yStride + r + i;
       const float v = Isa::reduce(acc[i][j]) - minimumTerm + bias;

@@ -51,6 +51,15 @@ inline float half(const uint8_t *p) {
   return _cvtsh_ss(h);
 }
 
+/// The sum of an AVX2 vector's 8 lanes (the AVX2 Isa's reduce; the K-quant kernel's minimum
+/// terms on either instruction set).
+inline float sum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
 inline float widen(float v) { return v; }
 inline float widen(uint16_t v) {
   const uint32_t bits = uint32_t(v) << 16;

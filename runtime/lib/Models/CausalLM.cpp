@@ -20,14 +20,14 @@ namespace nnsc {
 namespace {
 
 /// Whether DecoderLayer::runOnRows can run these weights' unhooked layers: on the CPU, every
-/// product on blocks the quantized kernels read (with a bias of the compute dtype), one rank,
-/// no q_norm/k_norm; NNSC_ROW_LANE=off turns it off (to compare the two lanes).
-bool rowLaneServes(const ModelWeights &w, int ranks) {
+/// product on blocks the quantized kernels read (`allQuantized`, with a bias of the compute
+/// dtype), one rank, no q_norm/k_norm; NNSC_ROW_LANE=off turns it off (to compare the lanes).
+bool rowLaneServes(const ModelWeights &w, bool allQuantized, int ranks) {
   const char *env = std::getenv("NNSC_ROW_LANE");
   const std::string setting = env ? env : "on";
   if (setting != "on" && setting != "off")
     throw InvalidInput("NNSC_ROW_LANE must be on or off, got '" + setting + "'");
-  if (setting == "off" || ranks > 1 || w.config.qkNorm || !w.allQuantized() ||
+  if (setting == "off" || ranks > 1 || w.config.qkNorm || !allQuantized ||
       !w.norm.device().is_cpu() || !kernels::quantIsaSupported(kernels::QuantIsa::Avx2))
     return false;
   for (const LayerWeights &l : w.layers)
@@ -52,7 +52,7 @@ CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels,
                        std::to_string(group ? group->rank() : 0) + " of " + std::to_string(ranks));
   if (ranks > 1)
     tp = std::move(group);
-  rowLane = rowLaneServes(w, ranks);
+  rowLane = rowLaneServes(w, allQuantized, ranks);
   local.heads = w.shard.heads;
   local.kvHeads = w.shard.kvHeads;
   local.intermediate = w.shard.intermediate;
