@@ -3,8 +3,9 @@
 The peer a user would pick for a Q4_1 GGUF on a CPU is llama.cpp. Both run in this one
 benchmark, on the same file with the same threads, in interleaved rounds (llama.cpp, nns-run
 with the quantized decode path and fp32 activations, the same with bf16 activations, on an
-AVX-512 CPU also with its AVX2 kernels, nns-run with the widened weights, then again), each
-run in its own process so that its peak RSS is its own (os.wait4). Each reports:
+AVX-512 CPU also with its AVX2 kernels, both dtypes again with the file's blocks as the only
+resident copy of the weights (`--weights blocks`), nns-run with the widened weights, then
+again), each run in its own process so that its peak RSS is its own (os.wait4). Each reports:
 - decode: greedy tokens per second after the first, 128 tokens after "The capital of France
   is" with EOS ignored (nns-run: its "then N tok/s"; llama.cpp: the wall time of tokens 2..128
   of `Llama.generate`, the same loop its own examples use);
@@ -61,13 +62,13 @@ print(json.dumps({"ttft": first - start, "decode_seconds": end - first, "tokens"
 """
 
 
-def nns_run(a, ids, max_tokens, quantized, avx512=True, dtype="fp32"):
+def nns_run(a, ids, max_tokens, quantized, avx512=True, dtype="fp32", weights="packed"):
     env = dict(os.environ, NNSC_QUANT_DECODE="on" if quantized else "off",
                NNSC_QUANT_AVX512="1" if avx512 else "0")
     cmd = [os.path.join(a.build, "bin", "nns-run"), "--model", a.model, "--dtype", dtype,
            "--prompt-ids", ",".join(map(str, ids)), "--max-tokens", str(max_tokens),
            "--ignore-eos", "--temperature", "0", "--threads", str(a.threads), "--json",
-           "--max-model-len", "1024"]
+           "--max-model-len", "1024", "--weights", weights]
     stdout, stderr, rss = run_measured(cmd, env)
     stats = parse_stats(stderr)
     if stats["ttft"] is None:
@@ -174,6 +175,10 @@ def main():
                ("nns-run, quantized decode", lambda ids, n: nns_run(a, ids, n, True), False, 4),
                ("nns-run, quantized decode, bf16 activations",
                 lambda ids, n: nns_run(a, ids, n, True, dtype="bf16"), False, 2),
+               ("nns-run, quantized decode, blocks only",
+                lambda ids, n: nns_run(a, ids, n, True, weights="blocks"), False, 4),
+               ("nns-run, quantized decode, bf16 activations, blocks only",
+                lambda ids, n: nns_run(a, ids, n, True, dtype="bf16", weights="blocks"), False, 2),
                ("nns-run, widened fp32", lambda ids, n: nns_run(a, ids, n, False), True, 4)]
     if has_avx512():
         # The same quantized path on the AVX2 kernels, which an AVX-512 CPU also runs.

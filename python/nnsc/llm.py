@@ -17,6 +17,7 @@ from .result import Completion, Result
 # Engine options and their defaults (nns-run's --max-num-seqs, ...).
 ENGINE_OPTIONS = {
     "device": "cpu",
+    "weights": "packed",
     "seed": 0,
     "threads": None,
     "max_num_seqs": 256,
@@ -70,7 +71,8 @@ class LLM:
     """A model loaded in this process with its continuous-batching engine.
 
     `model`: a GGUF file or Hugging Face directory (default: the bundled SmolLM2-135M);
-    `dtype`: "float32" or "bfloat16"; engine options as keywords: device ("cpu"), seed,
+    `dtype`: "float32" or "bfloat16"; engine options as keywords: device ("cpu"), weights
+    ("packed", or "blocks" to keep a GGUF file's blocks only: docs/Engine.md, "Memory"), seed,
     threads (torch.set_num_threads; default: leave torch's), max_num_seqs,
     max_num_batched_tokens, max_model_len, num_blocks, block_size, enable_prefix_caching."""
 
@@ -86,7 +88,8 @@ class LLM:
             torch.set_num_threads(int(options["threads"]))
         self.model_path = os.fspath(model) if model is not None else DEFAULT_MODEL
         try:
-            self._model = _nnsc.Model(self.model_path, _DTYPES[dtype], options["device"])
+            self._model = _nnsc.Model(self.model_path, _DTYPES[dtype], options["device"],
+                                      options["weights"])
         except RuntimeError as e:
             raise ValueError(str(e)) from None
         self._engine = _nnsc.Engine(

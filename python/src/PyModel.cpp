@@ -14,10 +14,11 @@ namespace nb = nanobind;
 
 namespace nnsc::python {
 
-PyModel::PyModel(const std::string &path, const std::string &dtype, const std::string &device)
+PyModel::PyModel(const std::string &path, const std::string &dtype, const std::string &device,
+                 const std::string &weights)
     : path(path) {
   nb::gil_scoped_release release;
-  loaded = loadModel({path, dtype, device, nullptr});
+  loaded = loadModel({path, dtype, device, nullptr, std::nullopt, weights});
 }
 
 const tokenizer::Tokenizer &PyModel::tokenizer() const {
@@ -47,8 +48,9 @@ const char *phaseName(schema::Phase phase) {
 
 void bindModel(nb::module_ &m) {
   nb::class_<PyModel>(m, "Model")
-      .def(nb::init<const std::string &, const std::string &, const std::string &>(),
-           nb::arg("path"), nb::arg("dtype"), nb::arg("device"))
+      .def(nb::init<const std::string &, const std::string &, const std::string &,
+                    const std::string &>(),
+           nb::arg("path"), nb::arg("dtype"), nb::arg("device"), nb::arg("weights") = "packed")
       .def_ro("path", &PyModel::path)
       .def_prop_ro("has_tokenizer", [](const PyModel &p) { return bool(p.loaded.tokenizer); })
       .def_prop_ro("eos_token_ids", [](const PyModel &p) { return p.loaded.eosTokenIds; })

@@ -21,7 +21,8 @@ namespace nnsc::python {
 struct PyModel {
   /// Loads `path` with weights widened to `dtype` ("fp32" or "bf16") on `device`; throws
   /// std::runtime_error (ModelLoadError and friends) naming the file and what is wrong.
-  PyModel(const std::string &path, const std::string &dtype, const std::string &device);
+  PyModel(const std::string &path, const std::string &dtype, const std::string &device,
+          const std::string &weights);
 
   /// The tokenizer; throws std::runtime_error when the model ships none.
   const tokenizer::Tokenizer &tokenizer() const;

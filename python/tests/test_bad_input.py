@@ -124,6 +124,8 @@ def test_bad_engine_options():
         nnsc.LLM(dtype="int8")
     with pytest.raises(ValueError, match=r"nope\.gguf"):
         nnsc.LLM("/nonexistent/nope.gguf")
+    with pytest.raises(ValueError, match=r"weights must be packed or blocks, got 'fast'"):
+        nnsc.LLM(weights="fast")
 
 
 def test_run_time_error_lands_on_its_result(llm, plain, still_works):

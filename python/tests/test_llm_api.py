@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import nnsc
-from conftest import CANONICAL, nns_run, tool
+from conftest import CANONICAL, THREADS, nns_run, tool
 
 PROMPT = "The capital of France is"
 STEER = "param steer: f32[hidden]\nparam alpha: f32 = 4.0\n" \
@@ -127,3 +127,14 @@ def test_ctrl_c_cancels_and_the_llm_keeps_working(llm):
     assert llm._engine.finished, "requests of the cancelled call are still queued"
     assert llm.generate(PROMPT, max_tokens=3, temperature=0,
                         use_tqdm=False)[0].token_ids == plain
+
+
+def test_blocks_only_weights_give_the_same_completions(llm):
+    """weights="blocks" keeps the GGUF blocks only (docs/Engine.md, "Memory"): a prompt long
+    enough to prefill over the quantized row limit, on tiles dequantized from the blocks,
+    completes as on the packed copies."""
+    prompt = " ".join(["The quick brown fox jumps over the lazy dog."] * 20)
+    blocks = nnsc.LLM(threads=THREADS, weights="blocks")
+    want = llm.generate(prompt, max_tokens=8, temperature=0, use_tqdm=False)[0]
+    got = blocks.generate(prompt, max_tokens=8, temperature=0, use_tqdm=False)[0]
+    assert got.token_ids == want.token_ids

@@ -53,6 +53,9 @@ Runs prompts through the paged-attention engine with continuous batching.
   --temperature T            0 is greedy (default 0)
   --top-k K, --top-p P, --seed S, --ignore-eos
   --dtype fp32|bf16          compute dtype (default fp32)
+  --weights packed|blocks    a GGUF file's weights in memory (default packed): its blocks
+                             plus a packed copy for prefill, or its blocks only (prefill
+                             dequantizes tiles: about half the memory, prefill ~1.1x slower)
   --device cpu|cuda          model backend (default cpu); cuda needs a build with nvcc and a
                              GPU, and bundles compiled with --target=cuda
   --threads N                intra-op threads (default 2; per rank with tensor parallelism:
@@ -183,6 +186,10 @@ Options parseOptions(int argc, char **argv) {
       o.dtype = value();
       if (o.dtype != "fp32" && o.dtype != "bf16")
         fail("--dtype must be fp32 or bf16, got '" + o.dtype + "'");
+    } else if (arg == "--weights") {
+      o.weights = value();
+      if (o.weights != "packed" && o.weights != "blocks")
+        fail("--weights must be packed or blocks, got '" + o.weights + "'");
     } else if (arg == "--device") {
       o.device = value();
       if (o.device != "cpu" && o.device != "cuda")

@@ -24,6 +24,7 @@ struct Options {
   bool chat = false;
   nnsc::SamplingParams sampling;
   std::string dtype = "fp32";
+  std::string weights = "packed";
   /// "cpu" or "cuda": the model backend.
   std::string device = "cpu";
   /// Intra-op threads of this process (of each rank under tensor parallelism); 0 until

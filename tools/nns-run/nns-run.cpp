@@ -51,7 +51,7 @@ LoadedModel load(const Options &o, const std::optional<DistributedOptions> &rank
                             std::cerr << "\rloading " << o.model << ": " << done << "/" << total
                                       << std::flush;
                         },
-                        ranks});
+                        ranks, o.weights});
   } catch (const std::exception &e) {
     if (progress)
       std::cerr << "\n";

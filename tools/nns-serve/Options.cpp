@@ -25,6 +25,7 @@ Model and engine (as nns-run):
   --model PATH               .gguf file or Hugging Face directory (default: bundled SmolLM2)
   --served-model-name NAME   the name requests use (default: the model file's name)
   --dtype fp32|bf16          compute dtype (default fp32)
+  --weights packed|blocks    a GGUF file's weights in memory (default packed), as nns-run
   --device cpu|cuda          model backend (default cpu). On cuda requests run without
                              program source (it compiles for the CPU): plain generation,
                              --bundle files compiled with nnsc --target=cuda, --edit bundles
@@ -92,6 +93,10 @@ Options parseOptions(int argc, char **argv) {
       o.dtype = value();
       if (o.dtype != "fp32" && o.dtype != "bf16")
         fail("--dtype must be fp32 or bf16, got '" + o.dtype + "'");
+    } else if (arg == "--weights") {
+      o.weights = value();
+      if (o.weights != "packed" && o.weights != "blocks")
+        fail("--weights must be packed or blocks, got '" + o.weights + "'");
     } else if (arg == "--threads") {
       o.threads = int(integer(1));
     } else if (arg == "--seed") {

@@ -19,6 +19,7 @@ namespace nnsserve {
 struct Options {
   std::string model = NNSC_DEFAULT_MODEL;
   std::string dtype = "fp32";
+  std::string weights = "packed";
   /// --device cpu|cuda: the model backend.
   std::string device = "cpu";
   int threads = 2;

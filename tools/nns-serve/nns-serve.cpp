@@ -49,11 +49,13 @@ int main(int argc, char **argv) {
   auto loadStart = std::chrono::steady_clock::now();
   try {
     // Progress on one rewritten line at a terminal; a log gets the final line only.
-    loaded = loadModel({o.model, o.dtype, o.device, [&](int64_t done, int64_t total) {
+    loaded = loadModel({o.model, o.dtype, o.device,
+                        [&](int64_t done, int64_t total) {
                           if (terminal)
                             std::cerr << "\rnns-serve: loading " << o.model << ": " << done << "/"
                                       << total << std::flush;
-                        }});
+                        },
+                        std::nullopt, o.weights});
   } catch (const std::exception &e) {
     if (terminal)
       std::cerr << "\n";

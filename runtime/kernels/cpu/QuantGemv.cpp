@@ -162,4 +162,38 @@ void quantGemv(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEn
   dispatch(a, rowBegin, rowEnd, isa);
 }
 
+bool quantWidenServes(QuantFormat format) {
+  return !isKQuant(format) && quantIsaSupported(QuantIsa::Avx2);
+}
+
+namespace {
+
+template <typename T>
+void widen(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows, int64_t cols,
+           T *out) {
+  if (!quantWidenServes(format))
+    throw InvalidInput(std::string("widenQuantRows: ") + quantFormatName(format) +
+                       " blocks are not widened here");
+  if (cols % quantBlockWeights(format) != 0)
+    throw InvalidInput(std::string("widenQuantRows: cols must be a multiple of ") +
+                       std::to_string(quantBlockWeights(format)) + " for " +
+                       quantFormatName(format));
+  if (quantBestIsa() == QuantIsa::Avx2)
+    widenQuantRowsAvx2(format, w, rowBytes, rows, cols, out);
+  else
+    widenQuantRowsAvx512(format, w, rowBytes, rows, cols, out);
+}
+
+} // namespace
+
+void widenQuantRows(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows,
+                    int64_t cols, float *out) {
+  widen(format, w, rowBytes, rows, cols, out);
+}
+
+void widenQuantRows(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows,
+                    int64_t cols, uint16_t *out) {
+  widen(format, w, rowBytes, rows, cols, out);
+}
+
 } // namespace nnsc::kernels

@@ -34,6 +34,18 @@ struct Avx2 {
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
   }
   static float reduce(V v) { return sum8(v); }
+  static void store(float *p, V v) { _mm256_storeu_ps(p, v); }
+  /// Rounded to bf16, to nearest even, NaN to 0x7fc0 (c10::BFloat16's rounding).
+  static void store(uint16_t *p, V v) {
+    const __m256i bits = _mm256_castps_si256(v);
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(
+        _mm256_add_epi32(bits, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff))), 16);
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7fc0),
+                           _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(p),
+                     _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
+  }
   /// The 8 bytes at `qs` widened to 32-bit lanes: their low nibbles as `lo`, high as `hi`.
   static void q4(const uint8_t *qs, V &lo, V &hi) {
     const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(qs)));
@@ -99,6 +111,16 @@ struct Avx2 {
 };
 
 } // namespace
+
+void widenQuantRowsAvx2(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows,
+                        int64_t cols, float *out) {
+  widenQuantRowsOn<Avx2>(format, w, rowBytes, rows, cols, out);
+}
+
+void widenQuantRowsAvx2(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows,
+                        int64_t cols, uint16_t *out) {
+  widenQuantRowsOn<Avx2>(format, w, rowBytes, rows, cols, out);
+}
 
 void quantGemvAvx2(const QuantGemvArgs<float> &a, int64_t rowBegin, int64_t rowEnd) {
   if (isKQuant(a.format))

@@ -14,6 +14,16 @@
 
 namespace nnsc::kernels {
 
+void widenQuantRowsAvx512(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows,
+                          int64_t cols, float *out) {
+  widenQuantRowsOn<Avx512>(format, w, rowBytes, rows, cols, out);
+}
+
+void widenQuantRowsAvx512(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows,
+                          int64_t cols, uint16_t *out) {
+  widenQuantRowsOn<Avx512>(format, w, rowBytes, rows, cols, out);
+}
+
 void quantGemvAvx512(const QuantGemvArgs<float> &a, int64_t rowBegin, int64_t rowEnd) {
   if (isKQuant(a.format))
     kQuantGemvOn<Avx512>(a, rowBegin, rowEnd);

@@ -39,6 +39,16 @@ struct Avx512 {
     return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
   }
   static float reduce(V v) { return _mm512_reduce_add_ps(v); }
+  static void store(float *p, V v) { _mm512_storeu_ps(p, v); }
+  /// Rounded to bf16, to nearest even, NaN to 0x7fc0 (c10::BFloat16's rounding).
+  static void store(uint16_t *p, V v) {
+    const __m512i bits = _mm512_castps_si512(v);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(
+        _mm512_add_epi32(bits, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
+    r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0x7fc0));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtepi32_epi16(r));
+  }
   /// The 16 bytes at `qs` widened to 32-bit lanes: their low nibbles as `lo`, high as `hi`.
   /// vpermps with the values 0-15 as its table turns a lane's low 4 bits into their value as a
   /// float, replacing an AND and a conversion (2-4% faster on a Zen 4, nnsc-bench-quant-formats).

@@ -19,6 +19,14 @@ void quantGemvAvx512(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t
 /// Whether the vdpbf16ps kernel computes `a` (Q4_0, Q4_1, Q5_0 or Q5_1 blocks).
 bool quantGemvAvx512Bf16Applies(const QuantGemvArgs<uint16_t> &a);
 void quantGemvAvx512Bf16(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd);
+void widenQuantRowsAvx2(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows,
+                        int64_t cols, float *out);
+void widenQuantRowsAvx2(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows,
+                        int64_t cols, uint16_t *out);
+void widenQuantRowsAvx512(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows,
+                          int64_t cols, float *out);
+void widenQuantRowsAvx512(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows,
+                          int64_t cols, uint16_t *out);
 
 } // namespace nnsc::kernels
 

@@ -61,6 +61,11 @@ std::vector<int32_t> configEosIds(const std::string &model) {
   return ids;
 }
 
+/// `forms` without the packed copies ("blocks"): BlocksOnly where the default keeps blocks.
+ProjectionForms blocksOnly(ProjectionForms forms) {
+  return forms == ProjectionForms::BlocksAndPacked ? ProjectionForms::BlocksOnly : forms;
+}
+
 } // namespace
 
 LoadedModel loadModel(const ModelLoadOptions &options) {
@@ -68,6 +73,8 @@ LoadedModel loadModel(const ModelLoadOptions &options) {
     throw InvalidInput("dtype must be fp32 or bf16, got '" + options.dtype + "'");
   if (options.device != "cpu" && options.device != "cuda")
     throw InvalidInput("device must be cpu or cuda, got '" + options.device + "'");
+  if (options.weights != "packed" && options.weights != "blocks")
+    throw InvalidInput("weights must be packed or blocks, got '" + options.weights + "'");
   const DistributedOptions *ranks =
       options.distributed && options.distributed->worldSize > 1 ? &*options.distributed : nullptr;
   // On the CPU the ranks meet before loading, so that one rank's failure ends the others'
@@ -80,7 +87,9 @@ LoadedModel loadModel(const ModelLoadOptions &options) {
       options.path, options.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat32,
       options.progress ? options.progress : [](int64_t, int64_t) {},
       // The CUDA backend drops the blocks (its kernels read widened weights).
-      options.device == "cuda" ? ProjectionForms::Widened : defaultProjectionForms(),
+      options.device == "cuda"      ? ProjectionForms::Widened
+      : options.weights == "blocks" ? blocksOnly(defaultProjectionForms())
+                                    : defaultProjectionForms(),
       ranks ? ShardRank{ranks->rank, ranks->worldSize} : ShardRank{});
   if (options.device == "cuda") {
     loaded.backend = loadCudaBackend(std::move(weights), ranks ? ranks->localRank : 0, ranks);

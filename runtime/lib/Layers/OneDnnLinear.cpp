@@ -2,8 +2,10 @@
 
 #include "nnsc/Runtime/Layers/OneDnnLinear.h"
 
+#include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -157,7 +159,16 @@ bool oneDnnLinearApplies(const torch::Tensor &in, const torch::Tensor &weight) {
 
 namespace {
 
-/// in @ packed^T (+ bias), or acc + in @ packed^T, with a weight packed by PackCache.
+/// The most bytes of widened weights oneDnnLinearTiled multiplies at a time: every layer
+/// projection of a small model in one product (SmolLM2's largest, gate_up, is 7 MB in fp32),
+/// a large lm_head in a few. Each product's output columns are copied into place.
+constexpr int64_t TileBytes = int64_t(16) << 20;
+
+/// Rows of a tile one thread widens at a time.
+constexpr int64_t WidenChunkRows = 64;
+
+/// in @ w^T (+ bias), or acc + in @ w^T, with w packed by PackCache or a plain [n, k] weight
+/// (which oneDNN multiplies without packing it).
 torch::Tensor productWithPacked(const torch::Tensor &in, const torch::Tensor &packed,
                                 const torch::Tensor &bias, const torch::Tensor &acc) {
   static const std::optional<c10::OperatorHandle> plain = findOp("mkldnn::_linear_pointwise", "");
@@ -191,6 +202,37 @@ torch::Tensor oneDnnLinear(const torch::Tensor &in, const torch::Tensor &weight,
 torch::Tensor oneDnnLinearQuantized(const torch::Tensor &in, const QuantizedMatrix &quant,
                                     const torch::Tensor &bias, const torch::Tensor &acc) {
   return productWithPacked(in, PackCache::shared().get(quant, in.scalar_type()), bias, acc);
+}
+
+torch::Tensor oneDnnLinearTiled(const torch::Tensor &in, const QuantizedMatrix &quant,
+                                const torch::Tensor &bias, const torch::Tensor &acc) {
+  const int64_t rows = quant.rows(), cols = quant.cols;
+  const torch::ScalarType dtype = in.scalar_type();
+  const int64_t rowBytes = cols * int64_t(c10::elementSize(dtype));
+  const int64_t tileRows = std::clamp<int64_t>(TileBytes / rowBytes, 1, rows);
+  // One tile's memory per thread, reused: a fresh allocation this large would be mapped and
+  // zeroed page by page on every product.
+  thread_local torch::Tensor buffer;
+  if (!buffer.defined() || buffer.scalar_type() != dtype || buffer.numel() < tileRows * cols)
+    buffer = torch::empty({tileRows * cols}, in.options());
+  auto product = [&](int64_t begin, int64_t count, const torch::Tensor &tileAcc) {
+    const torch::Tensor tile = buffer.narrow(0, 0, count * cols).view({count, cols});
+    auto *out = static_cast<uint8_t *>(tile.data_ptr());
+    at::parallel_for(0, count, WidenChunkRows, [&](int64_t first, int64_t last) {
+      quant.widenRows(begin + first, last - first, dtype, out + first * rowBytes);
+    });
+    return productWithPacked(in, tile, bias.defined() ? bias.narrow(0, begin, count) : bias,
+                             tileAcc);
+  };
+  if (tileRows == rows)
+    return product(0, rows, acc);
+  torch::Tensor y = torch::empty({in.size(0), rows}, in.options());
+  for (int64_t begin = 0; begin < rows; begin += tileRows) {
+    const int64_t count = std::min(tileRows, rows - begin);
+    y.narrow(1, begin, count)
+        .copy_(product(begin, count, acc.defined() ? acc.narrow(1, begin, count) : acc));
+  }
+  return y;
 }
 
 void oneDnnPackQuantized(const QuantizedMatrix &quant, torch::ScalarType dtype) {

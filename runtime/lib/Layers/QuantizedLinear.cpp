@@ -174,15 +174,51 @@ torch::Tensor QuantizedMatrix::ggmlBlocks() const {
 
 torch::Tensor QuantizedMatrix::widen(torch::ScalarType dtype) const {
   TORCH_CHECK(defined(), "widen: no blocks");
-  std::vector<torch::Tensor> widened;
+  torch::Tensor out = torch::empty({rows(), cols}, dtype);
+  widenRows(0, rows(), dtype, out.data_ptr());
+  return out;
+}
+
+void QuantizedMatrix::widenRows(int64_t begin, int64_t count, torch::ScalarType dtype,
+                                void *out) const {
+  TORCH_CHECK(dtype == torch::kFloat32 || dtype == torch::kBFloat16, "widenRows: ", dtype,
+              " is neither fp32 nor bf16");
+  TORCH_CHECK(begin >= 0 && count >= 0 && begin + count <= rows(), "widenRows: rows [", begin, ", ",
+              begin + count, ") of a matrix of ", rows());
+  // Per thread, reused (the K-quants): one part's rows as ggml blocks, and as fp32 for bf16.
+  thread_local std::vector<uint8_t> ggml;
+  thread_local std::vector<float> wide;
+  const bool f32 = dtype == torch::kFloat32;
+  const int64_t elementBytes = f32 ? 4 : 2;
+  auto *target = static_cast<uint8_t *>(out);
+  int64_t first = 0; // of the part, in this matrix
   for (const QuantizedMatrix &part : parts()) {
-    const torch::Tensor ggml = part.ggmlBlocks();
-    torch::Tensor out = torch::empty({part.blocks.size(0), cols}, torch::kFloat32);
-    kernels::dequantize(part.format, ggml.data_ptr<uint8_t>(), out.data_ptr<float>(), out.numel());
-    widened.push_back(std::move(out));
+    const int64_t partRows = part.blocks.size(0), rowBytes = part.blocks.stride(0);
+    const int64_t from = std::max(begin, first), to = std::min(begin + count, first + partRows);
+    first += partRows;
+    if (from >= to)
+      continue;
+    const int64_t n = to - from;
+    const uint8_t *blocks =
+        part.blocks.data_ptr<uint8_t>() + (from - (first - partRows)) * rowBytes;
+    if (kernels::quantWidenServes(part.format) && f32) {
+      kernels::widenQuantRows(part.format, blocks, rowBytes, n, cols,
+                              reinterpret_cast<float *>(target));
+    } else if (kernels::quantWidenServes(part.format)) {
+      kernels::widenQuantRows(part.format, blocks, rowBytes, n, cols,
+                              reinterpret_cast<uint16_t *>(target));
+    } else { // joined into ggml blocks for the loader's dequantize*()
+      ggml.resize(size_t(n * rowBytes));
+      kernels::joinQuantRows(part.format, blocks, ggml.data(), n, cols);
+      wide.resize(size_t(f32 ? 0 : n * cols));
+      float *values = f32 ? reinterpret_cast<float *>(target) : wide.data();
+      kernels::dequantize(part.format, ggml.data(), values, n * cols);
+      auto *bf = reinterpret_cast<c10::BFloat16 *>(target); // to nearest even, as Tensor::to
+      for (int64_t i = 0; !f32 && i < n * cols; ++i)
+        bf[i] = c10::BFloat16(values[i]);
+    }
+    target += n * cols * elementBytes;
   }
-  torch::Tensor all = widened.size() == 1 ? widened[0] : torch::cat(widened);
-  return all.to(dtype).contiguous();
 }
 
 QuantizedMatrix QuantizedMatrix::narrowCols(int64_t begin, int64_t count) const {

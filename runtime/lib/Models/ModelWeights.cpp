@@ -28,9 +28,9 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
   const bool keepQuantized = forms != ProjectionForms::Widened;
   // Products over the row limit need oneDNN's packed copy in place of the widened one, the
   // blocks the quantized kernels; and one rank: the tensor-parallel paths read widened shards.
-  const bool packedOnly = forms == ProjectionForms::BlocksAndPacked && rank.size == 1 &&
-                          oneDnnServes(dtype) &&
-                          kernels::quantIsaSupported(kernels::QuantIsa::Avx2);
+  const bool packedOnly =
+      (forms == ProjectionForms::BlocksAndPacked || forms == ProjectionForms::BlocksOnly) &&
+      rank.size == 1 && oneDnnServes(dtype) && kernels::quantIsaSupported(kernels::QuantIsa::Avx2);
   ModelWeights w;
   w.config = c;
   w.shard = TensorShard::of(c, rank.rank, rank.size);
@@ -155,6 +155,12 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
     readOrder.insert(readOrder.end(), {&l.qkvQuant, &l.oQuant, &l.gateUpQuant, &l.downQuant});
   readOrder.push_back(&w.lmHeadQuant);
   packQuantized(readOrder);
+  if (packedOnly && forms == ProjectionForms::BlocksOnly)
+    for (QuantizedMatrix *m : readOrder) {
+      m->tiled = true;
+      for (QuantizedMatrix &part : m->rest)
+        part.tiled = true;
+    }
   if (c.tiedEmbeddings) // the packed blocks, not a second copy of them
     w.embedQuant = w.lmHeadQuant;
   return w;

@@ -244,6 +244,80 @@ TEST(QuantizedLinear, BlocksOnlyWeightsRunOnTheirPackedCopies) {
   }
 }
 
+/// widen/widenRows (the tiles of a product on the blocks, ProjectionForms::BlocksOnly) give the
+/// loader's dequantized values exactly, in fp32 and rounded to bf16 as Tensor::to rounds, for
+/// every format (the 32-weight ones on the kernels, the K-quants through dequantize*()), for
+/// row ranges inside a part and across a change of format; a range off the matrix is refused.
+TEST(QuantizedMatrix, WidenRowsAreTheLoadersValues) {
+  torch::manual_seed(6);
+  for (QuantFormat format :
+       {QuantFormat::Q4_0, QuantFormat::Q4_1, QuantFormat::Q5_0, QuantFormat::Q5_1,
+        QuantFormat::Q8_0, QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::Q4_K,
+        QuantFormat::Q5_K, QuantFormat::Q6_K}) {
+    const char *name = nnsc::kernels::quantFormatName(format);
+    const QuantizedMatrix w = QuantizedMatrix::cat(
+        {randomMatrix(format, 13, 512), randomMatrix(QuantFormat::Q8_0, 6, 512)});
+    const torch::Tensor want = dequantize(w);
+    for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+      EXPECT_TRUE(w.widen(dtype).equal(want.to(dtype))) << name << " " << dtype;
+      for (auto [begin, count] : {std::pair<int64_t, int64_t>{0, 19}, {3, 7}, {11, 5}, {13, 6}}) {
+        torch::Tensor rows = torch::full({count, 512}, 7.0).to(dtype);
+        w.widenRows(begin, count, dtype, rows.data_ptr());
+        EXPECT_TRUE(rows.equal(want.narrow(0, begin, count).to(dtype)))
+            << name << " " << dtype << " rows " << begin << "+" << count;
+      }
+    }
+    EXPECT_EQ(errorOf([&] { w.widenRows(15, 5, torch::kFloat32, nullptr); }),
+              "widenRows: rows [15, 20) of a matrix of 19");
+  }
+  std::vector<float> out(256);
+  try {
+    nnsc::kernels::widenQuantRows(QuantFormat::Q4_K, nullptr, 0, 1, 256, out.data());
+    ADD_FAILURE() << "widenQuantRows took Q4_K blocks";
+  } catch (const nnsc::InvalidInput &e) {
+    EXPECT_STREQ(e.what(), "widenQuantRows: Q4_K blocks are not widened here");
+  }
+}
+
+/// A weight of ProjectionForms::BlocksOnly (QuantizedMatrix::tiled): products over the
+/// quantized path's rows multiply tiles dequantized from the blocks, with no packed copy
+/// made, and give what the packed copy gives; an lm_head-sized matrix (over 16 MB widened)
+/// takes several tiles.
+TEST(QuantizedLinear, TiledWeightsMultiplyTilesOfTheirBlocks) {
+  if (supportedIsas().empty())
+    GTEST_SKIP() << NoQuantKernels;
+  torch::manual_seed(5);
+  for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    if (!nnsc::oneDnnServes(dtype))
+      continue;
+    const char *name = dtype == torch::kFloat32 ? "fp32" : "bf16";
+    const double tolerance = dtype == torch::kFloat32 ? 1e-5 : 1e-2;
+    for (int64_t rows : {int64_t(64), int64_t(9000)}) {
+      QuantizedMatrix w = QuantizedMatrix::cat({randomMatrix(QuantFormat::Q5_0, rows - 16, 576),
+                                                randomMatrix(QuantFormat::Q8_0, 16, 576)});
+      const torch::Tensor widened = w.widen(dtype);
+      w.tiled = true;
+      const size_t packed = nnsc::oneDnnPackedWeights();
+      const torch::Tensor x = torch::randn({40, 576}).to(dtype);
+      const torch::Tensor bias = torch::randn({rows}).to(dtype);
+      auto expectSame = [&](const torch::Tensor &got, const torch::Tensor &want,
+                            const std::string &what) {
+        const torch::Tensor g = got.to(torch::kFloat32), e = want.to(torch::kFloat32);
+        EXPECT_TRUE(torch::allclose(g, e, tolerance, tolerance))
+            << name << " " << rows << " rows " << what << ": largest difference "
+            << (g - e).abs().max().item<double>();
+      };
+      expectSame(nnsc::linear(x, {}, bias, w), nnsc::linear(x, widened, bias), "product");
+      torch::Tensor acc = torch::randn({40, rows}).to(dtype), want = acc.clone();
+      nnsc::linearAdd(acc, x, {}, w);
+      nnsc::linearAdd(want, x, widened);
+      expectSame(acc, want, "added");
+      // Only the widened twin was packed (by the products on it).
+      EXPECT_EQ(nnsc::oneDnnPackedWeights(), packed + 1) << name << " " << rows << " rows";
+    }
+  }
+}
+
 /// The bundled model's own blocks (q/k rows unpermuted as the loader does) against its
 /// widened weights, through nnsc::linear as the decoder calls it: the quantized path up to
 /// the row limit, and the same values from the widened path above it.

@@ -43,8 +43,17 @@ template <typename F> torch::Tensor catOverParts(const QuantizedMatrix &m, const
   return torch::cat(parts);
 }
 
-/// The loader's dequantization of `m` to fp32 [rows, cols], part by part.
-inline torch::Tensor dequantize(const QuantizedMatrix &m) { return m.widen(torch::kFloat32); }
+/// The loader's dequantization of `m` to fp32 [rows, cols], part by part: its ggml blocks
+/// through dequantize*(), not QuantizedMatrix::widen (whose kernels the tests check).
+inline torch::Tensor dequantize(const QuantizedMatrix &m) {
+  return catOverParts(m, [](const QuantizedMatrix &part) {
+    const torch::Tensor ggml = part.ggmlBlocks();
+    torch::Tensor out = torch::empty({part.rows(), part.cols}, torch::kFloat32);
+    nnsc::kernels::dequantize(part.format, ggml.data_ptr<uint8_t>(), out.data_ptr<float>(),
+                              out.numel());
+    return out;
+  });
+}
 
 /// |m| of each weight's block [rows, cols]: the Q4_1/Q5_1 minimum, 8 |d| for Q4_0, 16 |d| for
 /// Q5_0, 0 for Q8_0, Q3_K and Q6_K, Q2_K's, Q4_K's and Q5_K's sub-block minimum; with `scales`, |d|

@@ -36,6 +36,10 @@ struct ModelLoadOptions {
   /// nothing: it loads only its shard of the weights and joins the others, with Gloo on the
   /// CPU and NCCL on CUDA device localRank.
   std::optional<DistributedOptions> distributed;
+  /// The forms a GGUF file's weights keep on the CPU (docs/Engine.md, "Memory"): "packed"
+  /// (its blocks, and oneDNN's packed copy of each projection for prefill and batches over
+  /// the quantized row limit) or "blocks" (its blocks only: those products dequantize tiles).
+  std::string weights = "packed";
 };
 
 /// A loaded model, ready to run.

@@ -117,6 +117,19 @@ void splitQuantRows(QuantFormat format, const uint8_t *src, uint8_t *dst, int64_
 void joinQuantRows(QuantFormat format, const uint8_t *src, uint8_t *dst, int64_t rows,
                    int64_t cols);
 
+/// Whether widenQuantRows() serves `format` on this CPU: the 32-weight formats, where the
+/// kernels run (AVX2 at least).
+bool quantWidenServes(QuantFormat format);
+
+/// `rows` rows of W [rows, cols] in the split-row layout (splitQuantRows), `rowBytes` apart,
+/// as exactly dequantize*()'s fp32 values, written row-major to `out`; the bf16 overload
+/// rounds them to nearest even (NaN to 0x7fc0), as c10::BFloat16 does. Throws InvalidInput
+/// where quantWidenServes() is false or cols is not a multiple of 32.
+void widenQuantRows(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows,
+                    int64_t cols, float *out);
+void widenQuantRows(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows,
+                    int64_t cols, uint16_t *out);
+
 /// The instruction sets of the kernels. Avx512Bf16 is Avx512 plus the vdpbf16ps kernel for bf16
 /// activations against 4- and 5-bit blocks (QuantGemvAvx512Bf16.cpp); every other product of it
 /// runs the Avx512 kernels.

@@ -49,6 +49,14 @@ void oneDnnPack(const torch::Tensor &weight);
 torch::Tensor oneDnnLinearQuantized(const torch::Tensor &in, const QuantizedMatrix &quant,
                                     const torch::Tensor &bias, const torch::Tensor &acc = {});
 
+/// oneDnnLinearQuantized() without a packed copy: W's rows dequantized TileRows at a time
+/// from the blocks (quant.widen(): the loader's values) into a plain tile that oneDNN
+/// multiplies as it is, then freed (ProjectionForms::BlocksOnly; docs/Engine.md, "Memory").
+/// The tile's product goes to its columns of the result; with `acc`, acc + product, each
+/// tile's sum rounded once as oneDnnLinear rounds it.
+torch::Tensor oneDnnLinearTiled(const torch::Tensor &in, const QuantizedMatrix &quant,
+                                const torch::Tensor &bias, const torch::Tensor &acc = {});
+
 /// Packs the copy oneDnnLinearQuantized() uses for `quant` in `dtype` now, from quant.widen(),
 /// unless it is packed already: so the first product over the row limit does not pay for it.
 /// Does nothing where oneDNN does not serve `dtype`.

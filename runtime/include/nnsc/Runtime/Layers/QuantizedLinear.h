@@ -50,6 +50,10 @@ struct QuantizedMatrix {
   /// columns, in row order, each of a format other than the one before it. Empty when the
   /// whole matrix has one format. The products run one kernel call per part.
   std::vector<QuantizedMatrix> rest;
+  /// Products over the quantized row limit multiply tiles of rows dequantized from the blocks
+  /// (oneDnnLinearTiled) instead of a packed copy of the whole matrix: no copy of the weights
+  /// outlives a product (ProjectionForms::BlocksOnly).
+  bool tiled = false;
 
   /// From ggml blocks as a GGUF file stores them: uint8 [rows, cols / block weights * block
   /// bytes].
@@ -62,6 +66,10 @@ struct QuantizedMatrix {
   /// loader's own decoders (Kernels/Dequantize.h) and rounded to `dtype` as the loader rounds
   /// its widened copy: equal to the rows the loader widened from the same blocks.
   torch::Tensor widen(torch::ScalarType dtype) const;
+  /// Rows [begin, begin + count) of widen(dtype), written to `out` (count * cols elements of
+  /// `dtype`) without allocating once the per-thread buffers have grown: a tile of
+  /// oneDnnLinearTiled.
+  void widenRows(int64_t begin, int64_t count, torch::ScalarType dtype, void *out) const;
 
   bool defined() const { return blocks.defined(); }
   int64_t rows() const;

@@ -74,6 +74,10 @@ enum class ProjectionForms {
   /// packed on first use), nor an embedding with blocks (the token lookup widens its rows
   /// from them per step). Elsewhere WidenedAndBlocks.
   BlocksAndPacked,
+  /// As BlocksAndPacked, without the packed copies: products over the row limit multiply
+  /// tiles dequantized from the blocks (QuantizedMatrix::tiled), so the blocks are the only
+  /// resident form of those weights. Elsewhere WidenedAndBlocks.
+  BlocksOnly,
 };
 
 /// What ModelWeights::load keeps by default: BlocksAndPacked, or Widened where
