@@ -145,7 +145,9 @@ torch::Tensor GGUFWeightSource::get(const std::string &hfName, const std::vector
   const gguf::TensorInfo *info = find(hfName, shape, optional);
   if (!info)
     return {};
-  return unpermute(*info, dequantizeGGUFTensor(file, *info)).to(dtype).contiguous();
+  torch::Tensor t = unpermute(*info, dequantizeGGUFTensor(file, *info)).to(dtype).contiguous();
+  file.releaseTensorData(*info); // copied: its pages need not stay resident while loading
+  return t;
 }
 
 QuantizedMatrix GGUFWeightSource::getQuantized(const std::string &hfName,
@@ -163,6 +165,7 @@ QuantizedMatrix GGUFWeightSource::getQuantized(const std::string &hfName,
     return {};
   torch::Tensor blocks = torch::empty({shape[0], rowBytes}, torch::kUInt8);
   std::memcpy(blocks.data_ptr<uint8_t>(), file.tensorData(*info), size_t(info->size));
+  file.releaseTensorData(*info);
   return QuantizedMatrix::fromGgmlBlocks(format, unpermute(*info, blocks), shape[1]);
 }
 

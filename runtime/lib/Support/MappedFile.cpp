@@ -2,6 +2,7 @@
 
 #include "nnsc/Support/MappedFile.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -35,6 +36,14 @@ bool MappedFile::open(const std::string &path, std::string &error) {
   bytes = static_cast<const uint8_t *>(map);
   length = size;
   return true;
+}
+
+void MappedFile::release(size_t offset, size_t count) const {
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  const size_t end = std::min(length, offset + count);
+  const size_t first = (offset + page - 1) / page * page, last = end / page * page;
+  if (bytes && first < last) // advice: a failure only leaves the pages resident
+    ::madvise(const_cast<uint8_t *>(bytes) + first, last - first, MADV_DONTNEED);
 }
 
 MappedFile::~MappedFile() {

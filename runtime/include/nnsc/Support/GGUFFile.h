@@ -100,6 +100,10 @@ public:
   const TensorInfo *findTensor(std::string_view name) const;
   /// The tensor's bytes inside the mapped file (valid while this object lives).
   const uint8_t *tensorData(const TensorInfo &info) const { return dataStart + info.offset; }
+  /// MappedFile::release of the tensor's bytes, once a reader has copied them.
+  void releaseTensorData(const TensorInfo &info) const {
+    mapped.release(size_t(dataStart - mapped.data()) + info.offset, info.size);
+  }
 
 private:
   GGUFFile() = default;

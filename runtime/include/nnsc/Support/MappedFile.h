@@ -29,6 +29,12 @@ public:
   const uint8_t *data() const { return bytes; }
   size_t size() const { return length; }
 
+  /// Drops the whole pages inside [data() + offset, data() + offset + count) from this
+  /// process's resident set (MADV_DONTNEED; the bytes stay readable and read the same, from
+  /// the page cache): a reader that copied a tensor out of the file need not keep its pages
+  /// resident while the model loads. Partial pages at either end stay.
+  void release(size_t offset, size_t count) const;
+
 private:
   const uint8_t *bytes = nullptr;
   size_t length = 0;
