@@ -406,59 +406,44 @@ void widenRows(const uint8_t *w, int64_t rowBytes, int64_t rows, int64_t cols, T
   }
 }
 
-template <class Isa, typename T>
-void widenQuantRowsOn(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows,
-                      int64_t cols, T *out) {
+/// Calls f(std::integral_constant<QuantFormat, F>()) for `format` if it is a 32-weight format
+/// F; nothing for the K-quants (kQuantGemvOn, QuantGemvKQuantKernel.h; not widened).
+template <typename Fn> void onBlockFormat(QuantFormat format, const Fn &f) {
   switch (format) {
   case QuantFormat::Q4_0:
-    widenRows<Isa, QuantFormat::Q4_0>(w, rowBytes, rows, cols, out);
+    f(std::integral_constant<QuantFormat, QuantFormat::Q4_0>());
     break;
   case QuantFormat::Q4_1:
-    widenRows<Isa, QuantFormat::Q4_1>(w, rowBytes, rows, cols, out);
+    f(std::integral_constant<QuantFormat, QuantFormat::Q4_1>());
     break;
   case QuantFormat::Q5_0:
-    widenRows<Isa, QuantFormat::Q5_0>(w, rowBytes, rows, cols, out);
+    f(std::integral_constant<QuantFormat, QuantFormat::Q5_0>());
     break;
   case QuantFormat::Q5_1:
-    widenRows<Isa, QuantFormat::Q5_1>(w, rowBytes, rows, cols, out);
+    f(std::integral_constant<QuantFormat, QuantFormat::Q5_1>());
     break;
   case QuantFormat::Q8_0:
-    widenRows<Isa, QuantFormat::Q8_0>(w, rowBytes, rows, cols, out);
+    f(std::integral_constant<QuantFormat, QuantFormat::Q8_0>());
     break;
   case QuantFormat::Q2_K:
   case QuantFormat::Q3_K:
   case QuantFormat::Q4_K:
   case QuantFormat::Q5_K:
   case QuantFormat::Q6_K:
-    break; // not served (quantWidenServes)
+    break;
   }
 }
 
 template <class Isa, typename T>
+void widenQuantRowsOn(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows,
+                      int64_t cols, T *out) {
+  onBlockFormat(format,
+                [&](auto f) { widenRows<Isa, decltype(f)::value>(w, rowBytes, rows, cols, out); });
+}
+
+template <class Isa, typename T>
 void quantGemvOn(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
-  switch (a.format) {
-  case QuantFormat::Q4_0:
-    gemvRows<Isa, QuantFormat::Q4_0>(a, rowBegin, rowEnd);
-    break;
-  case QuantFormat::Q4_1:
-    gemvRows<Isa, QuantFormat::Q4_1>(a, rowBegin, rowEnd);
-    break;
-  case QuantFormat::Q5_0:
-    gemvRows<Isa, QuantFormat::Q5_0>(a, rowBegin, rowEnd);
-    break;
-  case QuantFormat::Q5_1:
-    gemvRows<Isa, QuantFormat::Q5_1>(a, rowBegin, rowEnd);
-    break;
-  case QuantFormat::Q8_0:
-    gemvRows<Isa, QuantFormat::Q8_0>(a, rowBegin, rowEnd);
-    break;
-  case QuantFormat::Q2_K:
-  case QuantFormat::Q3_K:
-  case QuantFormat::Q4_K:
-  case QuantFormat::Q5_K:
-  case QuantFormat::Q6_K:
-    break; // kQuantGemvOn (QuantGemvKQuantKernel.h)
-  }
+  onBlockFormat(a.format, [&](auto f) { gemvRows<Isa, decltype(f)::value>(a, rowBegin, rowEnd); });
 }
 
 } // namespace
