@@ -163,10 +163,12 @@ QuantizedMatrix GGUFWeightSource::getQuantized(const std::string &hfName,
   const int64_t rowBytes = shape[1] / blockWeights * kernels::quantBlockBytes(format);
   if (shape[1] % blockWeights != 0 || int64_t(info->size) != shape[0] * rowBytes)
     return {};
-  torch::Tensor blocks = torch::empty({shape[0], rowBytes}, torch::kUInt8);
-  std::memcpy(blocks.data_ptr<uint8_t>(), file.tensorData(*info), size_t(info->size));
+  // Split straight from the mapped file (fromGgmlBlocks copies; nothing writes the view).
+  const torch::Tensor blocks = torch::from_blob(const_cast<uint8_t *>(file.tensorData(*info)),
+                                                {shape[0], rowBytes}, torch::kUInt8);
+  QuantizedMatrix m = QuantizedMatrix::fromGgmlBlocks(format, unpermute(*info, blocks), shape[1]);
   file.releaseTensorData(*info);
-  return QuantizedMatrix::fromGgmlBlocks(format, unpermute(*info, blocks), shape[1]);
+  return m;
 }
 
 } // namespace nnsc
