@@ -55,7 +55,7 @@ Runs prompts through the paged-attention engine with continuous batching.
   --dtype fp32|bf16          compute dtype (default fp32)
   --weights packed|blocks    a GGUF file's weights in memory (default packed): its blocks
                              plus a packed copy for prefill, or its blocks only (prefill
-                             dequantizes tiles: about half the memory, prefill ~1.1x slower)
+                             widens tiles: under half the memory, prefill up to 1.15x slower)
   --device cpu|cuda          model backend (default cpu); cuda needs a build with nvcc and a
                              GPU, and bundles compiled with --target=cuda
   --threads N                intra-op threads (default 2; per rank with tensor parallelism:

@@ -49,11 +49,12 @@ void oneDnnPack(const torch::Tensor &weight);
 torch::Tensor oneDnnLinearQuantized(const torch::Tensor &in, const QuantizedMatrix &quant,
                                     const torch::Tensor &bias, const torch::Tensor &acc = {});
 
-/// oneDnnLinearQuantized() without a packed copy: W's rows dequantized TileRows at a time
-/// from the blocks (quant.widen(): the loader's values) into a plain tile that oneDNN
-/// multiplies as it is, then freed (ProjectionForms::BlocksOnly; docs/Engine.md, "Memory").
-/// The tile's product goes to its columns of the result; with `acc`, acc + product, each
-/// tile's sum rounded once as oneDnnLinear rounds it.
+/// oneDnnLinearQuantized() without a packed copy (ProjectionForms::BlocksOnly; docs/Engine.md,
+/// "Blocks only"): W's rows widened from the blocks (QuantizedMatrix::widenRows: the loader's
+/// values) into a plain tile of up to 16 MB, one per thread and reused, that oneDNN multiplies
+/// as it is. A matrix larger than one tile takes several, each product copied into its
+/// columns of the result; with `acc`, acc + product, each tile's sum rounded once as
+/// oneDnnLinear rounds it.
 torch::Tensor oneDnnLinearTiled(const torch::Tensor &in, const QuantizedMatrix &quant,
                                 const torch::Tensor &bias, const torch::Tensor &acc = {});
 

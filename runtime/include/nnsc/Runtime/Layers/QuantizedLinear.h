@@ -63,8 +63,9 @@ struct QuantizedMatrix {
   /// a matrix of one format only (`rest` empty).
   torch::Tensor ggmlBlocks() const;
   /// The weights [rows(), cols] in `dtype` (fp32 or bf16), each part dequantized by the
-  /// loader's own decoders (Kernels/Dequantize.h) and rounded to `dtype` as the loader rounds
-  /// its widened copy: equal to the rows the loader widened from the same blocks.
+  /// loader's own decoders (Kernels/Dequantize.h) or by the kernels that give their values
+  /// (widenQuantRows), and rounded to `dtype` as the loader rounds its widened copy: equal to
+  /// the rows the loader widened from the same blocks (a NaN weight aside: NaN either way).
   torch::Tensor widen(torch::ScalarType dtype) const;
   /// Rows [begin, begin + count) of widen(dtype), written to `out` (count * cols elements of
   /// `dtype`) without allocating once the per-thread buffers have grown: a tile of
