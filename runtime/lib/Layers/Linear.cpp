@@ -135,13 +135,14 @@ void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor 
   acc.addmm_(in, weight.t());
 }
 
-bool linearRunsOnThreadPool(int64_t rows, torch::ScalarType dtype, bool quantized, bool widened) {
+bool linearRunsOnThreadPool(int64_t rows, torch::ScalarType dtype, bool quantized, bool widened,
+                            bool tiled) {
   static const bool gemv = kernels::gemvSupported();
   static const bool quant = kernels::quantIsaSupported(kernels::QuantIsa::Avx2);
   if (dtype != torch::kFloat32 && dtype != torch::kBFloat16)
     return false;
   return (gemv && widened && rows <= GemvMaxRows) ||
-         (quant && quantized && rows <= quantDecodeMaxRows(dtype));
+         (quant && quantized && rows <= quantDecodeMaxRows(dtype, tiled));
 }
 
 torch::Tensor linear(const torch::Tensor &in, const torch::Tensor &weight,

@@ -85,11 +85,13 @@ void product(const torch::Tensor &in, const QuantizedMatrix &w, const torch::Ten
 
 } // namespace
 
-int64_t quantDecodeMaxRows(torch::ScalarType dtype) {
+int64_t quantDecodeMaxRows(torch::ScalarType dtype, bool tiled) {
   static const std::optional<int64_t> rows = parseMaxRows(std::getenv("NNSC_QUANT_DECODE"));
   if (rows)
     return *rows;
-  return dtype == torch::kBFloat16 ? QuantDecodeDefaultMaxRowsBF16 : QuantDecodeDefaultMaxRowsF32;
+  if (dtype == torch::kBFloat16)
+    return tiled ? QuantDecodeTiledMaxRowsBF16 : QuantDecodeDefaultMaxRowsBF16;
+  return tiled ? QuantDecodeTiledMaxRowsF32 : QuantDecodeDefaultMaxRowsF32;
 }
 
 bool quantDecodeEnabled() {
@@ -340,9 +342,10 @@ void quantizedProduct(const QuantizedMatrix &w, torch::ScalarType dtype, const v
 bool quantizedLinearApplies(const torch::Tensor &in, const QuantizedMatrix &w) {
   static const bool supported = kernels::quantIsaSupported(kernels::QuantIsa::Avx2);
   const auto type = in.scalar_type();
-  return supported && w.defined() && in.dim() == 2 && in.size(0) <= quantDecodeMaxRows(type) &&
-         in.size(1) == w.cols && (type == torch::kFloat32 || type == torch::kBFloat16) &&
-         in.stride(1) == 1 && in.device().is_cpu() && w.blocks.stride(1) == 1;
+  return supported && w.defined() && in.dim() == 2 &&
+         in.size(0) <= quantDecodeMaxRows(type, w.tiled) && in.size(1) == w.cols &&
+         (type == torch::kFloat32 || type == torch::kBFloat16) && in.stride(1) == 1 &&
+         in.device().is_cpu() && w.blocks.stride(1) == 1;
 }
 
 torch::Tensor quantizedLinear(const torch::Tensor &in, const QuantizedMatrix &w,

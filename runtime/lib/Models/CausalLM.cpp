@@ -192,8 +192,8 @@ torch::Tensor CausalLM::forward(const torch::Tensor &tokens, const AttentionMeta
   // A decode-sized step runs every product on the thread pool: its workers wait for the next
   // one polling, through attention and hooks, instead of sleeping and being woken.
   std::optional<kernels::ThreadPool::KeepPolling> polling;
-  if (x.device().is_cpu() &&
-      linearRunsOnThreadPool(tokens.size(0), w.dtype, allQuantized, !widenedDropped))
+  if (x.device().is_cpu() && linearRunsOnThreadPool(tokens.size(0), w.dtype, allQuantized,
+                                                    !widenedDropped, w.lmHeadQuant.tiled))
     polling.emplace();
   for (int64_t i = 0; i < w.config.layers; ++i) {
     const LayerSites &s = layerSites[size_t(i)];

@@ -72,7 +72,7 @@ private:
   /// (CausalLM::rowLane says which models qualify).
   bool onRows() const {
     return m.rowLane && !hooks && x.device().is_cpu() && x.is_contiguous() &&
-           t <= quantDecodeMaxRows(x.scalar_type());
+           t <= quantDecodeMaxRows(x.scalar_type(), l.qkvQuant.tiled);
   }
 
   /// The layer with no site bound, step for step the fused schedule of run() with the same

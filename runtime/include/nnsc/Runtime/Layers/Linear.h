@@ -26,9 +26,10 @@ constexpr int64_t GemvMaxRows = 16;
 /// kernels::ThreadPool (the GEMV or the quantized kernels; `quantized`: every weight has its
 /// GGUF blocks), none on oneDNN's OpenMP threads. `widened`: the weights have their widened
 /// copies, which the GEMV kernels read (without them, products over the quantized path's rows
-/// run on oneDNN).
+/// run on oneDNN). `tiled`: the blocks are the weights' only form (QuantizedMatrix::tiled),
+/// whose row limit is higher.
 bool linearRunsOnThreadPool(int64_t rows, torch::ScalarType dtype, bool quantized,
-                            bool widened = true);
+                            bool widened = true, bool tiled = false);
 
 /// in [rows, k] @ weight[n, k]^T (+ bias [n]) -> [rows, n], in the dtype of `in` (fp32 or
 /// bf16, the same for all arguments). `bias` may be undefined.

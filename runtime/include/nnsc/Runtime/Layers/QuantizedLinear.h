@@ -30,11 +30,21 @@ namespace nnsc {
 constexpr int64_t QuantDecodeDefaultMaxRowsF32 = 24;
 constexpr int64_t QuantDecodeDefaultMaxRowsBF16 = 16;
 
-/// The row limit in force for activations of `dtype`: NNSC_QUANT_DECODE=off (or 0) turns the
-/// quantized path off (the loader then keeps no blocks), NNSC_QUANT_DECODE=N uses it up to N
-/// rows; unset or "on" means the default for the dtype. Read once. Throws
-/// InvalidInput for another value.
-int64_t quantDecodeMaxRows(torch::ScalarType dtype);
+/// The same for a matrix without a packed copy (QuantizedMatrix::tiled, `--weights blocks`),
+/// whose products over the limit widen tiles of its blocks every time: measured against the
+/// tiles end to end on a Zen 5 (nns-run, 64 tokens per sequence, --weights blocks, the limit
+/// set by NNSC_QUANT_DECODE): fp32 with 32 sequences 710-726 tok/s at 32 rows against 635-666
+/// at 24, level at 48 sequences, behind at 64 (687-726 with 64 rows against 792-814 with 24);
+/// bf16 with 24 sequences 777-850 at 24 against 608-691 at 16, with 32 sequences 796-844 at 24
+/// against 753-756 at 32 (docs/Engine.md, "Blocks only").
+constexpr int64_t QuantDecodeTiledMaxRowsF32 = 32;
+constexpr int64_t QuantDecodeTiledMaxRowsBF16 = 24;
+
+/// The row limit in force for activations of `dtype` against a matrix that is `tiled` or
+/// not: NNSC_QUANT_DECODE=off (or 0) turns the quantized path off (the loader then keeps no
+/// blocks), NNSC_QUANT_DECODE=N uses it up to N rows; unset or "on" means the default for the
+/// dtype and form. Read once. Throws InvalidInput for another value.
+int64_t quantDecodeMaxRows(torch::ScalarType dtype, bool tiled = false);
 
 /// Whether the quantized path is on at all (what the loader asks: keep the blocks or not).
 bool quantDecodeEnabled();
