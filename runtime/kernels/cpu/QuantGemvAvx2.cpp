@@ -9,6 +9,7 @@
 #include "QuantGemvIsa.h"
 #include "QuantGemvKQuantKernel.h"
 #include "QuantGemvKernel.h"
+#include "QuantWidenKernel.h"
 
 namespace nnsc::kernels {
 
@@ -35,14 +36,15 @@ struct Avx2 {
   }
   static float reduce(V v) { return sum8(v); }
   static void store(float *p, V v) { _mm256_storeu_ps(p, v); }
-  /// Rounded to bf16, to nearest even, NaN to 0x7fc0 (c10::BFloat16's rounding).
+  /// Rounded to bf16 as bf16::narrow rounds (to nearest even; a NaN stays a quiet NaN), 8
+  /// lanes at a time as Bf16Avx512.h's narrow16 does 16.
   static void store(uint16_t *p, V v) {
     const __m256i bits = _mm256_castps_si256(v);
     const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
     __m256i r = _mm256_srli_epi32(
         _mm256_add_epi32(bits, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7fff))), 16);
-    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7fc0),
-                           _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    const __m256i nan = _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x40));
+    r = _mm256_blendv_epi8(r, nan, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
     _mm_storeu_si128(reinterpret_cast<__m128i *>(p),
                      _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1)));
   }

@@ -11,6 +11,7 @@
 #include "QuantGemvAvx512Isa.h"
 #include "QuantGemvIsa.h"
 #include "QuantGemvKQuantKernel.h"
+#include "QuantWidenKernel.h"
 
 namespace nnsc::kernels {
 

@@ -10,6 +10,7 @@
 #ifndef NNSC_RUNTIME_KERNELS_CPU_QUANTGEMVAVX512ISA_H
 #define NNSC_RUNTIME_KERNELS_CPU_QUANTGEMVAVX512ISA_H
 
+#include "Bf16Avx512.h"
 #include "QuantGemvKernel.h"
 
 namespace nnsc::kernels {
@@ -34,20 +35,13 @@ struct Avx512 {
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V load(const float *p) { return _mm512_loadu_ps(p); }
   static V load(const uint16_t *p) {
-    const __m512i wide =
-        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+    return bf16::widen16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
   }
   static float reduce(V v) { return _mm512_reduce_add_ps(v); }
   static void store(float *p, V v) { _mm512_storeu_ps(p, v); }
-  /// Rounded to bf16, to nearest even, NaN to 0x7fc0 (c10::BFloat16's rounding).
+  /// Rounded to bf16 as bf16::narrow rounds (to nearest even; a NaN stays a quiet NaN).
   static void store(uint16_t *p, V v) {
-    const __m512i bits = _mm512_castps_si512(v);
-    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(
-        _mm512_add_epi32(bits, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
-    r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0x7fc0));
-    _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtepi32_epi16(r));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), bf16::narrow16(v));
   }
   /// The 16 bytes at `qs` widened to 32-bit lanes: their low nibbles as `lo`, high as `hi`.
   /// vpermps with the values 0-15 as its table turns a lane's low 4 bits into their value as a

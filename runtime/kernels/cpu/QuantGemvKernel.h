@@ -379,35 +379,9 @@ void gemvRows(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
     gemvRows<Isa, F, Isa::RowBlock>(a, rowBegin, rowEnd);
 }
 
-/// `rows` rows of W (split-row layout, `rowBytes` apart) as their exact fp32 weights (weights(),
-/// dequantize*()'s values), row-major into `out`: fp32, or bf16 rounded to nearest even as
-/// Tensor::to rounds (Isa::store). A tile of a GEMM on the blocks (widenQuantRows).
-template <class Isa, QuantFormat F, typename T>
-void widenRows(const uint8_t *w, int64_t rowBytes, int64_t rows, int64_t cols, T *out) {
-  using V = typename Isa::V;
-  using Row = SplitRow<F>;
-  constexpr int W = Isa::W, Pairs = 16 / W;
-  const int64_t blocks = cols / BlockWeights;
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint8_t *row = w + r * rowBytes;
-    const uint8_t *qs = Row::quants(row, blocks);
-    T *o = out + r * cols;
-    for (int64_t k = 0; k < blocks; ++k) {
-      const V d = Isa::set1(half(Row::scales(row) + 2 * k));
-      const V m =
-          quantHasMinimum(F) ? Isa::set1(half(Row::minimums(row, blocks) + 2 * k)) : Isa::zero();
-      for (int p = 0; p < Pairs; ++p) {
-        V lo, hi;
-        weights<Isa, F>(qs + k * Row::QuantBytes, p, d, m, lo, hi);
-        Isa::store(o + k * BlockWeights + p * W, lo);
-        Isa::store(o + k * BlockWeights + 16 + p * W, hi);
-      }
-    }
-  }
-}
-
 /// Calls f(std::integral_constant<QuantFormat, F>()) for `format` if it is a 32-weight format
-/// F; nothing for the K-quants (kQuantGemvOn, QuantGemvKQuantKernel.h; not widened).
+/// F; nothing for the K-quants (kQuantGemvOn, QuantGemvKQuantKernel.h; not widened,
+/// QuantWidenKernel.h).
 template <typename Fn> void onBlockFormat(QuantFormat format, const Fn &f) {
   switch (format) {
   case QuantFormat::Q4_0:
@@ -432,13 +406,6 @@ template <typename Fn> void onBlockFormat(QuantFormat format, const Fn &f) {
   case QuantFormat::Q6_K:
     break;
   }
-}
-
-template <class Isa, typename T>
-void widenQuantRowsOn(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows,
-                      int64_t cols, T *out) {
-  onBlockFormat(format,
-                [&](auto f) { widenRows<Isa, decltype(f)::value>(w, rowBytes, rows, cols, out); });
 }
 
 template <class Isa, typename T>

@@ -8,6 +8,7 @@
 #include "nnsc/Runtime/Kernels/SiluMul.h"
 
 #include "Bf16.h"
+#include "Bf16Avx512.h"
 
 #include <immintrin.h>
 
@@ -86,19 +87,8 @@ NNSC_AVX512 __m512 silu16(__m512 x) {
   return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
 }
 
-NNSC_AVX512 __m512 widen16(__m256i v) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
-}
-
-NNSC_AVX512 __m256i narrow16(__m512 v) {
-  const __m512i bits = _mm512_castps_si512(v);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-  __m512i r = _mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7fff)), lsb);
-  r = _mm512_srli_epi32(r, 16);
-  const __m512i nan = _mm512_or_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
-  r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), nan);
-  return _mm512_cvtepi32_epi16(r);
-}
+using bf16::narrow16;
+using bf16::widen16;
 
 NNSC_AVX512 void siluMulF32Avx512(const float *gate, const float *up, float *out, int64_t n) {
   int64_t i = 0;

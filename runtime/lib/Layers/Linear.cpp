@@ -155,8 +155,7 @@ torch::Tensor linear(const torch::Tensor &in, const torch::Tensor &weight,
   }
   if (!weight.defined()) {
     checkBlocksOnly("linear", in, quant, bias);
-    return quant.tiled ? oneDnnLinearTiled(in, quant, bias)
-                       : oneDnnLinearQuantized(in, quant, bias);
+    return oneDnnLinearQuantized(in, quant, bias);
   }
   return linear(in, weight, bias);
 }
@@ -176,8 +175,7 @@ void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor 
                     acc.scalar_type() == in.scalar_type(),
                 "linearAdd: accumulator ", acc.sizes(), " is not [", in.size(0), ", ", quant.rows(),
                 "] of ", in.scalar_type());
-    takeSum(acc, quant.tiled ? oneDnnLinearTiled(in, quant, {}, acc)
-                             : oneDnnLinearQuantized(in, quant, {}, acc));
+    takeSum(acc, oneDnnLinearQuantized(in, quant, {}, acc));
     return;
   }
   linearAdd(acc, in, weight);

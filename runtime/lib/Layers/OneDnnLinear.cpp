@@ -159,7 +159,7 @@ bool oneDnnLinearApplies(const torch::Tensor &in, const torch::Tensor &weight) {
 
 namespace {
 
-/// The most bytes of widened weights oneDnnLinearTiled multiplies at a time: every layer
+/// The most bytes of widened weights tiledProduct multiplies at a time: every layer
 /// projection of a small model in one product (SmolLM2's largest, gate_up, is 7 MB in fp32),
 /// a large lm_head in a few. Each product's output columns are copied into place.
 constexpr int64_t TileBytes = int64_t(16) << 20;
@@ -192,20 +192,9 @@ torch::Tensor productWithPacked(const torch::Tensor &in, const torch::Tensor &pa
   return stack[0].toTensor();
 }
 
-} // namespace
-
-torch::Tensor oneDnnLinear(const torch::Tensor &in, const torch::Tensor &weight,
+/// oneDnnLinearQuantized() for a tiled matrix: tiles widened from the blocks, no packed copy.
+torch::Tensor tiledProduct(const torch::Tensor &in, const QuantizedMatrix &quant,
                            const torch::Tensor &bias, const torch::Tensor &acc) {
-  return productWithPacked(in, PackCache::shared().get(weight), bias, acc);
-}
-
-torch::Tensor oneDnnLinearQuantized(const torch::Tensor &in, const QuantizedMatrix &quant,
-                                    const torch::Tensor &bias, const torch::Tensor &acc) {
-  return productWithPacked(in, PackCache::shared().get(quant, in.scalar_type()), bias, acc);
-}
-
-torch::Tensor oneDnnLinearTiled(const torch::Tensor &in, const QuantizedMatrix &quant,
-                                const torch::Tensor &bias, const torch::Tensor &acc) {
   const int64_t rows = quant.rows(), cols = quant.cols;
   const torch::ScalarType dtype = in.scalar_type();
   const int64_t rowBytes = cols * int64_t(c10::elementSize(dtype));
@@ -235,8 +224,22 @@ torch::Tensor oneDnnLinearTiled(const torch::Tensor &in, const QuantizedMatrix &
   return y;
 }
 
+} // namespace
+
+torch::Tensor oneDnnLinear(const torch::Tensor &in, const torch::Tensor &weight,
+                           const torch::Tensor &bias, const torch::Tensor &acc) {
+  return productWithPacked(in, PackCache::shared().get(weight), bias, acc);
+}
+
+torch::Tensor oneDnnLinearQuantized(const torch::Tensor &in, const QuantizedMatrix &quant,
+                                    const torch::Tensor &bias, const torch::Tensor &acc) {
+  if (quant.tiled)
+    return tiledProduct(in, quant, bias, acc);
+  return productWithPacked(in, PackCache::shared().get(quant, in.scalar_type()), bias, acc);
+}
+
 void oneDnnPackQuantized(const QuantizedMatrix &quant, torch::ScalarType dtype) {
-  if (quant.defined() && oneDnnServes(dtype))
+  if (quant.defined() && !quant.tiled && oneDnnServes(dtype))
     PackCache::shared().get(quant, dtype);
 }
 

@@ -203,13 +203,14 @@ void QuantizedMatrix::widenRows(int64_t begin, int64_t count, torch::ScalarType 
     const int64_t n = to - from;
     const uint8_t *blocks =
         part.blocks.data_ptr<uint8_t>() + (from - (first - partRows)) * rowBytes;
-    if (kernels::quantWidenServes(part.format) && f32) {
-      kernels::widenQuantRows(part.format, blocks, rowBytes, n, cols,
-                              reinterpret_cast<float *>(target));
-    } else if (kernels::quantWidenServes(part.format)) {
-      kernels::widenQuantRows(part.format, blocks, rowBytes, n, cols,
-                              reinterpret_cast<uint16_t *>(target));
-    } else { // joined into ggml blocks for the loader's dequantize*()
+    if (kernels::quantWidenServes(part.format)) {
+      if (f32)
+        kernels::widenQuantRows(part.format, blocks, rowBytes, n, cols,
+                                reinterpret_cast<float *>(target));
+      else
+        kernels::widenQuantRows(part.format, blocks, rowBytes, n, cols,
+                                reinterpret_cast<uint16_t *>(target));
+    } else { // the K-quants: joined into ggml blocks for the loader's dequantize*()
       ggml.resize(size_t(n * rowBytes));
       kernels::joinQuantRows(part.format, blocks, ggml.data(), n, cols);
       wide.resize(size_t(f32 ? 0 : n * cols));

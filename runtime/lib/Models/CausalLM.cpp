@@ -118,7 +118,7 @@ void CausalLM::packWeights() const {
           std::pair{&l.gateUp, &l.gateUpQuant}, std::pair{&l.down, &l.downQuant}}) {
       if (weight->defined())
         oneDnnPack(*weight);
-      else if (!blocks->tiled) // without its widened copy: packed from the blocks, one at a time
+      else // loaded without its widened copy: packed from the blocks, one at a time
         oneDnnPackQuantized(*blocks, w.dtype);
     }
   // Without its widened copy the lm_head is packed on its first product over the row limit:

@@ -123,7 +123,7 @@ bool quantWidenServes(QuantFormat format);
 
 /// `rows` rows of W [rows, cols] in the split-row layout (splitQuantRows), `rowBytes` apart,
 /// as exactly dequantize*()'s fp32 values, written row-major to `out`; the bf16 overload
-/// rounds them to nearest even (NaN to 0x7fc0), as c10::BFloat16 does. Throws InvalidInput
+/// rounds them to nearest even, as LibTorch converts (a NaN stays a quiet NaN). Throws InvalidInput
 /// where quantWidenServes() is false or cols is not a multiple of 32.
 void widenQuantRows(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows,
                     int64_t cols, float *out);

@@ -45,22 +45,17 @@ void oneDnnPack(const torch::Tensor &weight);
 /// docs/Engine.md, "Memory"): with the copy oneDnnPackQuantized() packed, or one packed now
 /// from quant.widen() (the same values the loader widens; a row range of it, as a hooked split
 /// path's q_proj, gets its own) and kept while the blocks live. `in` decides the dtype;
-/// oneDnnServes() it.
+/// oneDnnServes() it. A `tiled` matrix (ProjectionForms::BlocksOnly; docs/Engine.md, "Blocks
+/// only") gets no packed copy: its rows are widened from the blocks (QuantizedMatrix::
+/// widenRows) into a plain tile of up to 16 MB, one per thread and reused, that oneDNN
+/// multiplies as it is; a larger matrix takes several tiles, each product copied into its
+/// columns of the result (with `acc`, each tile's sum rounded once as here).
 torch::Tensor oneDnnLinearQuantized(const torch::Tensor &in, const QuantizedMatrix &quant,
                                     const torch::Tensor &bias, const torch::Tensor &acc = {});
 
-/// oneDnnLinearQuantized() without a packed copy (ProjectionForms::BlocksOnly; docs/Engine.md,
-/// "Blocks only"): W's rows widened from the blocks (QuantizedMatrix::widenRows: the loader's
-/// values) into a plain tile of up to 16 MB, one per thread and reused, that oneDNN multiplies
-/// as it is. A matrix larger than one tile takes several, each product copied into its
-/// columns of the result; with `acc`, acc + product, each tile's sum rounded once as
-/// oneDnnLinear rounds it.
-torch::Tensor oneDnnLinearTiled(const torch::Tensor &in, const QuantizedMatrix &quant,
-                                const torch::Tensor &bias, const torch::Tensor &acc = {});
-
 /// Packs the copy oneDnnLinearQuantized() uses for `quant` in `dtype` now, from quant.widen(),
 /// unless it is packed already: so the first product over the row limit does not pay for it.
-/// Does nothing where oneDNN does not serve `dtype`.
+/// Does nothing where oneDNN does not serve `dtype`, nor for a `tiled` matrix.
 void oneDnnPackQuantized(const QuantizedMatrix &quant, torch::ScalarType dtype);
 
 /// Number of packed weights currently cached (for tests).

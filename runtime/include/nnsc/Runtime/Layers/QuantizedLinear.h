@@ -61,7 +61,7 @@ struct QuantizedMatrix {
   /// whole matrix has one format. The products run one kernel call per part.
   std::vector<QuantizedMatrix> rest;
   /// Products over the quantized row limit multiply tiles of rows dequantized from the blocks
-  /// (oneDnnLinearTiled) instead of a packed copy of the whole matrix: no copy of the weights
+  /// (oneDnnLinearQuantized) instead of a packed copy of the whole matrix: no copy of the weights
   /// outlives a product (ProjectionForms::BlocksOnly).
   bool tiled = false;
 
@@ -79,7 +79,7 @@ struct QuantizedMatrix {
   torch::Tensor widen(torch::ScalarType dtype) const;
   /// Rows [begin, begin + count) of widen(dtype), written to `out` (count * cols elements of
   /// `dtype`) without allocating once the per-thread buffers have grown: a tile of
-  /// oneDnnLinearTiled.
+  /// oneDnnLinearQuantized on a tiled matrix.
   void widenRows(int64_t begin, int64_t count, torch::ScalarType dtype, void *out) const;
 
   bool defined() const { return blocks.defined(); }
