@@ -53,23 +53,34 @@ struct Avx512 {
     hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), values);
   }
   /// A Q5_0/Q5_1 block's 32 quants from its 4 bytes of fifth bits and 16 bytes of nibbles at
-  /// `qhThenQs`: 16 or'ed into the nibbles as integers where bit j (low) or 16 + j (high) is
-  /// set, the bits loaded straight into a mask register, then converted. One part per block
-  /// (p = 0). On a Zen 4: 18.0 Gweights/s on one thread, against 16.1 with a masked float add
-  /// of 16 after q4 and with two masked vpermps lookups, 15.0 with a zero-masked broadcast and
-  /// vpternlogd.
+  /// `qhThenQs` (p = 0). Each lane's 5-bit quant becomes the index of a two-table vpermt2ps
+  /// over the floats 0-31, which reads only an index's low 5 bits: the nibble in bits 0-3, and
+  /// in bit 4 the lane's fifth bit, rotated there from the broadcast word (bit j for weight j,
+  /// 16 + j for weight 16 + j) by a per-lane rotation. On a Zen 5 (nnsc-bench-quant-formats,
+  /// one thread, two runs): 36.8-38.8 Gweights/s, against 30.7-32.4 for the nibbles or'ed with
+  /// 16 under the word as a mask register and converted, 31-34 with a masked float add of 16 and
+  /// with a second, masked vpermps lookup.
   static void q5(const uint8_t *qhThenQs, std::ptrdiff_t, V &lo, V &hi) {
-    uint32_t bits;
+    int32_t bits;
     std::memcpy(&bits, qhThenQs, sizeof bits);
-    const __mmask32 fifth = _cvtu32_mask32(bits);
+    const __m512i fifth = _mm512_set1_epi32(bits);
     const __m512i v =
         _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(qhThenQs + 4)));
-    const __m512i sixteen = _mm512_set1_epi32(16);
-    const __m512i l = _mm512_and_si512(v, _mm512_set1_epi32(0x0f));
-    const __m512i h = _mm512_srli_epi32(v, 4);
-    lo = _mm512_cvtepi32_ps(_mm512_mask_or_epi32(l, __mmask16(fifth), l, sixteen));
-    hi = _mm512_cvtepi32_ps(
-        _mm512_mask_or_epi32(h, __mmask16(_kshiftri_mask32(fifth, 16)), h, sixteen));
+    // Rotated right by j - 4 (lo) or 12 + j (hi), mod 32: bit j or 16 + j lands on bit 4.
+    const __m512i toBit4Lo =
+        _mm512_setr_epi32(28, 29, 30, 31, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11);
+    const __m512i toBit4Hi =
+        _mm512_setr_epi32(12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27);
+    const __m512i bit4 = _mm512_set1_epi32(16);
+    const V low = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const V high = _mm512_setr_ps(16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+    // 0xd8: C ? B : A, bit by bit (A the nibble's bits, B the rotated word, C bit 4).
+    const __m512i indexLo =
+        _mm512_ternarylogic_epi32(v, _mm512_rorv_epi32(fifth, toBit4Lo), bit4, 0xd8);
+    const __m512i indexHi = _mm512_ternarylogic_epi32(
+        _mm512_srli_epi32(v, 4), _mm512_rorv_epi32(fifth, toBit4Hi), bit4, 0xd8);
+    lo = _mm512_permutex2var_ps(low, indexLo, high);
+    hi = _mm512_permutex2var_ps(low, indexHi, high);
   }
   /// Lanes p W to p W + W of two Q5_K sub-blocks 2g and 2g + 1: the 16 bytes of nibbles at
   /// `qs` (as q4) with 16 or'ed in where bit `bit` (lo) or `bit` + 1 (hi) of the matching
