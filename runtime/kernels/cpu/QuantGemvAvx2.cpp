@@ -65,8 +65,8 @@ struct Avx2 {
     std::memcpy(&bits, qhThenQs, sizeof bits);
     const __m256i v = _mm256_cvtepu8_epi32(
         _mm_loadl_epi64(reinterpret_cast<const __m128i *>(qhThenQs + 4 + 8 * p)));
-    const __m256i shift = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                                           _mm256_set1_epi32(int(8 * p)));
+    const __m256i shift =
+        _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(int(8 * p)));
     const __m256i sixteen = _mm256_set1_epi32(16);
     auto fifth = [&](uint32_t shifted) {
       return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(shifted)), shift), sixteen);
