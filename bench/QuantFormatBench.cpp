@@ -55,7 +55,6 @@ template <typename T> void benchAll(T half) {
         const int64_t rows = shape[0], cols = shape[1];
         if (cols % nnsc::kernels::quantBlockWeights(format) != 0)
           continue; // a K-quant on 576 columns: files fall back to a 32-weight format
-
         const int64_t rowBytes = cols / nnsc::kernels::quantBlockWeights(format) *
                                  nnsc::kernels::quantBlockBytes(format);
         std::vector<uint8_t> w(size_t(rows * rowBytes), 0x3c);

@@ -40,7 +40,8 @@ constexpr bool hasSubBlockMinimums(QuantFormat f) {
 /// read, unused: the super-block's quants): the 8 6-bit scales, then the 8 6-bit minimums, a
 /// byte each. Built in GPRs and stored, the 16 bytes were read back as one vector before any
 /// scale could widen (a store-forwarding stall): Q4_K against 4 fp32 rows 11.2-11.7 -> 12.3-12.8
-/// Gweights/s on a Zen 5, one row +2-5% (nnsc-bench-quant-formats).
+/// Gweights/s on a Zen 5, one row +2-5% (nnsc-bench-quant-formats). The loader's decoders keep
+/// the scalar q4KScalesMins, against which the kernel tests check these kernels' results.
 inline __m128i q4KScalesMinsInRegister(const uint8_t *packed) {
   const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i *>(packed));
   const __m128i low =
