@@ -49,8 +49,8 @@ template <typename T> void benchAll(T half) {
   for (const auto &shape : shapes)
     for (QuantFormat format :
          {QuantFormat::Q4_0, QuantFormat::Q4_1, QuantFormat::Q5_0, QuantFormat::Q5_1,
-          QuantFormat::Q8_0, QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::Q4_K,
-          QuantFormat::Q5_K, QuantFormat::Q6_K})
+          QuantFormat::Q8_0, QuantFormat::IQ4_NL, QuantFormat::Q2_K, QuantFormat::Q3_K,
+          QuantFormat::Q4_K, QuantFormat::Q5_K, QuantFormat::Q6_K, QuantFormat::IQ4_XS})
       for (int64_t batch : {1, 4}) {
         const int64_t rows = shape[0], cols = shape[1];
         if (cols % nnsc::kernels::quantBlockWeights(format) != 0)

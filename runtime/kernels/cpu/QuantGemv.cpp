@@ -29,6 +29,8 @@ const char *quantFormatName(QuantFormat format) {
     return "Q5_1";
   case QuantFormat::Q8_0:
     return "Q8_0";
+  case QuantFormat::IQ4_NL:
+    return "IQ4_NL";
   case QuantFormat::Q2_K:
     return "Q2_K";
   case QuantFormat::Q3_K:
@@ -39,6 +41,8 @@ const char *quantFormatName(QuantFormat format) {
     return "Q5_K";
   case QuantFormat::Q6_K:
     return "Q6_K";
+  case QuantFormat::IQ4_XS:
+    return "IQ4_XS";
   }
   return "?";
 }

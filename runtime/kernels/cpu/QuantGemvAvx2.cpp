@@ -54,6 +54,18 @@ struct Avx2 {
     lo = _mm256_cvtepi32_ps(_mm256_and_si256(v, _mm256_set1_epi32(0x0f)));
     hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
   }
+  /// The 8 bytes at `qs` as IQ4_NL's: their nibbles' kIQ4NLValues, looked up as bytes by one
+  /// vpshufb each, sign-extended and converted.
+  static void iq4nl(const uint8_t *qs, V &lo, V &hi) {
+    const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i *>(kIQ4NLValues));
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(qs));
+    const __m128i nibble = _mm_set1_epi8(0x0f);
+    auto widen = [&](__m128i indices) {
+      return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_shuffle_epi8(table, indices)));
+    };
+    lo = widen(_mm_and_si128(bytes, nibble));
+    hi = widen(_mm_and_si128(_mm_srli_epi16(bytes, 4), nibble));
+  }
   /// Part p (quants 8 p to 8 p + 7, and 16 more) of a Q5_0/Q5_1 block from its 4 bytes of
   /// fifth bits and 16 bytes of nibbles at `qhThenQs`: the nibbles as in q4, 16 or'ed in where
   /// bit 8 p + l (low) or 16 + 8 p + l (high) is set. The word is broadcast with bit j (low

@@ -47,10 +47,19 @@ struct Avx512 {
   /// vpermps with the values 0-15 as its table turns a lane's low 4 bits into their value as a
   /// float, replacing an AND and a conversion (2-4% faster on a Zen 4, nnsc-bench-quant-formats).
   static void q4(const uint8_t *qs, V &lo, V &hi) {
+    lookupNibbles(qs, _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), lo, hi);
+  }
+  /// IQ4_NL's: the nibbles looked up in kIQ4NLValues as floats, the same one vpermps each.
+  static void iq4nl(const uint8_t *qs, V &lo, V &hi) {
+    lookupNibbles(qs,
+                  _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                      _mm_loadu_si128(reinterpret_cast<const __m128i *>(kIQ4NLValues)))),
+                  lo, hi);
+  }
+  static void lookupNibbles(const uint8_t *qs, V table, V &lo, V &hi) {
     const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(qs)));
-    const V values = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    lo = _mm512_permutexvar_ps(v, values);
-    hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), values);
+    lo = _mm512_permutexvar_ps(v, table);
+    hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), table);
   }
   /// A Q5_0/Q5_1 block's 32 quants from its 4 bytes of fifth bits and 16 bytes of nibbles at
   /// `qhThenQs` (p = 0). Each lane's 5-bit quant becomes the index of a two-table vpermt2ps

@@ -6,13 +6,14 @@
 // a time (Isa::q4: a byte's low nibble is a weight of the even sub-block of its 64, the high
 // nibble the same weight of the odd one), Q5_K's the same way with their fifth bits or'ed in
 // (Isa::q5K), and their 6-bit scales and minimums decoded once per super-block and row
-// (q4KScalesMins). The formats of 16 sub-blocks of 16 (Q2_K, Q3_K, Q6_K) are unpacked into a
-// small buffer (unpackQ2_K, unpackQ3_K, unpackQ6_K) and widened from there. Each weight is
-// widened to exactly its dequantized value (scale * q, minus the minimum for Q2_K, Q4_K and
-// Q5_K, two roundings under -ffp-contract=off) once for every activation row of the tile,
-// except for Q4_K and Q5_K against a single row, which takes the factored form
-// scale * sum(q x) - minimum * sum(x) per 32-weight sub-block as the 32-weight formats do
-// (QuantGemv.h).
+// (q4KScalesMins); IQ4_XS's nibbles are looked up in the codebook in registers as IQ4_NL's are
+// (Isa::iq4nl), its 6-bit scales decoded likewise. The formats of 16 sub-blocks of 16 (Q2_K,
+// Q3_K, Q6_K) are unpacked into a small buffer (unpackQ2_K, unpackQ3_K, unpackQ6_K) and widened
+// from there. Each weight is widened to exactly its dequantized value (scale * q, minus the
+// minimum for Q2_K, Q4_K and Q5_K, two roundings under -ffp-contract=off) once for every
+// activation row of the tile, except for Q4_K, Q5_K and IQ4_XS against a single row, which take
+// the factored form scale * sum(q x) - minimum * sum(x) per 32-weight sub-block as the 32-weight
+// formats do (QuantGemv.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,15 +26,16 @@
 namespace nnsc::kernels {
 namespace { // NOLINT: internal linkage per instruction set, see QuantGemvKernel.h
 
-/// Whether F's super-blocks hold 8 sub-blocks of 32 weights with 6-bit scales and minimums
-/// and their quants' low 4 bits in nibbles: Q4_K, and Q5_K with a fifth bit plane.
+/// Whether F's super-blocks hold 8 sub-blocks of 32 weights with 6-bit scales and their
+/// quants' low 4 bits in nibbles, widened in registers: Q4_K, Q5_K with a fifth bit plane (both
+/// with 6-bit minimums), IQ4_XS (codebook indices, no minimums).
 constexpr bool hasNibbleSubBlocks(QuantFormat f) {
-  return f == QuantFormat::Q4_K || f == QuantFormat::Q5_K;
+  return f == QuantFormat::Q4_K || f == QuantFormat::Q5_K || f == QuantFormat::IQ4_XS;
 }
 
 /// Whether F's super-block minimums are subtracted: Q2_K, Q4_K, Q5_K.
 constexpr bool hasSubBlockMinimums(QuantFormat f) {
-  return hasNibbleSubBlocks(f) || f == QuantFormat::Q2_K;
+  return f == QuantFormat::Q4_K || f == QuantFormat::Q5_K || f == QuantFormat::Q2_K;
 }
 
 /// q4KScalesMins in a vector register, from the 12 bytes at `packed` (the 4 after them are
@@ -54,10 +56,10 @@ inline __m128i q4KScalesMinsInRegister(const uint8_t *packed) {
       _mm_and_si128(low, _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f)), high);
 }
 
-/// A super-block's scales (32-weight sub-blocks for Q4_K and Q5_K, 16 weights for Q2_K, Q3_K
-/// and Q6_K) and minimums (Q2_K, Q4_K, Q5_K), exact in fp32 as dequantize*() computes them:
-/// decode() fills Q4_K's and Q5_K's (it does nothing for the others), unpack() the others'
-/// with their quants.
+/// A super-block's scales (32-weight sub-blocks for Q4_K, Q5_K and IQ4_XS, 16 weights for Q2_K,
+/// Q3_K and Q6_K) and minimums (Q2_K, Q4_K, Q5_K), exact in fp32 as dequantize*() computes them:
+/// decode() fills Q4_K's, Q5_K's and IQ4_XS's (it does nothing for the others), unpack() the
+/// others' with their quants.
 template <QuantFormat F> struct SuperBlockScales {
   static constexpr int Groups = hasNibbleSubBlocks(F) ? 8 : 16;
   float scales[Groups];
@@ -74,7 +76,25 @@ template <QuantFormat F> struct SuperBlockScales {
   }
 
   void decode(const uint8_t *block) {
-    if constexpr (hasNibbleSubBlocks(F)) {
+    if constexpr (F == QuantFormat::IQ4_XS) {
+      // unpackIQ4_XS's d * (ls - 32), 8 lanes at once: ls's low nibble at bit 4 j of the word
+      // scales_l, its top 2 bits at bit 2 j of scales_h.
+      uint32_t low;
+      uint16_t high;
+      std::memcpy(&high, block + 2, sizeof high);
+      std::memcpy(&low, block + 4, sizeof low);
+      const __m256i lowBits =
+          _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(low)),
+                                             _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                           _mm256_set1_epi32(0x0f));
+      const __m256i highBits = _mm256_and_si256(
+          _mm256_srlv_epi32(_mm256_set1_epi32(high), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+          _mm256_set1_epi32(3));
+      const __m256i ls = _mm256_or_si256(lowBits, _mm256_slli_epi32(highBits, 4));
+      _mm256_storeu_ps(
+          scales, _mm256_mul_ps(_mm256_set1_ps(half(block)),
+                                _mm256_cvtepi32_ps(_mm256_sub_epi32(ls, _mm256_set1_epi32(32)))));
+    } else if constexpr (hasNibbleSubBlocks(F)) {
       // Widened 8 at a time (AVX2, the baseline of both including files): a scalar loop
       // here compiled to a byte extract per value and cost a third of the kernel.
       const __m128i bytes = q4KScalesMinsInRegister(block + 4);
@@ -88,17 +108,27 @@ template <QuantFormat F> struct SuperBlockScales {
   }
 };
 
-/// The quants [p W, p W + W) of sub-blocks 2g (`lo`) and 2g + 1 (`hi`) of the Q4_K or Q5_K
-/// super-block at `block`, as exact fp32 integers.
+/// The quants [p W, p W + W) of sub-blocks 2g (`lo`) and 2g + 1 (`hi`) of the Q4_K, Q5_K or
+/// IQ4_XS super-block at `block`, as exact fp32 integers (IQ4_XS: codebook values).
 template <class Isa, QuantFormat F>
 inline void subBlockPairQuants(const uint8_t *block, int g, std::ptrdiff_t p, typename Isa::V &lo,
                                typename Isa::V &hi) {
   constexpr std::ptrdiff_t W = Isa::W;
   const std::ptrdiff_t group = 32 * std::ptrdiff_t(g) + p * W; // of the nibbles and of qh
-  if constexpr (F == QuantFormat::Q4_K)
+  if constexpr (F == QuantFormat::IQ4_XS) {
+    // Sub-block j's 16 bytes at 8 + 16 j hold its weights l (low nibble) and 16 + l (high), as
+    // an IQ4_NL block does; lanes [p W, p W + W) are a half of W of those bytes' nibbles.
+    const std::ptrdiff_t at = 8 + 32 * std::ptrdiff_t(g) + (p * W) % 16;
+    typename Isa::V lowNibbles, highNibbles;
+    Isa::iq4nl(block + at, lowNibbles, highNibbles);
+    lo = p * W < 16 ? lowNibbles : highNibbles;
+    Isa::iq4nl(block + at + 16, lowNibbles, highNibbles);
+    hi = p * W < 16 ? lowNibbles : highNibbles;
+  } else if constexpr (F == QuantFormat::Q4_K) {
     Isa::q4(block + 16 + group, lo, hi);
-  else // qh at 16, the nibbles at 48
+  } else { // qh at 16, the nibbles at 48
     Isa::q5K(block + 48 + group, block + 16 + p * W, 2 * g, lo, hi);
+  }
 }
 
 /// Rows [r, r + RB) of W against activation rows [b, b + BB). With BB = 1 the factored form:
@@ -133,7 +163,7 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
     if constexpr (hasNibbleSubBlocks(F)) {
       for (int i = 0; i < RB; ++i) {
         sb[i].decode(blocks[i]);
-        if constexpr (Factored)
+        if constexpr (Factored && hasSubBlockMinimums(F))
           minimumTerms[i] = _mm256_fmadd_ps(_mm256_loadu_ps(sb[i].minimums),
                                             _mm256_loadu_ps(subSums + 8 * k), minimumTerms[i]);
       }
@@ -163,10 +193,12 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
             for (int i = 0; i < RB; ++i) {
               V lo, hi;
               subBlockPairQuants<Isa, F>(blocks[i], g, p, lo, hi);
-              lo = Isa::sub(Isa::mul(Isa::set1(sb[i].scales[2 * g]), lo),
-                            Isa::set1(sb[i].minimums[2 * g]));
-              hi = Isa::sub(Isa::mul(Isa::set1(sb[i].scales[2 * g + 1]), hi),
-                            Isa::set1(sb[i].minimums[2 * g + 1]));
+              lo = Isa::mul(Isa::set1(sb[i].scales[2 * g]), lo);
+              hi = Isa::mul(Isa::set1(sb[i].scales[2 * g + 1]), hi);
+              if constexpr (hasSubBlockMinimums(F)) {
+                lo = Isa::sub(lo, Isa::set1(sb[i].minimums[2 * g]));
+                hi = Isa::sub(hi, Isa::set1(sb[i].minimums[2 * g + 1]));
+              }
               for (int j = 0; j < BB; ++j) {
                 acc[i][j] = Isa::fma(lo, xlo[j], acc[i][j]);
                 acc[i][j] = Isa::fma(hi, xhi[j], acc[i][j]);
@@ -222,9 +254,10 @@ template <class Isa, QuantFormat F, int RB, typename T>
 void kQuantRows(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
   // sum(x) per 32 activations of the row the factored form takes (blockMinSums with Q4_1's
   // factor 1); Q6_K has no minimums.
-  const float *subSums = hasNibbleSubBlocks(F) && lastTileIsOneRow<Isa::BatchBlock>(a.batch)
-                             ? blockMinSums<Isa, QuantFormat::Q4_1>(a, a.batch - 1)
-                             : nullptr;
+  const float *subSums =
+      hasNibbleSubBlocks(F) && hasSubBlockMinimums(F) && lastTileIsOneRow<Isa::BatchBlock>(a.batch)
+          ? blockMinSums<Isa, QuantFormat::Q4_1>(a, a.batch - 1)
+          : nullptr;
   int64_t r = rowBegin;
   for (; r + RB <= rowEnd; r += RB)
     kQuantRowBlock<Isa, F, RB>(a, r, subSums);
@@ -251,8 +284,10 @@ void kQuantGemvOn(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
     run(std::integral_constant<QuantFormat, QuantFormat::Q4_K>());
   else if (a.format == QuantFormat::Q5_K)
     run(std::integral_constant<QuantFormat, QuantFormat::Q5_K>());
-  else
+  else if (a.format == QuantFormat::Q6_K)
     run(std::integral_constant<QuantFormat, QuantFormat::Q6_K>());
+  else
+    run(std::integral_constant<QuantFormat, QuantFormat::IQ4_XS>());
 }
 
 } // namespace

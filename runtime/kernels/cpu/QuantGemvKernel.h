@@ -14,6 +14,7 @@
 #ifndef NNSC_RUNTIME_KERNELS_CPU_QUANTGEMVKERNEL_H
 #define NNSC_RUNTIME_KERNELS_CPU_QUANTGEMVKERNEL_H
 
+#include "nnsc/Runtime/Kernels/Dequantize.h"
 #include "nnsc/Runtime/Kernels/QuantGemv.h"
 
 #include <immintrin.h>
@@ -120,15 +121,23 @@ inline void prefetchGroupAhead(const uint8_t *w, int64_t rowBytes, int64_t k, in
 /// Whether F's quants are 5 bits: 4 in nibbles as in the 4-bit formats, the fifth in a word.
 constexpr bool isQ5(QuantFormat f) { return f == QuantFormat::Q5_0 || f == QuantFormat::Q5_1; }
 
+/// Whether a block's dot product has a second term m * sum(x) in the factored form (a minimum,
+/// or Q4_0's and Q5_0's offset); Q8_0's and IQ4_NL's quants are the signed values themselves.
+constexpr bool hasMinimumTerm(QuantFormat f) {
+  return f != QuantFormat::Q8_0 && f != QuantFormat::IQ4_NL;
+}
+
 /// The quants [p W, p W + W) and [16 + p W, 16 + p W + W) of the block whose quants are at
 /// `qs` (W lanes), as exact fp32 integers, unsigned for the 4- and 5-bit formats: in those
 /// byte i holds quant i (low nibble) and quant 16 + i (high nibble), so one widening of W bytes
 /// serves both; Q5_0/Q5_1 add 16 where bit j of the 32-bit word before the nibbles is set
-/// (Isa::q5).
+/// (Isa::q5); IQ4_NL's nibbles are indices into kIQ4NLValues, looked up as floats (Isa::iq4nl).
 template <class Isa, QuantFormat F>
 inline void quants(const uint8_t *qs, std::ptrdiff_t p, typename Isa::V &lo, typename Isa::V &hi) {
   constexpr int W = Isa::W;
-  if constexpr (F == QuantFormat::Q8_0) {
+  if constexpr (F == QuantFormat::IQ4_NL) {
+    Isa::iq4nl(qs + p * W, lo, hi);
+  } else if constexpr (F == QuantFormat::Q8_0) {
     const auto *q = reinterpret_cast<const int8_t *>(qs);
     lo = Isa::q8(q + p * W);
     hi = Isa::q8(q + 16 + p * W);
@@ -146,13 +155,14 @@ template <QuantFormat F> constexpr float quantOffset() {
 
 /// Weights [p W, p W + W) and [16 + p W, 16 + p W + W) of the block whose quants are at `qs`
 /// (W lanes), as the exact fp32 weights, computed as dequantize*() computes them: d * q
-/// (Q8_0), d * (q - offset) (Q4_0, Q5_0), d * q + m rounded twice (Q4_1, Q5_1).
+/// (Q8_0; IQ4_NL with q its codebook value), d * (q - offset) (Q4_0, Q5_0), d * q + m rounded
+/// twice (Q4_1, Q5_1).
 template <class Isa, QuantFormat F>
 inline void weights(const uint8_t *qs, std::ptrdiff_t p, typename Isa::V d, typename Isa::V m,
                     typename Isa::V &lo, typename Isa::V &hi) {
   typename Isa::V qlo, qhi;
   quants<Isa, F>(qs, p, qlo, qhi);
-  if constexpr (F == QuantFormat::Q8_0) {
+  if constexpr (!hasMinimumTerm(F)) {
     lo = Isa::mul(d, qlo);
     hi = Isa::mul(d, qhi);
   } else if constexpr (quantHasMinimum(F)) {
@@ -219,9 +229,9 @@ void exactBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
 }
 
 /// Rows [r, r + RB) of W against activation row b. A block's weights are d * q + m (m = -8 d
-/// for Q4_0, -16 d for Q5_0, 0 for Q8_0), so its dot product with x is d * sum(q x) + m * sum(x):
-/// the quants are multiplied as exact integers and the scales applied once per block. Fewer
-/// instructions per weight than exactBlock: used for a single activation row. The scales (and
+/// for Q4_0, -16 d for Q5_0, 0 for Q8_0 and IQ4_NL), so its dot product with x is d * sum(q x) + m
+/// * sum(x): the quants are multiplied as exact integers and the scales applied once per block.
+/// Fewer instructions per weight than exactBlock: used for a single activation row. The scales (and
 /// minimums) of 16 blocks of a row are widened together into a small array, from which each block's
 /// FMA broadcasts its own scale; the minimums' terms m * sum(x) of those 16 blocks are one vector
 /// FMA per row with `minSums` (blockMinSums).
@@ -231,7 +241,7 @@ void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float 
   using Row = SplitRow<F>;
   constexpr int W = Isa::W, Pairs = 16 / W;
   constexpr int64_t Bytes = quantBlockBytes(F);
-  constexpr bool HasMin = F != QuantFormat::Q8_0;
+  constexpr bool HasMin = hasMinimumTerm(F);
   V chunkSum[RB]; // the sums over the chunks done
   for (int i = 0; i < RB; ++i)
     chunkSum[i] = Isa::zero();
@@ -300,14 +310,15 @@ void block(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *minSums
 
 /// For the factored kernel on activation row b: per block k, sum(x[32 k, 32 k + 32)) times the
 /// factor of the block's minimum (1 for Q4_1's and Q5_1's m, -8 for Q4_0's m = -8 d, -16 for
-/// Q5_0's), then zeros up to a multiple of 16 blocks. Per thread, reused.
+/// Q5_0's; all zeros without a minimum term), then zeros up to a multiple of 16 blocks. Per
+/// thread, reused.
 template <class Isa, QuantFormat F, typename T>
 const float *blockMinSums(const QuantGemvArgs<T> &a, int64_t b) {
   constexpr int W = Isa::W;
   thread_local std::vector<float> sums;
   const int64_t blocks = a.cols / BlockWeights;
   sums.assign(size_t((blocks + 15) / 16 * 16), 0.0f);
-  if constexpr (F == QuantFormat::Q8_0)
+  if constexpr (!hasMinimumTerm(F))
     return sums.data();
   const T *x = a.x + b * a.xStride;
   for (int64_t k = 0; k < blocks; ++k) {
@@ -399,11 +410,15 @@ template <typename Fn> void onBlockFormat(QuantFormat format, const Fn &f) {
   case QuantFormat::Q8_0:
     f(std::integral_constant<QuantFormat, QuantFormat::Q8_0>());
     break;
+  case QuantFormat::IQ4_NL:
+    f(std::integral_constant<QuantFormat, QuantFormat::IQ4_NL>());
+    break;
   case QuantFormat::Q2_K:
   case QuantFormat::Q3_K:
   case QuantFormat::Q4_K:
   case QuantFormat::Q5_K:
   case QuantFormat::Q6_K:
+  case QuantFormat::IQ4_XS:
     break;
   }
 }

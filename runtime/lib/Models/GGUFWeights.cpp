@@ -62,6 +62,10 @@ std::optional<kernels::QuantFormat> quantFormatOf(uint32_t type) {
     return kernels::QuantFormat::Q5_K;
   case gguf::TensorType::Q6_K:
     return kernels::QuantFormat::Q6_K;
+  case gguf::TensorType::IQ4_NL:
+    return kernels::QuantFormat::IQ4_NL;
+  case gguf::TensorType::IQ4_XS:
+    return kernels::QuantFormat::IQ4_XS;
   default:
     return std::nullopt;
   }
@@ -93,7 +97,7 @@ torch::Tensor dequantizeGGUFTensor(const gguf::GGUFFile &file, const gguf::Tenso
     throw ModelLoadError("'" + file.path() + "': tensor '" + info.name + "' has type " +
                          gguf::tensorTypeName(info.type) +
                          ", which is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, "
-                         "Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)");
+                         "Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)");
   }
   return out;
 }

@@ -37,6 +37,10 @@ std::string tensorTypeName(uint32_t type) {
     return "Q6_K";
   case TensorType::Q8_K:
     return "Q8_K";
+  case TensorType::IQ4_NL:
+    return "IQ4_NL";
+  case TensorType::IQ4_XS:
+    return "IQ4_XS";
   case TensorType::I8:
     return "I8";
   case TensorType::I16:
@@ -94,6 +98,10 @@ std::optional<BlockLayout> blockLayout(uint32_t type) {
     return BlockLayout{256, 256 / 2 + 256 / 4 + 256 / 16 + 2};
   case TensorType::Q8_K:
     return BlockLayout{256, 4 + 256 + 256 / 16 * 2};
+  case TensorType::IQ4_NL:
+    return BlockLayout{32, 2 + 16};
+  case TensorType::IQ4_XS:
+    return BlockLayout{256, 2 + 2 + 256 / 64 + 256 / 2};
   }
   return std::nullopt;
 }

@@ -1,8 +1,8 @@
 """Writes a copy of a GGUF model whose ffn_down weights are K-quants (Q4_K and Q6_K; with --q5
-also Q5_K, with --low-bits Q2_K and Q3_K instead), and with --q5 whose other projections are
-Q5_0 and Q5_1.
+also Q5_K, with --low-bits Q2_K and Q3_K instead) or, with --iq4, IQ4_XS, and with --q5 or --iq4
+whose other projections are Q5_0 and Q5_1 or IQ4_NL.
 
-usage: make_kquant_model.py [--q5 | --low-bits] INPUT.gguf OUTPUT.gguf
+usage: make_kquant_model.py [--q5 | --low-bits | --iq4] INPUT.gguf OUTPUT.gguf
 
 OUTPUT equals INPUT (every metadata key and value, tensor names, order, shapes, types and bytes,
 alignment) except that each `blk.N.ffn_down.weight` is re-quantized from gguf-py's dequantization
@@ -27,6 +27,15 @@ files of SmolLM2-135M: rows of 576 weights are not a multiple of 256, so llama.c
 from Q4_K to Q5_0, from Q5_K to Q5_1 and from Q6_K to Q8_0 there, while ffn_down (rows of 1536)
 keeps its K-quants.
 
+With --iq4, `blk.N.ffn_down.weight` becomes IQ4_XS and each
+`blk.N.{attn_q,attn_k,attn_v,attn_output,ffn_gate,ffn_up}.weight` IQ4_NL: the types of
+llama.cpp's IQ4_XS file of SmolLM2-135M, where rows of 576 weights fall back from IQ4_XS to
+IQ4_NL. Both map 4-bit quants through ggml's fixed non-linear codebook kvalues_iq4nl (-127 ...
+113), and gguf-py cannot quantize them, so their encoders are here as well, with plain choices
+instead of ggml's search: per 32-weight block of IQ4_NL and sub-block of IQ4_XS the scale that
+maps the largest |w| to -127 (for IQ4_XS rounded to a 6-bit multiple of an fp16 super-block
+scale, max |scale| / 31), and each quant the nearest codebook value.
+
 Each re-quantized tensor is dequantized again with gguf-py and its error, relative to the RMS of
 its weights, is printed; an error far above what the format allows (a layout mistake) fails the
 script. The written file is read back and compared with the input.
@@ -39,23 +48,29 @@ import numpy as np
 from gguf import GGMLQuantizationType as QType
 from gguf.quants import dequantize, quantize
 
-QK_K = 256
 # Relative RMS round-trip error above which the encoding is wrong, not merely lossy.
 MAX_RMS_ERROR = {QType.Q4_K: 0.15, QType.Q5_K: 0.08, QType.Q6_K: 0.05, QType.Q5_0: 0.10,
-                 QType.Q5_1: 0.10, QType.Q8_0: 0.05, QType.Q2_K: 0.45, QType.Q3_K: 0.25}
-# The tensors (blk.N.KIND.weight) that --q5 re-quantizes to Q5_0 / Q5_1.
+                 QType.Q5_1: 0.10, QType.Q8_0: 0.05, QType.Q2_K: 0.45, QType.Q3_K: 0.25,
+                 QType.IQ4_NL: 0.13, QType.IQ4_XS: 0.13}
+# ggml's kvalues_iq4nl: what the 4-bit quants of IQ4_NL and IQ4_XS decode to (times a scale).
+KVALUES_IQ4NL = np.array([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113],
+                         np.float32)
+# The tensors (blk.N.KIND.weight) that --q5 re-quantizes to Q5_0 / Q5_1 and --iq4 to IQ4_NL.
 Q5_KINDS = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up")
 
 
 def target_type(name, mode):
-    """The quantization for tensor `name` (mode: None, "--q5" or "--low-bits"), or None where
-    it is copied unchanged."""
+    """The quantization for tensor `name` (mode: None, "--q5", "--low-bits" or "--iq4"), or None
+    where it is copied unchanged."""
     parts = name.split(".")
     if len(parts) != 4 or parts[0] != "blk" or parts[3] != "weight":
         return None
     layer = int(parts[1])
     even = layer % 2 == 0
     q5 = mode == "--q5"
+    iq4 = mode == "--iq4"
+    if parts[2] == "ffn_down" and iq4:
+        return QType.IQ4_XS
     if parts[2] == "ffn_down" and mode == "--low-bits":
         return QType.Q2_K if even else QType.Q3_K
     if parts[2] == "ffn_down" and q5:
@@ -66,6 +81,8 @@ def target_type(name, mode):
         return QType.Q8_0  # as llama.cpp's Q4_K_M on some layers: q/k/v fuse across formats
     if q5 and parts[2] in Q5_KINDS:
         return QType.Q5_0 if even else QType.Q5_1
+    if iq4 and parts[2] in Q5_KINDS:
+        return QType.IQ4_NL
     return None
 
 
@@ -226,8 +243,51 @@ def encode_q3_k(blocks):
                            pack_q3_k_scales((sc + 32).astype(np.uint8)), half_bytes(d16)], axis=1)
 
 
+def iq4_quants(x, step):
+    """Indices of the KVALUES_IQ4NL entries nearest to x / step (ties to the lower; a step of 0
+    gives index 8, the value 1), packed as IQ4_NL's and IQ4_XS's 32-weight groups: (..., 32) ->
+    (..., 16) bytes, byte j holding weight j's index in the low nibble, weight 16 + j's in the
+    high."""
+    midpoints = (KVALUES_IQ4NL[1:] + KVALUES_IQ4NL[:-1]) / 2
+    q = np.searchsorted(midpoints, divide(x, step)).astype(np.uint8)
+    return q[..., :16] | q[..., 16:] << 4
+
+
+def iq4_scales(x):
+    """(..., 32) float32 -> the scales (...) that map each group's largest |w| to kvalue -127."""
+    extreme = np.take_along_axis(x, np.abs(x).argmax(axis=-1)[..., None], axis=-1)[..., 0]
+    return extreme / KVALUES_IQ4NL[0]
+
+
+def encode_iq4_nl(blocks):
+    """(n, 32) float32 -> (n, 18) IQ4_NL blocks: fp16 d, 16 bytes of 4-bit quants (iq4_quants).
+    Weight j decodes as d * kvalues_iq4nl[q]."""
+    d16, d = fp16(iq4_scales(blocks))
+    return np.concatenate([half_bytes(d16), iq4_quants(blocks, d[:, None])], axis=1)
+
+
+def encode_iq4_xs(blocks):
+    """(n, 256) float32 -> (n, 136) IQ4_XS blocks: fp16 d, uint16 scales_h (the top 2 bits of
+    sub-block ib's 6-bit scale ls at bits 2 ib), scales_l[4] (the low 4 bits of ls of sub-blocks
+    2 b (low nibble) and 2 b + 1 (high) in byte b), qs[128] (sub-block ib's 16 bytes of quants at
+    16 ib, iq4_quants). Sub-block ib (32 weights) decodes as d * (ls - 32) * kvalues_iq4nl[q]."""
+    x = blocks.reshape(-1, 8, 32)
+    scale = iq4_scales(x)
+    d16, d = fp16(np.abs(scale).max(axis=1) / 31)
+    sc = np.clip(np.rint(divide(scale, d[:, None])), -32, 31).astype(np.int32)
+    qs = iq4_quants(x, (d[:, None] * sc)[:, :, None]).reshape(-1, 128)
+    ls = (sc + 32).astype(np.uint16)
+    scales_h = np.zeros(ls.shape[0], np.uint16)
+    for ib in range(8):
+        scales_h |= (ls[:, ib] >> 4) << (2 * ib)
+    scales_l = ((ls[:, 0::2] & 0xF) | (ls[:, 1::2] & 0xF) << 4).astype(np.uint8)
+    return np.concatenate([half_bytes(d16), scales_h.astype("<u2").reshape(-1, 1).view(np.uint8),
+                           scales_l, qs], axis=1)
+
+
 ENCODERS = {QType.Q4_K: encode_q4_k, QType.Q5_K: encode_q5_k, QType.Q6_K: encode_q6_k,
-            QType.Q2_K: encode_q2_k, QType.Q3_K: encode_q3_k}
+            QType.Q2_K: encode_q2_k, QType.Q3_K: encode_q3_k, QType.IQ4_NL: encode_iq4_nl,
+            QType.IQ4_XS: encode_iq4_xs}
 
 
 def requantize(tensor, qtype):
@@ -238,7 +298,7 @@ def requantize(tensor, qtype):
     if cols % block:
         sys.exit("%s: rows of %d weights are not a multiple of %d" % (tensor.name, cols, block))
     if qtype in ENCODERS:
-        raw = ENCODERS[qtype](weights.reshape(-1, QK_K).astype(np.float32))
+        raw = ENCODERS[qtype](weights.reshape(-1, block).astype(np.float32))
     else:
         raw = quantize(weights.astype(np.float32), qtype)
     return raw.reshape(rows, -1), weights
@@ -312,7 +372,7 @@ def verify(reader, path, changed):
 
 def main():
     args = sys.argv[1:]
-    mode = args[0] if args[:1] in (["--q5"], ["--low-bits"]) else None
+    mode = args[0] if args[:1] in (["--q5"], ["--low-bits"], ["--iq4"]) else None
     if mode:
         args = args[1:]
     q5 = mode == "--q5"
@@ -322,12 +382,14 @@ def main():
     start = time.time()
     reader = gguf.GGUFReader(src)
     ffn_down = {"--q5": "block % 3: Q4_K, Q5_K, Q6_K", "--low-bits": "even blocks Q2_K, odd Q3_K",
-                None: "even blocks Q4_K, odd Q6_K"}[mode]
+                "--iq4": "IQ4_XS", None: "even blocks Q4_K, odd Q6_K"}[mode]
     print("make_kquant_model: %s: %d tensors, re-quantizing blk.*.ffn_down.weight (%s)"
           % (src, len(reader.tensors), ffn_down), flush=True)
     if q5:
         print("make_kquant_model: and blk.*.{%s}.weight (even blocks Q5_0, odd Q5_1; attn_v of"
               " blocks 1, 5, 9, ... Q8_0)" % ",".join(Q5_KINDS), flush=True)
+    if mode == "--iq4":
+        print("make_kquant_model: and blk.*.{%s}.weight (IQ4_NL)" % ",".join(Q5_KINDS), flush=True)
     changed = write(reader, dst, mode)
     verify(reader, dst, changed)
     print("make_kquant_model: wrote %s (%d tensors re-quantized, the rest identical) in %.1f s"

@@ -148,17 +148,17 @@ TEST_P(KQuantGemv, AccumulatesIntoStridedRowsThroughLinear) {
   expectClose(nnsc::linear(x, dense.to(dtype).contiguous(), {}, w), x, w, {}, {}, "linear");
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, KQuantGemv,
-                         ::testing::Combine(::testing::Values(QuantFormat::Q2_K, QuantFormat::Q3_K,
-                                                              QuantFormat::Q4_K, QuantFormat::Q5_K,
-                                                              QuantFormat::Q6_K),
-                                            ::testing::Values(torch::kFloat32, torch::kBFloat16)),
-                         formatAndDtypeName);
+INSTANTIATE_TEST_SUITE_P(
+    Formats, KQuantGemv,
+    ::testing::Combine(::testing::Values(QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::Q4_K,
+                                         QuantFormat::Q5_K, QuantFormat::Q6_K, QuantFormat::IQ4_XS),
+                       ::testing::Values(torch::kFloat32, torch::kBFloat16)),
+    formatAndDtypeName);
 
 TEST(KQuantMatrix, RowsAreStoredAsTheFileHasThemAndSliceOnSuperBlocks) {
   torch::manual_seed(3);
   for (QuantFormat format : {QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::Q4_K,
-                             QuantFormat::Q5_K, QuantFormat::Q6_K}) {
+                             QuantFormat::Q5_K, QuantFormat::Q6_K, QuantFormat::IQ4_XS}) {
     const QuantizedMatrix r = randomMatrix(format, 4, 768);
     EXPECT_TRUE(r.ggmlBlocks().equal(r.blocks)) << nnsc::kernels::quantFormatName(format);
     EXPECT_TRUE(dequantize(r.narrowCols(256, 512)).equal(dequantize(r).narrow(1, 256, 512)));

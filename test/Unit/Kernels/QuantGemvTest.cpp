@@ -58,12 +58,12 @@ TEST_P(QuantGemv, AccumulatesIntoStridedRowsAndPartialRowRanges) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, QuantGemv,
-                         ::testing::Combine(::testing::Values(QuantFormat::Q4_0, QuantFormat::Q4_1,
-                                                              QuantFormat::Q5_0, QuantFormat::Q5_1,
-                                                              QuantFormat::Q8_0),
-                                            ::testing::Values(torch::kFloat32, torch::kBFloat16)),
-                         formatAndDtypeName);
+INSTANTIATE_TEST_SUITE_P(
+    Formats, QuantGemv,
+    ::testing::Combine(::testing::Values(QuantFormat::Q4_0, QuantFormat::Q4_1, QuantFormat::Q5_0,
+                                         QuantFormat::Q5_1, QuantFormat::Q8_0, QuantFormat::IQ4_NL),
+                       ::testing::Values(torch::kFloat32, torch::kBFloat16)),
+    formatAndDtypeName);
 
 TEST(QuantGemvErrors, RejectsColumnsOffTheBlock) {
   nnsc::kernels::QuantGemvArgs<float> a;
@@ -176,8 +176,8 @@ TEST(QuantizedMatrix, SplitRowsPutScalesMinimumsAndQuantsSideBySide) {
     want.push_back(i);
   EXPECT_TRUE(m.blocks.to(torch::kInt64).view({-1}).equal(torch::tensor(want))) << m.blocks;
   EXPECT_TRUE(m.ggmlBlocks().equal(blocks));
-  for (QuantFormat format :
-       {QuantFormat::Q4_0, QuantFormat::Q5_0, QuantFormat::Q5_1, QuantFormat::Q8_0}) {
+  for (QuantFormat format : {QuantFormat::Q4_0, QuantFormat::Q5_0, QuantFormat::Q5_1,
+                             QuantFormat::Q8_0, QuantFormat::IQ4_NL}) {
     const QuantizedMatrix r = randomMatrix(format, 3, 96);
     EXPECT_TRUE(QuantizedMatrix::fromGgmlBlocks(format, r.ggmlBlocks(), 96).blocks.equal(r.blocks));
   }
@@ -252,8 +252,8 @@ TEST(QuantizedMatrix, WidenRowsAreTheLoadersValues) {
   torch::manual_seed(6);
   for (QuantFormat format :
        {QuantFormat::Q4_0, QuantFormat::Q4_1, QuantFormat::Q5_0, QuantFormat::Q5_1,
-        QuantFormat::Q8_0, QuantFormat::Q2_K, QuantFormat::Q3_K, QuantFormat::Q4_K,
-        QuantFormat::Q5_K, QuantFormat::Q6_K}) {
+        QuantFormat::Q8_0, QuantFormat::IQ4_NL, QuantFormat::Q2_K, QuantFormat::Q3_K,
+        QuantFormat::Q4_K, QuantFormat::Q5_K, QuantFormat::Q6_K, QuantFormat::IQ4_XS}) {
     const char *name = nnsc::kernels::quantFormatName(format);
     const QuantizedMatrix w = QuantizedMatrix::cat(
         {randomMatrix(format, 13, 512), randomMatrix(QuantFormat::Q8_0, 6, 512)});

@@ -56,9 +56,9 @@ inline torch::Tensor dequantize(const QuantizedMatrix &m) {
 }
 
 /// |m| of each weight's block [rows, cols]: the Q4_1/Q5_1 minimum, 8 |d| for Q4_0, 16 |d| for
-/// Q5_0, 0 for Q8_0, Q3_K and Q6_K, Q2_K's, Q4_K's and Q5_K's sub-block minimum; with `scales`, |d|
-/// instead for the formats of the vdpbf16ps kernel (Q4_0, Q4_1; 2 |d| for Q5_0 and Q5_1, whose form
-/// is 1 + q / 32), 0 for the others.
+/// Q5_0, 0 for Q8_0, IQ4_NL, Q3_K, Q6_K and IQ4_XS, Q2_K's, Q4_K's and Q5_K's sub-block minimum;
+/// with `scales`, |d| instead for the formats of the vdpbf16ps kernel (Q4_0, Q4_1; 2 |d| for
+/// Q5_0 and Q5_1, whose form is 1 + q / 32), 0 for the others.
 inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = false) {
   if (!m.rest.empty())
     return catOverParts(
@@ -66,8 +66,9 @@ inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = f
   torch::Tensor out = torch::zeros({m.rows(), m.cols}, torch::kFloat64);
   const bool q5 = m.format == QuantFormat::Q5_0 || m.format == QuantFormat::Q5_1;
   const bool bf16DotFormat = m.format == QuantFormat::Q4_0 || m.format == QuantFormat::Q4_1 || q5;
-  if (m.format == QuantFormat::Q8_0 || m.format == QuantFormat::Q3_K ||
-      m.format == QuantFormat::Q6_K || (scales && !bf16DotFormat))
+  if (m.format == QuantFormat::Q8_0 || m.format == QuantFormat::IQ4_NL ||
+      m.format == QuantFormat::Q3_K || m.format == QuantFormat::Q6_K ||
+      m.format == QuantFormat::IQ4_XS || (scales && !bf16DotFormat))
     return out;
   const int64_t bytes = nnsc::kernels::quantBlockBytes(m.format);
   const torch::Tensor blocks = m.ggmlBlocks();

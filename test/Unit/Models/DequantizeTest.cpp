@@ -205,4 +205,51 @@ TEST(Dequantize, Q3_KReadsEveryQuantBitAndSixBitScale) {
     ASSERT_EQ(x[i], 0.25f * float(sc[i / 16] - 32) * float(want[i] - 4)) << "weight " << i;
 }
 
+/// ggml's kvalues_iq4nl (ggml-common.h), written out here so that a typo in kIQ4NLValues fails.
+constexpr int kGgmlIQ4NL[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                1,    13,   25,  38,  53,  69,  89,  113};
+
+TEST(Dequantize, IQ4_NLLooksUpBothNibblesInTheCodebook) {
+  std::vector<uint8_t> blocks;
+  for (int b = 0; b < 2; ++b) {
+    put16(blocks, half(b, 14, 0)); // d = 0.5, then -0.5
+    for (int j = 0; j < 16; ++j)
+      blocks.push_back(uint8_t(((j + b) & 15) | ((15 - j) << 4)));
+  }
+  std::vector<float> out(64);
+  dequantizeIQ4_NL(blocks.data(), out.data(), 64);
+  for (int b = 0; b < 2; ++b)
+    for (int j = 0; j < 16; ++j) {
+      const float d = b == 0 ? 0.5f : -0.5f;
+      EXPECT_EQ(out[32 * b + j], d * float(kGgmlIQ4NL[(j + b) & 15])) << b << " " << j;
+      EXPECT_EQ(out[32 * b + j + 16], d * float(kGgmlIQ4NL[15 - j])) << b << " " << j;
+    }
+}
+
+TEST(Dequantize, IQ4_XSReadsEverySixBitScaleAndNibble) {
+  std::mt19937 rng(7);
+  std::array<uint8_t, 136> block{};
+  int want[256], ls[8];
+  for (int &q : want)
+    q = int(rng() % 16);
+  for (int j = 0; j < 8; ++j)
+    ls[j] = (j * 23 + 5) % 64; // low nibbles and top bits of every value
+  putHalf(block.data(), 0.25f);
+  // quantize_row_iq4_xs's packing: scales_h (2 bits a sub-block), scales_l (a nibble each).
+  uint16_t high = 0;
+  for (int j = 0; j < 8; ++j) {
+    high |= uint16_t((ls[j] >> 4) << (2 * j));
+    block[size_t(4 + j / 2)] |= uint8_t((ls[j] & 15) << (4 * (j % 2)));
+  }
+  std::memcpy(block.data() + 2, &high, 2);
+  for (int i = 0; i < 256; ++i) {
+    const int j = i / 32, l = i % 32;
+    block[size_t(8 + 16 * j + l % 16)] |= uint8_t(want[i] << (l < 16 ? 0 : 4));
+  }
+  float x[256];
+  dequantizeIQ4_XS(block.data(), x, 256);
+  for (int i = 0; i < 256; ++i)
+    ASSERT_EQ(x[i], 0.25f * float(ls[i / 32] - 32) * float(kGgmlIQ4NL[want[i]])) << "weight " << i;
+}
+
 } // namespace

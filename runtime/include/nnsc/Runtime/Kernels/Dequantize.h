@@ -4,7 +4,8 @@
 // can be unit-tested against hand-built blocks. Layouts follow ggml-common.h: every 32-weight
 // block starts with an fp16 scale `d` (Q4_1 and Q5_1 also an fp16 minimum `m`) followed by the
 // quants (Q5_0/Q5_1: their fifth bits, then the low nibbles); the K-quants' 256-weight
-// super-blocks are described at unpackQ2_K, unpackQ3_K, unpackQ4_K, unpackQ5_K and unpackQ6_K.
+// super-blocks are described at unpackQ2_K, unpackQ3_K, unpackQ4_K, unpackQ5_K and unpackQ6_K,
+// IQ4_XS's at unpackIQ4_XS.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,10 +19,10 @@
 
 namespace nnsc::kernels {
 
-/// Elements per block of the Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 formats.
+/// Elements per block of the Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL formats.
 constexpr int64_t kQuantBlock = 32;
 
-/// Elements per super-block of the K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K).
+/// Elements per super-block of the K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) and of IQ4_XS.
 constexpr int64_t kKQuantBlock = 256;
 
 /// IEEE half and bfloat16 bit patterns to float.
@@ -46,6 +47,13 @@ void dequantizeQ5_0(const uint8_t *src, float *out, int64_t count);
 /// Q5_1: 24-byte blocks {fp16 d; fp16 m; uint32 qh; uint8 qs[16]}, quants as in Q5_0,
 /// x = d * q + m.
 void dequantizeQ5_1(const uint8_t *src, float *out, int64_t count);
+
+/// ggml's non-linear 4-bit codebook (kvalues_iq4nl): IQ4_NL's and IQ4_XS's quants index it.
+inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+/// IQ4_NL: 18-byte blocks {fp16 d; uint8 qs[16]} laid out as Q4_0's, x[j] = d *
+/// kIQ4NLValues[qs[j] & 15] and x[j + 16] = d * kIQ4NLValues[qs[j] >> 4].
+void dequantizeIQ4_NL(const uint8_t *src, float *out, int64_t count);
 
 /// The 6-bit scales and minimums of a Q4_K super-block's 8 sub-blocks from its 12 packed bytes,
 /// as ggml's get_scale_min_k4 reads them: sub-blocks 0-3 in the low 6 bits of bytes 0-3
@@ -103,6 +111,16 @@ void unpackQ3_K(const uint8_t *block, int8_t *q, float *scales);
 /// `count` must be a multiple of kKQuantBlock.
 void dequantizeQ2_K(const uint8_t *src, float *out, int64_t count);
 void dequantizeQ3_K(const uint8_t *src, float *out, int64_t count);
+
+/// IQ4_XS: 136-byte super-blocks {fp16 d; uint16 scales_h; uint8 scales_l[4]; uint8 qs[128]}
+/// of 8 sub-blocks of 32. Sub-block j's 6-bit scale ls: low 4 bits in scales_l[j / 2] (even j:
+/// low nibble), high 2 bits in bits 2j-2j+1 of scales_h; its weights l and l + 16 (l < 16) are
+/// the low and high nibble of qs[16 j + l] (as IQ4_NL's block), indices into kIQ4NLValues.
+/// Writes the 256 codebook values to `q` and 16 scales d * (ls - 32) (exact in fp32), one per
+/// 16 weights (each sub-block's twice), as the formats of 16-weight sub-blocks do.
+void unpackIQ4_XS(const uint8_t *block, int8_t *q, float *scales);
+/// x = scale * q with unpackIQ4_XS's values; `count` must be a multiple of kKQuantBlock.
+void dequantizeIQ4_XS(const uint8_t *src, float *out, int64_t count);
 
 /// The decoder above of the block format `format`.
 void dequantize(QuantFormat format, const uint8_t *src, float *out, int64_t count);

@@ -1,8 +1,9 @@
 //===- QuantGemv.h - GEMV on ggml quantized blocks as stored ----*- C++ -*-===//
 //
 // Decode reads every weight once per token, so its speed is the number of weight bytes it
-// streams. These kernels read the GGUF file's own blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0: 32
-// weights along the input dimension per block; Q2_K to Q6_K: 256) and widen them in registers.
+// streams. These kernels read the GGUF file's own blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL:
+// 32 weights along the input dimension per block; Q2_K to Q6_K, IQ4_XS: 256) and widen them in
+// registers.
 // The activations are never quantized: products are of fp32 (or exactly widened bf16) activations
 // and accumulate in fp32 with FMAs. For two or more activation rows each weight widens to exactly
 // the fp32 value dequantize*() produces (d * q, or d * q + m rounded twice, no fused multiply-add),
@@ -35,23 +36,40 @@
 namespace nnsc::kernels {
 
 /// The block formats the kernels read (layouts in Dequantize.h): 32-weight blocks, and the
-/// K-quants' 256-weight super-blocks.
-enum class QuantFormat { Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K };
+/// 256-weight super-blocks of the K-quants and of IQ4_XS. IQ4_NL and IQ4_XS are 4-bit indices
+/// into ggml's fixed non-linear codebook (kIQ4NLValues).
+enum class QuantFormat {
+  Q4_0,
+  Q4_1,
+  Q5_0,
+  Q5_1,
+  Q8_0,
+  IQ4_NL,
+  Q2_K,
+  Q3_K,
+  Q4_K,
+  Q5_K,
+  Q6_K,
+  IQ4_XS
+};
 
-/// Whether `format` is a K-quant (256-weight super-blocks with sub-block scales).
+/// Whether `format` has 256-weight super-blocks with sub-block scales: the K-quants, and
+/// IQ4_XS (read by the same kernels; "K-quant" below includes it).
 constexpr bool isKQuant(QuantFormat format) {
   return format == QuantFormat::Q2_K || format == QuantFormat::Q3_K ||
-         format == QuantFormat::Q4_K || format == QuantFormat::Q5_K || format == QuantFormat::Q6_K;
+         format == QuantFormat::Q4_K || format == QuantFormat::Q5_K ||
+         format == QuantFormat::Q6_K || format == QuantFormat::IQ4_XS;
 }
 
 /// Weights per block along a row: 32, or 256 for the K-quants.
 constexpr int64_t quantBlockWeights(QuantFormat format) { return isKQuant(format) ? 256 : 32; }
 
-/// Bytes of one block: 18 (Q4_0), 20 (Q4_1), 22 (Q5_0), 24 (Q5_1), 34 (Q8_0), 84 (Q2_K),
-/// 110 (Q3_K), 144 (Q4_K), 176 (Q5_K), 210 (Q6_K).
+/// Bytes of one block: 18 (Q4_0, IQ4_NL), 20 (Q4_1), 22 (Q5_0), 24 (Q5_1), 34 (Q8_0), 84
+/// (Q2_K), 110 (Q3_K), 144 (Q4_K), 176 (Q5_K), 210 (Q6_K), 136 (IQ4_XS).
 constexpr int64_t quantBlockBytes(QuantFormat format) {
   switch (format) {
   case QuantFormat::Q4_0:
+  case QuantFormat::IQ4_NL:
     return 18;
   case QuantFormat::Q4_1:
     return 20;
@@ -71,12 +89,14 @@ constexpr int64_t quantBlockBytes(QuantFormat format) {
     return 176;
   case QuantFormat::Q6_K:
     return 210;
+  case QuantFormat::IQ4_XS:
+    return 136;
   }
   return 0;
 }
 
-/// Bytes of a 32-weight block's quants: 16 (Q4_0, Q4_1: two 4-bit weights a byte), 20 (Q5_0,
-/// Q5_1: the 32 fifth bits qh, then the low 4 bits as in Q4_0), 32 (Q8_0). The rest of the
+/// Bytes of a 32-weight block's quants: 16 (Q4_0, Q4_1, IQ4_NL: two 4-bit weights a byte), 20
+/// (Q5_0, Q5_1: the 32 fifth bits qh, then the low 4 bits as in Q4_0), 32 (Q8_0). The rest of the
 /// block is its fp16 scale d and, for Q4_1 and Q5_1, its fp16 minimum m.
 constexpr int64_t quantBlockQuantBytes(QuantFormat format) {
   switch (format) {
@@ -87,11 +107,13 @@ constexpr int64_t quantBlockQuantBytes(QuantFormat format) {
     return 32;
   case QuantFormat::Q4_0:
   case QuantFormat::Q4_1:
+  case QuantFormat::IQ4_NL:
   case QuantFormat::Q2_K: // not split (read as stored)
   case QuantFormat::Q3_K:
   case QuantFormat::Q4_K:
   case QuantFormat::Q5_K:
   case QuantFormat::Q6_K:
+  case QuantFormat::IQ4_XS:
     return 16;
   }
   return 16;
@@ -102,7 +124,8 @@ constexpr bool quantHasMinimum(QuantFormat format) {
   return format == QuantFormat::Q4_1 || format == QuantFormat::Q5_1;
 }
 
-/// "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K".
+/// "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "IQ4_NL", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K",
+/// "IQ4_XS".
 const char *quantFormatName(QuantFormat format);
 
 /// Rearranges `rows` rows of cols / 32 ggml blocks of `format` (as a GGUF file stores them,
