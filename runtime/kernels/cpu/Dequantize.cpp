@@ -65,28 +65,29 @@ void dequantizeQ8_0(const uint8_t *src, float *out, int64_t count) {
   }
 }
 
-void dequantizeQ4_0(const uint8_t *src, float *out, int64_t count) {
-  assert(count % kQuantBlock == 0 && "Q4_0 needs whole blocks");
+/// Q4_0 and IQ4_NL: 18-byte blocks {fp16 d; uint8 qs[16]}, weight j = d * value(low nibble of
+/// qs[j]) and weight j + 16 = d * value(high nibble).
+template <typename Value>
+static void dequantizeNibbleBlocks(const uint8_t *src, float *out, int64_t count,
+                                   const Value &value) {
   for (int64_t b = 0; b < count / kQuantBlock; ++b, src += 18, out += kQuantBlock) {
     const float d = halfToFloat(load16(src));
     const uint8_t *qs = src + 2;
     for (int j = 0; j < kQuantBlock / 2; ++j) {
-      out[j] = d * float(int(qs[j] & 0x0f) - 8);
-      out[j + kQuantBlock / 2] = d * float(int(qs[j] >> 4) - 8);
+      out[j] = d * value(qs[j] & 0x0f);
+      out[j + kQuantBlock / 2] = d * value(qs[j] >> 4);
     }
   }
 }
 
+void dequantizeQ4_0(const uint8_t *src, float *out, int64_t count) {
+  assert(count % kQuantBlock == 0 && "Q4_0 needs whole blocks");
+  dequantizeNibbleBlocks(src, out, count, [](int q) { return float(q - 8); });
+}
+
 void dequantizeIQ4_NL(const uint8_t *src, float *out, int64_t count) {
   assert(count % kQuantBlock == 0 && "IQ4_NL needs whole blocks");
-  for (int64_t b = 0; b < count / kQuantBlock; ++b, src += 18, out += kQuantBlock) {
-    const float d = halfToFloat(load16(src));
-    const uint8_t *qs = src + 2;
-    for (int j = 0; j < kQuantBlock / 2; ++j) {
-      out[j] = d * float(kIQ4NLValues[qs[j] & 0x0f]);
-      out[j + kQuantBlock / 2] = d * float(kIQ4NLValues[qs[j] >> 4]);
-    }
-  }
+  dequantizeNibbleBlocks(src, out, count, [](int q) { return float(kIQ4NLValues[q]); });
 }
 
 void dequantizeQ4_1(const uint8_t *src, float *out, int64_t count) {

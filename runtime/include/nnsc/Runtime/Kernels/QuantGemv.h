@@ -9,12 +9,13 @@
 // the fp32 value dequantize*() produces (d * q, or d * q + m rounded twice, no fused multiply-add),
 // once for all rows, so the result is the fp32 product with the dequantized weights up to
 // summation order. For a single row (batch-1 decode) a block's dot product is computed as
-// d * sum(q x) + m * sum(x) (m = -8 d for Q4_0, -16 d for Q5_0): the quants are exact integers and
-// each scale is applied once per block instead of once per weight, the same sum rounded differently
-// (within gamma_n * sum(|w| + 2 |m|) |x|, see the tests). The K-quants' weights are widened to
-// exactly dequantize*()'s values (sub-block scale times quant, minus the sub-block minimum for
-// Q2_K, Q4_K and Q5_K), except against a single row, where Q4_K and Q5_K take the factored form
-// per 32-weight sub-block. A bf16 output is rounded once, to nearest even.
+// d * sum(q x) + m * sum(x) (m = -8 d for Q4_0, -16 d for Q5_0, none for Q8_0 and IQ4_NL, whose
+// q is its codebook value): the quants are exact integers and each scale is applied once per
+// block instead of once per weight, the same sum rounded differently (within
+// gamma_n * sum(|w| + 2 |m|) |x|, see the tests). The K-quants' weights are widened to exactly
+// dequantize*()'s values (sub-block scale times quant, minus the sub-block minimum for Q2_K, Q4_K
+// and Q5_K), except against a single row, where Q4_K, Q5_K and IQ4_XS take the factored form per
+// 32-weight sub-block. A bf16 output is rounded once, to nearest even.
 //
 // The kernels read the blocks rearranged per row (splitQuantRows): a row's fp16 scales side by
 // side, then its minimums (Q4_1), then its quants. Same bytes, same bits, another order: the
