@@ -120,6 +120,10 @@ struct Avx2 {
     for (std::ptrdiff_t t = 0; t < 16; ++t)
       out[t] = t < n ? half(p + 2 * t) : 0.0f;
   }
+  /// Q6_K's quants unpacked 32 at a time, as the decoder does (Dequantize.h).
+  static void unpackQ6K(const uint8_t *block, int8_t *q, float *scales) {
+    unpackQ6_K(block, q, scales);
+  }
   /// The 8 int8 quants at `q`.
   static V q8(const int8_t *q) {
     return _mm256_cvtepi32_ps(

@@ -8,8 +8,8 @@
 // (Isa::q5K), and their 6-bit scales and minimums decoded once per super-block and row
 // (q4KScalesMins); IQ4_XS's nibbles are looked up in the codebook in registers as IQ4_NL's are
 // (Isa::iq4nl), its 6-bit scales decoded likewise. The formats of 16 sub-blocks of 16 (Q2_K,
-// Q3_K, Q6_K) are unpacked into a small buffer (unpackQ2_K, unpackQ3_K, unpackQ6_K) and widened
-// from there. Each weight is widened to exactly its dequantized value (scale * q, minus the
+// Q3_K, Q6_K) are unpacked into a small buffer (unpackQ2_K, unpackQ3_K, Isa::unpackQ6K) and
+// widened from there. Each weight is widened to exactly its dequantized value (scale * q, minus the
 // minimum for Q2_K, Q4_K and Q5_K, two roundings under -ffp-contract=off) once for every
 // activation row of the tile, except for Q4_K, Q5_K and IQ4_XS against a single row, which take
 // the factored form scale * sum(q x) - minimum * sum(x) per 32-weight sub-block as the 32-weight
@@ -65,14 +65,15 @@ template <QuantFormat F> struct SuperBlockScales {
   float scales[Groups];
   float minimums[hasSubBlockMinimums(F) ? Groups : 1];
 
-  /// Q2_K, Q3_K, Q6_K: the 256 quants of `block` into q, the scales (and minimums) here.
-  void unpack(const uint8_t *block, int8_t *q) {
+  /// Q2_K, Q3_K, Q6_K: the 256 quants of `block` into q (64-byte aligned), the scales (and
+  /// minimums) here.
+  template <class Isa> void unpack(const uint8_t *block, int8_t *q) {
     if constexpr (F == QuantFormat::Q2_K)
       unpackQ2_K(block, q, scales, minimums);
     else if constexpr (F == QuantFormat::Q3_K)
       unpackQ3_K(block, q, scales);
     else if constexpr (F == QuantFormat::Q6_K)
-      unpackQ6_K(block, q, scales);
+      Isa::unpackQ6K(block, q, scales);
   }
 
   void decode(const uint8_t *block) {
@@ -212,8 +213,11 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
       // at a time: for Q6_K faster than widening them from ql and qh in registers (9.6-10.3
       // against 11.6 Gweights/s at one row, nnsc-bench-quant-formats). 16 weights share a
       // scale, so the factored form saves nothing and every row count takes the exact weights.
+      // Q6_K's unpack in 512-bit registers took its one-row rate from 21-24 to 30-33
+      // Gweights/s on a Zen 5; Q2_K's and Q3_K's two-bit planes so unpacked gained nothing
+      // (20-22 either way), their time is in the widening.
       for (int i = 0; i < RB; ++i)
-        sb[i].unpack(blocks[i], q[i]);
+        sb[i].template unpack<Isa>(blocks[i], q[i]);
       for (int c = 0; c < 16; ++c)
         for (int p = 0; p < 16 / W; ++p) {
           V xs[BB];
