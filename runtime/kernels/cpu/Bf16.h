@@ -24,13 +24,15 @@ inline float widen(uint16_t v) {
   return f;
 }
 
-/// Round to nearest even, as LibTorch converts fp32 to bf16 (NaN stays a quiet NaN).
+/// Round to nearest even, as LibTorch converts fp32 to bf16 (NaN stays a quiet NaN). Both
+/// results computed and one selected, so that loops over it vectorize (with a branch on NaN,
+/// rmsNormBF16 ran one value at a time, 3x slower than rmsNormF32).
 inline uint16_t narrow(float v) {
   uint32_t bits;
   std::memcpy(&bits, &v, sizeof bits);
-  if (std::isnan(v))
-    return uint16_t((bits >> 16) | 0x40);
-  return uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+  const uint32_t rounded = (bits + 0x7fff + ((bits >> 16) & 1)) >> 16;
+  const uint32_t quietNaN = (bits >> 16) | 0x40;
+  return uint16_t(std::isnan(v) ? quietNaN : rounded);
 }
 
 } // namespace nnsc::kernels::bf16

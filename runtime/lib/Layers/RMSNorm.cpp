@@ -3,6 +3,7 @@
 #include "nnsc/Runtime/Layers/RMSNorm.h"
 
 #include "nnsc/Runtime/Kernels/RMSNorm.h"
+#include "nnsc/Runtime/Layers/RowSpans.h"
 
 namespace nnsc {
 
@@ -24,12 +25,16 @@ torch::Tensor rmsNorm(const torch::Tensor &x, const torch::Tensor &weight, doubl
 
 void rmsNormRows(torch::ScalarType dtype, const void *x, const void *weight, void *out,
                  int64_t rows, int64_t cols, double eps) {
-  if (dtype == torch::kBFloat16)
-    kernels::rmsNormBF16(static_cast<const uint16_t *>(x), static_cast<const uint16_t *>(weight),
-                         static_cast<uint16_t *>(out), rows, cols, static_cast<float>(eps));
-  else
-    kernels::rmsNormF32(static_cast<const float *>(x), static_cast<const float *>(weight),
-                        static_cast<float *>(out), rows, cols, static_cast<float>(eps));
+  forRowSpans(rows, cols, [&](int64_t begin, int64_t end) {
+    if (dtype == torch::kBFloat16)
+      kernels::rmsNormBF16(
+          static_cast<const uint16_t *>(x) + begin * cols, static_cast<const uint16_t *>(weight),
+          static_cast<uint16_t *>(out) + begin * cols, end - begin, cols, static_cast<float>(eps));
+    else
+      kernels::rmsNormF32(
+          static_cast<const float *>(x) + begin * cols, static_cast<const float *>(weight),
+          static_cast<float *>(out) + begin * cols, end - begin, cols, static_cast<float>(eps));
+  });
 }
 
 } // namespace nnsc

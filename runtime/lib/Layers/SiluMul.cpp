@@ -3,14 +3,11 @@
 #include "nnsc/Runtime/Layers/SiluMul.h"
 
 #include "nnsc/Runtime/Kernels/SiluMul.h"
-#include "nnsc/Runtime/Kernels/ThreadPool.h"
+#include "nnsc/Runtime/Layers/RowSpans.h"
 
 namespace nnsc {
 
 namespace {
-
-/// Below this many elements one thread finishes before a second would wake up.
-constexpr int64_t MinParallelElements = 32 * 1024;
 
 template <typename T>
 void run(const void *gate, int64_t gs, const void *up, int64_t us, void *out, int64_t os,
@@ -18,17 +15,10 @@ void run(const void *gate, int64_t gs, const void *up, int64_t us, void *out, in
   const T *g = static_cast<const T *>(gate);
   const T *u = static_cast<const T *>(up);
   T *o = static_cast<T *>(out);
-  auto span = [&](int64_t begin, int64_t end) {
+  forRowSpans(rows, n, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r)
       kernel(g + r * gs, u + r * us, o + r * os, n);
-  };
-  const int threads = rows < 2 || rows * n < MinParallelElements ? 1 : at::get_num_threads();
-  if (threads <= 1) {
-    span(0, rows);
-    return;
-  }
-  kernels::ThreadPool::shared(threads).parallel(
-      [&](int part, int parts) { span(rows * part / parts, rows * (part + 1) / parts); });
+  });
 }
 
 } // namespace
