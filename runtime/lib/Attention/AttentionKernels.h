@@ -62,8 +62,9 @@ template <typename T> struct Operands {
   /// Per cache slot, or null: non-zero where the layer has no K/V for that position (a
   /// skipped layer's rows, docs/Runtime.md "Skipping a module"); attention leaves it out.
   const uint8_t *absent = nullptr;
-  /// Whether the decode kernel multiplies bfloat16 queries and keys with vdpbf16ps
-  /// (decodeBf16DotUsable()); otherwise it widens them to float.
+  /// Whether the kernels multiply bfloat16 with vdpbf16ps (bf16DotUsable()): the decode
+  /// kernel its queries and keys, the prefill kernel those and its probabilities and values;
+  /// otherwise they widen them to float.
   bool bf16Dot = false;
 };
 
@@ -82,9 +83,9 @@ template <typename T> bool attendsToAbsent(const Operands<T> &ops, const Tile &t
 /// most 256).
 bool avx512Usable(int64_t headDim);
 
-/// Whether the CPU has AVX512-BF16 for the decode kernel's bfloat16 scores, and
+/// Whether the CPU has AVX512-BF16 for the kernels' bfloat16 products, and
 /// NNSC_ATTENTION_BF16DOT=0 (for A/B runs and the widening path's tests) does not turn it off.
-bool decodeBf16DotUsable();
+bool bf16DotUsable();
 
 /// AVX-512: the query heads of KV head `kvHead` for the queries of `tile`.
 void prefillTileAvx512(const Operands<float> &ops, const Tile &tile, int64_t kvHead);

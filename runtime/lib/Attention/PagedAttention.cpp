@@ -32,7 +32,7 @@ bool attention::avx512Usable(int64_t headDim) {
          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
 }
 
-bool attention::decodeBf16DotUsable() {
+bool attention::bf16DotUsable() {
   static const bool usable = __builtin_cpu_supports("avx512bf16") && [] {
     const char *v = std::getenv("NNSC_ATTENTION_BF16DOT");
     return !v || std::string(v) != "0";
@@ -194,8 +194,7 @@ torch::Tensor dispatch(const char *fn, const torch::Tensor &q, const torch::Tens
   } else {
     auto bits = [](const torch::Tensor &t) { return static_cast<uint16_t *>(t.data_ptr()); };
     runTiles(Operands<uint16_t>{bits(q), bits(out), bits(kCache), bits(vCache), d,
-                                static_cast<float>(scale), absentSlots,
-                                attention::decodeBf16DotUsable()},
+                                static_cast<float>(scale), absentSlots, attention::bf16DotUsable()},
              tiles, decode);
   }
   return out;
