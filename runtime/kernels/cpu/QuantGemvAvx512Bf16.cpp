@@ -2,10 +2,10 @@
 //
 // Compiled for AVX-512 F/BW/VL and BF16 (see runtime/CMakeLists.txt); QuantGemv.cpp calls it
 // only where the CPU has them (QuantIsa::Avx512Bf16), for bf16 activations against Q4_0, Q4_1,
-// Q5_0 or Q5_1 blocks: a bf16 decode step. The generic kernels widen every weight to fp32 and
-// convert it from an integer, 8 vector operations per block and row on AVX-512; here a block's 32
-// weights become bf16 without a conversion and meet the bf16 activations in one vdpbf16ps each 32,
-// about 4.5 operations per block and row, the conversion shared by up to 4 activation rows.
+// Q5_0, Q5_1 or IQ4_NL blocks: a bf16 decode step. The generic kernels widen every weight to fp32
+// and convert it from an integer, 8 vector operations per block and row on AVX-512; here a block's
+// 32 weights become bf16 without a conversion and meet the bf16 activations in one vdpbf16ps each
+// 32, about 4.5 operations per block and row, the conversion shared by up to 4 activation rows.
 //
 // A weight's quant q becomes the bf16 value 1 + q / 16 (exact: four fraction bits of seven):
 // q shifted to bits 3-6 of its 16-bit lane, under the exponent of 1.0, in a shift and a
@@ -23,6 +23,10 @@
 // gamma_n * sum (|d q| + |m| + 32 |d|) |x| (vdpbf16ps flushes denormal inputs and outputs to
 // zero, which moves a result by less than 2^-126 per product), then rounded once to bf16.
 //
+// IQ4_NL's codebook values (integers in [-127, 113]) are exact in bf16, so a nibble becomes
+// its value by one vpermw from a table of them and S is the block's sum of kv[q] x itself: the
+// result is d S, with no second term (K = 1).
+//
 //===----------------------------------------------------------------------===//
 
 #include "QuantGemvAvx512Isa.h"
@@ -37,8 +41,13 @@ namespace {
 constexpr int PairBlocks = 2; // blocks per vdpbf16ps pair of registers
 
 /// The denominator K of the bf16 value 1 + q / K a quant becomes: 16 for 4 bits (q in the
-/// mantissa's bits 3-6), 32 for 5 (bits 2-6).
-template <QuantFormat F> constexpr float fractionDenominator() { return isQ5(F) ? 32.0f : 16.0f; }
+/// mantissa's bits 3-6), 32 for 5 (bits 2-6); 1 for IQ4_NL, whose codebook value is the bf16.
+template <QuantFormat F> constexpr float fractionDenominator() {
+  return F == QuantFormat::IQ4_NL ? 1.0f : isQ5(F) ? 32.0f : 16.0f;
+}
+
+/// Whether the sums carry a second term: all but IQ4_NL, whose bf16 weights are its values.
+template <QuantFormat F> constexpr bool hasSecondTerm() { return F != QuantFormat::IQ4_NL; }
 
 /// The bytes of two blocks' quants widened to 16-bit lanes: lane t holds byte t % 16 of block
 /// t / 16, whose low nibble is weight t % 16 and high nibble weight 16 + t % 16.
@@ -49,6 +58,23 @@ inline void onePlusSixteenths(const uint8_t *qs, __mmask32 valid, __m512i &lo, _
   // (t & bits 3-6) | the exponent of 1.0
   lo = _mm512_ternarylogic_epi32(_mm512_slli_epi16(bytes, 3), mantissa, one, 0xea);
   hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(bytes, 1), mantissa, one, 0xea);
+}
+
+/// kIQ4NLValues as 32 bf16 lanes, the 16 values twice (exact: integers of 8 bits).
+inline __m512i codebookTable() {
+  const __m512 values = _mm512_cvtepi32_ps(
+      _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(kIQ4NLValues))));
+  return (__m512i)_mm512_cvtne2ps_pbh(values, values);
+}
+
+/// The same lanes for two IQ4_NL blocks: the nibbles' codebook values as bf16, looked up in
+/// codebookTable() by one vpermw each (it reads an index's low 5 bits; the table repeats the
+/// 16 values, so the high nibble's low bit in bit 4 of the low nibble's index is ignored).
+inline void codebookValues(const uint8_t *qs, __mmask32 valid, __m512i table, __m512i &lo,
+                           __m512i &hi) {
+  const __m512i bytes = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(valid, qs));
+  lo = _mm512_permutexvar_epi16(bytes, table);
+  hi = _mm512_permutexvar_epi16(_mm512_srli_epi16(bytes, 4), table);
 }
 
 /// The same for two Q5_0/Q5_1 blocks whose quants (4 bytes of fifth bits, 16 of nibbles) are at
@@ -126,6 +152,7 @@ void pairRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b, const Acti
   const uint8_t *w = a.w + r * a.rowBytes;
   const int64_t blocks = a.cols / BlockWeights;
   const uint8_t *qs = Row::quants(w, blocks);
+  const __m512i codebook = F == QuantFormat::IQ4_NL ? codebookTable() : __m512i();
   __m512 acc[RB][BB];
   for (int i = 0; i < RB; ++i)
     for (int j = 0; j < BB; ++j)
@@ -139,7 +166,7 @@ void pairRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b, const Acti
       const __m512 m =
           quantHasMinimum(F) ? Avx512::widenHalves(Row::minimums(row, blocks) + 2 * chunk, n) : d;
       // The chunk's second terms (lanes past the last block are 0 in both factors).
-      for (int j = 0; j < BB; ++j) {
+      for (int j = 0; j < BB && hasSecondTerm<F>(); ++j) {
         acc[i][j] = _mm512_fmadd_ps(d, _mm512_loadu_ps(x[j].scaleSums + chunk), acc[i][j]);
         acc[i][j] = _mm512_fmadd_ps(m, _mm512_loadu_ps(x[j].minimumSums + chunk), acc[i][j]);
       }
@@ -164,10 +191,13 @@ void pairRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b, const Acti
       for (int i = 0; i < RB; ++i) {
         __m512i lo, hi;
         const uint8_t *pair = qs + i * a.rowBytes + k * Row::QuantBytes;
+        const __mmask32 valid = both ? ~__mmask32(0) : __mmask32(0xffff);
         if constexpr (isQ5(F))
           onePlusThirtySeconds(pair, both, lo, hi);
+        else if constexpr (F == QuantFormat::IQ4_NL)
+          codebookValues(pair, valid, codebook, lo, hi);
         else
-          onePlusSixteenths(pair, both ? ~__mmask32(0) : __mmask32(0xffff), lo, hi);
+          onePlusSixteenths(pair, valid, lo, hi);
         const __m512 scale = _mm512_permutexvar_ps(spread, dK[i]);
         for (int j = 0; j < BB; ++j) {
           __m512 s = _mm512_dpbf16_ps(_mm512_setzero_ps(), (__m512bh)lo, xlo[j]);
@@ -223,7 +253,8 @@ void pairRowsOn(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowE
 
 bool quantGemvAvx512Bf16Applies(const QuantGemvArgs<uint16_t> &a) {
   return a.format == QuantFormat::Q4_0 || a.format == QuantFormat::Q4_1 ||
-         a.format == QuantFormat::Q5_0 || a.format == QuantFormat::Q5_1;
+         a.format == QuantFormat::Q5_0 || a.format == QuantFormat::Q5_1 ||
+         a.format == QuantFormat::IQ4_NL;
 }
 
 void quantGemvAvx512Bf16(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd) {
@@ -239,6 +270,9 @@ void quantGemvAvx512Bf16(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int
     break;
   case QuantFormat::Q5_1:
     pairRowsOn<QuantFormat::Q5_1>(a, rowBegin, rowEnd);
+    break;
+  case QuantFormat::IQ4_NL:
+    pairRowsOn<QuantFormat::IQ4_NL>(a, rowBegin, rowEnd);
     break;
   default:
     break; // quantGemvAvx512Bf16Applies is false
