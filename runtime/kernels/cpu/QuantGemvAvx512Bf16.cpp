@@ -2,10 +2,11 @@
 //
 // Compiled for AVX-512 F/BW/VL and BF16 (see runtime/CMakeLists.txt); QuantGemv.cpp calls it
 // only where the CPU has them (QuantIsa::Avx512Bf16), for bf16 activations against Q4_0, Q4_1,
-// Q5_0, Q5_1 or IQ4_NL blocks: a bf16 decode step. The generic kernels widen every weight to fp32
-// and convert it from an integer, 8 vector operations per block and row on AVX-512; here a block's
-// 32 weights become bf16 without a conversion and meet the bf16 activations in one vdpbf16ps each
-// 32, about 4.5 operations per block and row, the conversion shared by up to 4 activation rows.
+// Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K or IQ4_XS blocks: a bf16 decode step. The generic kernels widen
+// every weight to fp32 and convert it from an integer, 8 vector operations per block and row on
+// AVX-512; here a block's 32 weights become bf16 without a conversion and meet the bf16 activations
+// in one vdpbf16ps each 32, about 4.5 operations per block and row, the conversion shared by up to
+// 4 activation rows.
 //
 // A weight's quant q becomes the bf16 value 1 + q / 16 (exact: four fraction bits of seven):
 // q shifted to bits 3-6 of its 16-bit lane, under the exponent of 1.0, in a shift and a
@@ -27,10 +28,18 @@
 // its value by one vpermw from a table of them and S is the block's sum of kv[q] x itself: the
 // result is d S, with no second term (K = 1).
 //
+// The super-block formats with 32-weight sub-blocks take the same conversions per pair of
+// sub-blocks (superBlockRows): Q4_K's and Q5_K's 32 bytes of nibbles hold weight l of the even
+// sub-block (low nibble) and of the odd one (high), so each half meets the activations in
+// their own order, with the sub-block's scale s = d * sc as its K s and the minimum m = dmin
+// * mn in the second term, -(K s + m) sum(x) per sub-block (8 lanes per super-block); IQ4_XS's
+// sub-blocks are IQ4_NL's layout under a scale each, against the pairs' layout.
+//
 //===----------------------------------------------------------------------===//
 
 #include "QuantGemvAvx512Isa.h"
 #include "QuantGemvIsa.h"
+#include "QuantGemvKQuantKernel.h"
 
 #include <type_traits>
 
@@ -217,6 +226,123 @@ void pairRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b, const Acti
   }
 }
 
+//===--- Super-blocks of 32-weight sub-blocks: Q4_K, Q5_K, IQ4_XS ----------===//
+
+/// Per activation row, sum(x) of each 32 activations (fp32 from the exact widening of x), the
+/// second terms' factors; per thread, reused.
+const float *subBlockSums(const QuantGemvArgs<uint16_t> &a) {
+  thread_local std::vector<float> sums;
+  const int64_t subBlocks = a.cols / 32;
+  sums.resize(size_t(a.batch * subBlocks));
+  for (int64_t b = 0; b < a.batch; ++b) {
+    const uint16_t *x = a.x + b * a.xStride;
+    for (int64_t s = 0; s < subBlocks; ++s)
+      sums[size_t(b * subBlocks + s)] =
+          Avx512::reduce(Avx512::add(Avx512::load(x + 32 * s), Avx512::load(x + 32 * s + 16)));
+  }
+  return sums.data();
+}
+
+/// Sub-blocks 2g (`lo`) and 2g + 1 (`hi`) of a Q5_K super-block as bf16 1 + q / 32, lane l
+/// weight l: the nibbles of the 32 bytes at `qs` in bits 2-5 of the mantissa, and bit 6 where
+/// bit 2g (lo) or 2g + 1 (hi) of qh[l] is set.
+inline void q5KThirtySeconds(const uint8_t *qs, const uint8_t *qh, int g, __m512i &lo,
+                             __m512i &hi) {
+  const __m512i bytes =
+      _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(qs)));
+  const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qh));
+  const __m512i mantissa = _mm512_set1_epi16(0x003c), one = _mm512_set1_epi16(0x3f80);
+  const __m512i fifth = _mm512_set1_epi16(0x0040);
+  lo = _mm512_ternarylogic_epi32(_mm512_slli_epi16(bytes, 2), mantissa, one, 0xea);
+  hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(bytes, 2), mantissa, one, 0xea);
+  lo = _mm512_mask_add_epi16(lo, _mm256_test_epi8_mask(high, _mm256_set1_epi8(char(1 << (2 * g)))),
+                             lo, fifth);
+  hi = _mm512_mask_add_epi16(
+      hi, _mm256_test_epi8_mask(high, _mm256_set1_epi8(char(1 << (2 * g + 1)))), hi, fifth);
+}
+
+/// Rows [r, r + RB) of W against activation rows [b, b + BB): per super-block the scales (and
+/// the second terms) once per weight row, each pair of sub-blocks converted once for the BB
+/// activation rows, which are read as they are (Q4_K, Q5_K) or from `pairs` (IQ4_XS).
+template <QuantFormat F, int RB, int BB>
+void superBlockRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b,
+                    const Activations *pairs, const float *sums) {
+  constexpr int64_t Bytes = quantBlockBytes(F);
+  constexpr bool Codebook = F == QuantFormat::IQ4_XS;
+  constexpr float K = F == QuantFormat::Q5_K ? 32.0f : 16.0f;
+  const int64_t subBlocks = a.cols / 32;
+  const uint8_t *w = a.w + r * a.rowBytes;
+  const __m512i codebook = Codebook ? codebookTable() : __m512i();
+  __m512 acc[RB][BB];
+  __m256 second[RB][BB]; // per sub-block lane: (K s + m) sum(x)
+  for (int i = 0; i < RB; ++i)
+    for (int j = 0; j < BB; ++j) {
+      acc[i][j] = _mm512_setzero_ps();
+      second[i][j] = _mm256_setzero_ps();
+    }
+  SuperBlockScales<F> sb[RB];
+  const int64_t ahead = prefetchGroups<RB>(a.rowBytes, PrefetchBytesAhead);
+  for (int64_t k = 0; k < a.cols / kKQuantBlock; ++k) {
+    if (b == 0) // later activation tiles of these rows find their blocks prefetched
+      prefetchGroupAhead<RB, Bytes>(w, a.rowBytes, k, ahead);
+    const uint8_t *blocks[RB];
+    for (int i = 0; i < RB; ++i) {
+      blocks[i] = w + i * a.rowBytes + k * Bytes;
+      sb[i].decode(blocks[i]);
+      if constexpr (!Codebook) {
+        const __m256 factor = _mm256_fmadd_ps(_mm256_set1_ps(K), _mm256_loadu_ps(sb[i].scales),
+                                              _mm256_loadu_ps(sb[i].minimums));
+        for (int j = 0; j < BB; ++j)
+          second[i][j] = _mm256_fmadd_ps(
+              factor, _mm256_loadu_ps(sums + (b + j) * subBlocks + 8 * k), second[i][j]);
+      }
+    }
+    for (int g = 0; g < 4; ++g) {
+      __m512bh xlo[BB], xhi[BB];
+      for (int j = 0; j < BB; ++j) {
+        const uint16_t *xp = Codebook ? pairs[j].pairs + (4 * k + g) * 64
+                                      : a.x + (b + j) * a.xStride + k * kKQuantBlock + 64 * g;
+        xlo[j] = (__m512bh)_mm512_loadu_si512(xp);
+        xhi[j] = (__m512bh)_mm512_loadu_si512(xp + 32);
+      }
+      for (int i = 0; i < RB; ++i) {
+        __m512i lo, hi;
+        if constexpr (Codebook)
+          codebookValues(blocks[i] + 8 + 32 * g, ~__mmask32(0), codebook, lo, hi);
+        else if constexpr (F == QuantFormat::Q4_K)
+          onePlusSixteenths(blocks[i] + 16 + 32 * g, ~__mmask32(0), lo, hi);
+        else
+          q5KThirtySeconds(blocks[i] + 48 + 32 * g, blocks[i] + 16, g, lo, hi);
+        const float s0 = sb[i].scales[2 * g], s1 = sb[i].scales[2 * g + 1];
+        for (int j = 0; j < BB; ++j) {
+          if constexpr (Codebook) { // lanes 0-7 sub-block 2g, 8-15 sub-block 2g + 1
+            __m512 sum = _mm512_dpbf16_ps(_mm512_setzero_ps(), (__m512bh)lo, xlo[j]);
+            sum = _mm512_dpbf16_ps(sum, (__m512bh)hi, xhi[j]);
+            acc[i][j] = _mm512_fmadd_ps(
+                _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(s0), _mm512_set1_ps(s1)), sum,
+                acc[i][j]);
+          } else {
+            acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(K * s0),
+                                        _mm512_dpbf16_ps(_mm512_setzero_ps(), (__m512bh)lo, xlo[j]),
+                                        acc[i][j]);
+            acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(K * s1),
+                                        _mm512_dpbf16_ps(_mm512_setzero_ps(), (__m512bh)hi, xhi[j]),
+                                        acc[i][j]);
+          }
+        }
+      }
+    }
+  }
+  for (int i = 0; i < RB; ++i) {
+    const float bias = a.bias ? widen(a.bias[r + i]) : 0.0f;
+    for (int j = 0; j < BB; ++j) {
+      uint16_t *out = a.y + (b + j) * a.yStride + r + i;
+      const float v = _mm512_reduce_add_ps(acc[i][j]) - sum8(second[i][j]) + bias;
+      store(out, a.accumulate ? widen(*out) + v : v);
+    }
+  }
+}
+
 /// Activation rows per tile here: 4, not Avx512::BatchBlock's 8. With 8, a pair of blocks
 /// needs 16 activation registers next to the 16 accumulators, and the spills made a batched
 /// bf16 decode step's layer products 1.3-1.5x slower (Zen 5, NNSC_PROFILE=1 nns-run with 8
@@ -225,23 +351,33 @@ constexpr int PairBatchBlock = 4;
 
 /// Weight rows [r, r + RB) against every activation row, in forBatchTiles' tiles.
 template <QuantFormat F, int RB>
-void pairRowsAllBatch(const QuantGemvArgs<uint16_t> &a, int64_t r, const Activations *x) {
+void pairRowsAllBatch(const QuantGemvArgs<uint16_t> &a, int64_t r, const Activations *x,
+                      const float *sums) {
   forBatchTiles<PairBatchBlock>(a.batch, [&](auto rows, int64_t b) {
-    pairRows<F, RB, decltype(rows)::value>(a, r, b, x + b);
+    constexpr int BB = decltype(rows)::value;
+    if constexpr (isKQuant(F))
+      superBlockRows<F, RB, BB>(a, r, b, x ? x + b : nullptr, sums);
+    else
+      pairRows<F, RB, BB>(a, r, b, x + b);
   });
 }
 
 template <QuantFormat F>
 void pairRowsOn(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd) {
-  const Activations *x = layoutActivations<F>(a);
+  // IQ4_XS's sub-blocks meet the pairs' layout (IQ4_NL's, without second terms); Q4_K and Q5_K
+  // read the activations as they are, with the sums of each 32.
+  const Activations *x = F == QuantFormat::IQ4_XS ? layoutActivations<QuantFormat::IQ4_NL>(a)
+                         : isKQuant(F)            ? nullptr
+                                                  : layoutActivations<F>(a);
+  const float *sums = isKQuant(F) && F != QuantFormat::IQ4_XS ? subBlockSums(a) : nullptr;
   // A single activation row leaves registers for 4 weight rows; several take 2.
   auto run = [&](auto rowBlock) {
     constexpr int RB = decltype(rowBlock)::value;
     int64_t r = rowBegin;
     for (; r + RB <= rowEnd; r += RB)
-      pairRowsAllBatch<F, RB>(a, r, x);
+      pairRowsAllBatch<F, RB>(a, r, x, sums);
     for (; r < rowEnd; ++r)
-      pairRowsAllBatch<F, 1>(a, r, x);
+      pairRowsAllBatch<F, 1>(a, r, x, sums);
   };
   if (a.batch == 1)
     run(std::integral_constant<int, 4>());
@@ -254,7 +390,8 @@ void pairRowsOn(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowE
 bool quantGemvAvx512Bf16Applies(const QuantGemvArgs<uint16_t> &a) {
   return a.format == QuantFormat::Q4_0 || a.format == QuantFormat::Q4_1 ||
          a.format == QuantFormat::Q5_0 || a.format == QuantFormat::Q5_1 ||
-         a.format == QuantFormat::IQ4_NL;
+         a.format == QuantFormat::IQ4_NL || a.format == QuantFormat::Q4_K ||
+         a.format == QuantFormat::Q5_K || a.format == QuantFormat::IQ4_XS;
 }
 
 void quantGemvAvx512Bf16(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd) {
@@ -273,6 +410,15 @@ void quantGemvAvx512Bf16(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int
     break;
   case QuantFormat::IQ4_NL:
     pairRowsOn<QuantFormat::IQ4_NL>(a, rowBegin, rowEnd);
+    break;
+  case QuantFormat::Q4_K:
+    pairRowsOn<QuantFormat::Q4_K>(a, rowBegin, rowEnd);
+    break;
+  case QuantFormat::Q5_K:
+    pairRowsOn<QuantFormat::Q5_K>(a, rowBegin, rowEnd);
+    break;
+  case QuantFormat::IQ4_XS:
+    pairRowsOn<QuantFormat::IQ4_XS>(a, rowBegin, rowEnd);
     break;
   default:
     break; // quantGemvAvx512Bf16Applies is false

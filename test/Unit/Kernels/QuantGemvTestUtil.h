@@ -57,15 +57,19 @@ inline torch::Tensor dequantize(const QuantizedMatrix &m) {
 
 /// |m| of each weight's block [rows, cols]: the Q4_1/Q5_1 minimum, 8 |d| for Q4_0, 16 |d| for
 /// Q5_0, 0 for Q8_0, IQ4_NL, Q3_K, Q6_K and IQ4_XS, Q2_K's, Q4_K's and Q5_K's sub-block minimum;
-/// with `scales`, |d| instead for the formats of the vdpbf16ps kernel (Q4_0, Q4_1; 2 |d| for
-/// Q5_0 and Q5_1, whose form is 1 + q / 32), 0 for the others.
+/// with `scales`, |d| instead for the formats the vdpbf16ps kernel offsets as 1 + q / K (Q4_0,
+/// Q4_1; 2 |d| for Q5_0 and Q5_1, whose K is 32; Q4_K's sub-block scale |d sc|, Q5_K's twice
+/// it), 0 for the others (IQ4_NL and IQ4_XS meet it as their exact values).
 inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = false) {
   if (!m.rest.empty())
     return catOverParts(
         m, [scales](const QuantizedMatrix &part) { return minimumMagnitudes(part, scales); });
   torch::Tensor out = torch::zeros({m.rows(), m.cols}, torch::kFloat64);
   const bool q5 = m.format == QuantFormat::Q5_0 || m.format == QuantFormat::Q5_1;
-  const bool bf16DotFormat = m.format == QuantFormat::Q4_0 || m.format == QuantFormat::Q4_1 || q5;
+  const bool q5K = m.format == QuantFormat::Q5_K;
+  const bool subBlockScales = m.format == QuantFormat::Q4_K || m.format == QuantFormat::Q5_K;
+  const bool bf16DotFormat =
+      m.format == QuantFormat::Q4_0 || m.format == QuantFormat::Q4_1 || q5 || subBlockScales;
   if (m.format == QuantFormat::Q8_0 || m.format == QuantFormat::IQ4_NL ||
       m.format == QuantFormat::Q3_K || m.format == QuantFormat::Q6_K ||
       m.format == QuantFormat::IQ4_XS || (scales && !bf16DotFormat))
@@ -73,7 +77,7 @@ inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = f
   const int64_t bytes = nnsc::kernels::quantBlockBytes(m.format);
   const torch::Tensor blocks = m.ggmlBlocks();
   double *o = out.data_ptr<double>();
-  if (m.format == QuantFormat::Q4_K || m.format == QuantFormat::Q5_K) {
+  if (subBlockScales) {
     int8_t q[256];
     float sc[8], mn[8];
     for (int64_t r = 0; r < m.rows(); ++r)
@@ -82,7 +86,7 @@ inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = f
             blocks.data_ptr<uint8_t>() + r * blocks.stride(0) + k * bytes, q, sc, mn);
         for (int j = 0; j < 8; ++j)
           std::fill(o + r * m.cols + k * 256 + 32 * j, o + r * m.cols + k * 256 + 32 * j + 32,
-                    std::abs(double(mn[j])));
+                    scales ? std::abs(double(sc[j])) * (q5K ? 2 : 1) : std::abs(double(mn[j])));
       }
     return out;
   }
