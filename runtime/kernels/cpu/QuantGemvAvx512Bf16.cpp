@@ -175,10 +175,11 @@ void pairRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b, const Acti
       const __m512 m =
           quantHasMinimum(F) ? Avx512::widenHalves(Row::minimums(row, blocks) + 2 * chunk, n) : d;
       // The chunk's second terms (lanes past the last block are 0 in both factors).
-      for (int j = 0; j < BB && hasSecondTerm<F>(); ++j) {
-        acc[i][j] = _mm512_fmadd_ps(d, _mm512_loadu_ps(x[j].scaleSums + chunk), acc[i][j]);
-        acc[i][j] = _mm512_fmadd_ps(m, _mm512_loadu_ps(x[j].minimumSums + chunk), acc[i][j]);
-      }
+      if constexpr (hasSecondTerm<F>())
+        for (int j = 0; j < BB; ++j) {
+          acc[i][j] = _mm512_fmadd_ps(d, _mm512_loadu_ps(x[j].scaleSums + chunk), acc[i][j]);
+          acc[i][j] = _mm512_fmadd_ps(m, _mm512_loadu_ps(x[j].minimumSums + chunk), acc[i][j]);
+        }
       dK[i] = _mm512_mul_ps(d, _mm512_set1_ps(fractionDenominator<F>())); // exact
     }
     for (int g = 0; g * PairBlocks < n; ++g) {

@@ -270,15 +270,15 @@ template <typename T> void prefillTile(const Operands<T> &ops, const Tile &tile,
       values[t] = s.zeros.data();
       valueRows[t] = nullptr;
     }
-    if constexpr (std::is_same_v<T, uint16_t>)
-      if (bf16Dot)
-        pairValues(valueRows, dim, valuePairs);
     if (bf16Dot) {
-      for (int t = 0; t < 16; ++t)
-        if (t < n)
-          std::copy_n(keys[t], dim, keyRows + t * dim);
-        else
-          std::fill_n(keyRows + t * dim, dim, T(0));
+      if constexpr (std::is_same_v<T, uint16_t>) {
+        pairValues(valueRows, dim, valuePairs);
+        for (int t = 0; t < 16; ++t)
+          if (t < n)
+            std::copy_n(keys[t], dim, keyRows + t * dim);
+          else
+            std::fill_n(keyRows + t * dim, dim, T(0));
+      }
     } else {
       for (int64_t i0 = 0; i0 < dim; i0 += 16) {
         __m512 in[16], out[16];
