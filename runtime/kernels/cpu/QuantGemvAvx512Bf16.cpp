@@ -2,11 +2,11 @@
 //
 // Compiled for AVX-512 F/BW/VL and BF16 (see runtime/CMakeLists.txt); QuantGemv.cpp calls it
 // only where the CPU has them (QuantIsa::Avx512Bf16), for bf16 activations against Q4_0, Q4_1,
-// Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K or IQ4_XS blocks: a bf16 decode step. The generic kernels widen
-// every weight to fp32 and convert it from an integer, 8 vector operations per block and row on
-// AVX-512; here a block's 32 weights become bf16 without a conversion and meet the bf16 activations
-// in one vdpbf16ps each 32, about 4.5 operations per block and row, the conversion shared by up to
-// 4 activation rows.
+// Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K, IQ4_XS or Q6_K blocks: a bf16 decode step. The generic kernels
+// widen every weight to fp32 and convert it from an integer, 8 vector operations per block and row
+// on AVX-512; here a block's 32 weights become bf16 without a conversion and meet the bf16
+// activations in one vdpbf16ps each 32, about 4.5 operations per block and row, the conversion
+// shared by up to 4 activation rows.
 //
 // A weight's quant q becomes the bf16 value 1 + q / 16 (exact: four fraction bits of seven):
 // q shifted to bits 3-6 of its 16-bit lane, under the exponent of 1.0, in a shift and a
@@ -34,6 +34,12 @@
 // their own order, with the sub-block's scale s = d * sc as its K s and the minimum m = dmin
 // * mn in the second term, -(K s + m) sum(x) per sub-block (8 lanes per super-block); IQ4_XS's
 // sub-blocks are IQ4_NL's layout under a scale each, against the pairs' layout.
+//
+// Q6_K's 6-bit quants (16-weight sub-blocks, q6KRows) are unpacked to bytes in registers
+// (Avx512::q6KHalf) and interleaved with the byte 0x3f: the 16-bit lane 0x3f00 | q is the
+// bf16 0.5 + q / 256, exact, in one vpunpck[lh]bw per 32 weights. Since s (q - 32) = 256 s (0.5
+// + q / 256) - 160 s, a sub-block's sum is 256 s S - 160 s sum(x), against activations laid
+// out in the unpack's order (q6KActivations).
 //
 //===----------------------------------------------------------------------===//
 
@@ -344,6 +350,113 @@ void superBlockRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b,
   }
 }
 
+//===--- Q6_K: 16-weight sub-blocks -----------------------------------------===//
+
+/// An activation row laid out for q6KRows: per 64 activations, the 32 that vpunpcklbw pairs
+/// with the quants (0-7, 16-23, 32-39, 48-55 of the 64), then the other 32; and sum(x) of each
+/// 16 (fp32, from the exact widening of x).
+struct Q6KActivations {
+  const uint16_t *x;
+  const float *sums;
+};
+
+/// The 16-bit indices of `first`, first + 1, ..., first + 7, then the same 16, 32 and 48 on:
+/// the words of each 128-bit lane that vpunpck[lh]bw takes, over two source vectors.
+inline __m512i unpackOrder(int16_t first) {
+  alignas(64) int16_t index[32];
+  for (int16_t i = 0; i < 32; ++i)
+    index[i] = int16_t(first + (i / 8) * 16 + i % 8);
+  return _mm512_load_si512(index);
+}
+
+const Q6KActivations *layoutQ6KActivations(const QuantGemvArgs<uint16_t> &a) {
+  thread_local std::vector<uint16_t> xs;
+  thread_local std::vector<float> sums;
+  thread_local std::vector<Q6KActivations> rows;
+  xs.resize(size_t(a.batch * a.cols));
+  sums.resize(size_t(a.batch * a.cols / 16));
+  rows.clear();
+  const __m512i low = unpackOrder(0), high = unpackOrder(8);
+  for (int64_t b = 0; b < a.batch; ++b) {
+    const uint16_t *x = a.x + b * a.xStride;
+    uint16_t *out = xs.data() + b * a.cols;
+    float *rowSums = sums.data() + b * a.cols / 16;
+    for (int64_t g = 0; g < a.cols; g += 64) {
+      const __m512i v0 = _mm512_loadu_si512(x + g), v1 = _mm512_loadu_si512(x + g + 32);
+      _mm512_storeu_si512(out + g, _mm512_permutex2var_epi16(v0, low, v1));
+      _mm512_storeu_si512(out + g + 32, _mm512_permutex2var_epi16(v0, high, v1));
+    }
+    for (int64_t k = 0; k < a.cols / 16; ++k)
+      rowSums[k] = Avx512::reduce(Avx512::load(x + 16 * k));
+    rows.push_back({out, rowSums});
+  }
+  return rows.data();
+}
+
+/// Rows [r, r + RB) of Q6_K W against activation rows [b, b + BB) laid out in `x`: each half
+/// super-block's quants unpacked once for the BB activation rows.
+template <int RB, int BB>
+void q6KRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b, const Q6KActivations *x) {
+  constexpr int64_t Bytes = quantBlockBytes(QuantFormat::Q6_K);
+  const uint8_t *w = a.w + r * a.rowBytes;
+  const __m512i half = _mm512_set1_epi8(0x3f); // 0x3f00 | q: bf16 0.5 + q / 256
+  __m512 acc[RB][BB], second[RB][BB];          // second: per sub-block lane, s sum(x)
+  for (int i = 0; i < RB; ++i)
+    for (int j = 0; j < BB; ++j)
+      acc[i][j] = second[i][j] = _mm512_setzero_ps();
+  const int64_t ahead = prefetchGroups<RB>(a.rowBytes, PrefetchBytesAhead);
+  for (int64_t k = 0; k < a.cols / kKQuantBlock; ++k) {
+    if (b == 0) // later activation tiles of these rows find their blocks prefetched
+      prefetchGroupAhead<RB, Bytes>(w, a.rowBytes, k, ahead);
+    const uint8_t *blocks[RB];
+    __m512 scales[RB]; // 256 s, exact
+    for (int i = 0; i < RB; ++i) {
+      blocks[i] = w + i * a.rowBytes + k * Bytes;
+      const __m512 s = Avx512::q6KScales(blocks[i]);
+      for (int j = 0; j < BB; ++j)
+        second[i][j] = _mm512_fmadd_ps(s, _mm512_loadu_ps(x[j].sums + 16 * k), second[i][j]);
+      scales[i] = _mm512_mul_ps(s, _mm512_set1_ps(256.0f));
+    }
+    for (std::ptrdiff_t h = 0; h < 2; ++h) {
+      __m512i q[RB][2];
+      for (int i = 0; i < RB; ++i)
+        Avx512::q6KHalf(blocks[i], h, q[i][0], q[i][1]);
+      for (int c = 0; c < 2; ++c) { // weights 128 h + 64 c to + 63: sub-blocks 8 h + 4 c + 0-3
+        const int64_t at = k * kKQuantBlock + 128 * h + 64 * c;
+        __m512bh xlo[BB], xhi[BB];
+        for (int j = 0; j < BB; ++j) {
+          xlo[j] = (__m512bh)_mm512_loadu_si512(x[j].x + at);
+          xhi[j] = (__m512bh)_mm512_loadu_si512(x[j].x + at + 32);
+        }
+        // Lanes 4 m to 4 m + 3 of both products belong to sub-block 8 h + 4 c + m.
+        const __m512i spread = _mm512_add_epi32(
+            _mm512_set1_epi32(int(8 * h + 4 * c)),
+            _mm512_srli_epi32(
+                _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2));
+        for (int i = 0; i < RB; ++i) {
+          const __m512bh lo = (__m512bh)_mm512_unpacklo_epi8(q[i][c], half);
+          const __m512bh hi = (__m512bh)_mm512_unpackhi_epi8(q[i][c], half);
+          const __m512 scale = _mm512_permutexvar_ps(spread, scales[i]);
+          for (int j = 0; j < BB; ++j) {
+            __m512 sum = _mm512_dpbf16_ps(_mm512_setzero_ps(), lo, xlo[j]);
+            sum = _mm512_dpbf16_ps(sum, hi, xhi[j]);
+            acc[i][j] = _mm512_fmadd_ps(scale, sum, acc[i][j]);
+          }
+        }
+      }
+    }
+  }
+  for (int i = 0; i < RB; ++i) {
+    const float bias = a.bias ? widen(a.bias[r + i]) : 0.0f;
+    for (int j = 0; j < BB; ++j) {
+      uint16_t *out = a.y + (b + j) * a.yStride + r + i;
+      const float v =
+          _mm512_reduce_add_ps(acc[i][j]) - 160.0f * _mm512_reduce_add_ps(second[i][j]) + bias;
+      store(out, a.accumulate ? widen(*out) + v : v);
+    }
+  }
+}
+
 /// Activation rows per tile here: 4, not Avx512::BatchBlock's 8. With 8, a pair of blocks
 /// needs 16 activation registers next to the 16 accumulators, and the spills made a batched
 /// bf16 decode step's layer products 1.3-1.5x slower (Zen 5, NNSC_PROFILE=1 nns-run with 8
@@ -353,10 +466,12 @@ constexpr int PairBatchBlock = 4;
 /// Weight rows [r, r + RB) against every activation row, in forBatchTiles' tiles.
 template <QuantFormat F, int RB>
 void pairRowsAllBatch(const QuantGemvArgs<uint16_t> &a, int64_t r, const Activations *x,
-                      const float *sums) {
+                      const float *sums, const Q6KActivations *q6x) {
   forBatchTiles<PairBatchBlock>(a.batch, [&](auto rows, int64_t b) {
     constexpr int BB = decltype(rows)::value;
-    if constexpr (isKQuant(F))
+    if constexpr (F == QuantFormat::Q6_K)
+      q6KRows<RB, BB>(a, r, b, q6x + b);
+    else if constexpr (isKQuant(F))
       superBlockRows<F, RB, BB>(a, r, b, x ? x + b : nullptr, sums);
     else
       pairRows<F, RB, BB>(a, r, b, x + b);
@@ -370,15 +485,16 @@ void pairRowsOn(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowE
   const Activations *x = F == QuantFormat::IQ4_XS ? layoutActivations<QuantFormat::IQ4_NL>(a)
                          : isKQuant(F)            ? nullptr
                                                   : layoutActivations<F>(a);
-  const float *sums = isKQuant(F) && F != QuantFormat::IQ4_XS ? subBlockSums(a) : nullptr;
+  const float *sums = hasNibbleSubBlocks(F) && F != QuantFormat::IQ4_XS ? subBlockSums(a) : nullptr;
+  const Q6KActivations *q6x = F == QuantFormat::Q6_K ? layoutQ6KActivations(a) : nullptr;
   // A single activation row leaves registers for 4 weight rows; several take 2.
   auto run = [&](auto rowBlock) {
     constexpr int RB = decltype(rowBlock)::value;
     int64_t r = rowBegin;
     for (; r + RB <= rowEnd; r += RB)
-      pairRowsAllBatch<F, RB>(a, r, x, sums);
+      pairRowsAllBatch<F, RB>(a, r, x, sums, q6x);
     for (; r < rowEnd; ++r)
-      pairRowsAllBatch<F, 1>(a, r, x, sums);
+      pairRowsAllBatch<F, 1>(a, r, x, sums, q6x);
   };
   if (a.batch == 1)
     run(std::integral_constant<int, 4>());
@@ -392,7 +508,8 @@ bool quantGemvAvx512Bf16Applies(const QuantGemvArgs<uint16_t> &a) {
   return a.format == QuantFormat::Q4_0 || a.format == QuantFormat::Q4_1 ||
          a.format == QuantFormat::Q5_0 || a.format == QuantFormat::Q5_1 ||
          a.format == QuantFormat::IQ4_NL || a.format == QuantFormat::Q4_K ||
-         a.format == QuantFormat::Q5_K || a.format == QuantFormat::IQ4_XS;
+         a.format == QuantFormat::Q5_K || a.format == QuantFormat::IQ4_XS ||
+         a.format == QuantFormat::Q6_K;
 }
 
 void quantGemvAvx512Bf16(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd) {
@@ -420,6 +537,9 @@ void quantGemvAvx512Bf16(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int
     break;
   case QuantFormat::IQ4_XS:
     pairRowsOn<QuantFormat::IQ4_XS>(a, rowBegin, rowEnd);
+    break;
+  case QuantFormat::Q6_K:
+    pairRowsOn<QuantFormat::Q6_K>(a, rowBegin, rowEnd);
     break;
   default:
     break; // quantGemvAvx512Bf16Applies is false

@@ -115,35 +115,41 @@ struct Avx512 {
   static V widenHalves(const uint8_t *p, int n) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(__mmask16((1u << n) - 1), p));
   }
-  /// unpackQ6_K in 512-bit registers, 64 quants per operation: a half super-block's 64 bytes
-  /// of low bits hold quants l (low nibbles of bytes l < 32), 32 + l (of bytes 32 + l), 64 + l
-  /// and 96 + l (their high nibbles); its 32 bytes of high bits, broadcast to both 256-bit
-  /// halves, are shifted per half (4 and 2 bits left for the first 64 quants, 0 and 2 right for
-  /// the others) so that each quant's 2 bits land on bits 4-5 of its byte. The 16-bit shifts
-  /// carry a neighbour byte's bits in, which the masks drop. Against the decoder's 32-byte
-  /// unpack: Q6_K at one fp32 row 21-24 -> 30-33 Gweights/s on a Zen 5
-  /// (nnsc-bench-quant-formats), the Q4_K_M file's down_proj decode phase 16% shorter.
+  /// Half h of a Q6_K super-block's quants q (0-63), as bytes in weight order: `first` holds
+  /// weights 128 h to 128 h + 63, `second` the next 64. The half's 64 bytes of low bits hold
+  /// quants l (low nibbles of bytes l < 32), 32 + l (of bytes 32 + l), 64 + l and 96 + l (their
+  /// high nibbles); its 32 bytes of high bits, broadcast to both 256-bit halves, are shifted per
+  /// half (4 and 2 bits left for the first 64 quants, 0 and 2 right for the others) so that
+  /// each quant's 2 bits land on bits 4-5 of its byte. The 16-bit shifts carry a neighbour
+  /// byte's bits in, which the masks drop.
+  static void q6KHalf(const uint8_t *block, std::ptrdiff_t h, __m512i &first, __m512i &second) {
+    const __m512i nibble = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
+    const __m512i leftFirst = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+    const __m512i rightSecond = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    const __m512i low = _mm512_loadu_si512(block + 64 * h);
+    const __m512i high = _mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(block + 128 + 32 * h)));
+    // 0xd8: C ? B : A, bit by bit (A the low bits, B the shifted high bits, C bits 4-5).
+    first = _mm512_ternarylogic_epi32(_mm512_and_si512(low, nibble),
+                                      _mm512_sllv_epi16(high, leftFirst), bits45, 0xd8);
+    second = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(low, 4), nibble),
+                                       _mm512_srlv_epi16(high, rightSecond), bits45, 0xd8);
+  }
+  /// A Q6_K super-block's 16 scales d * sc.
+  static __m512 q6KScales(const uint8_t *block) {
+    return _mm512_mul_ps(_mm512_set1_ps(half(block + 208)),
+                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                             _mm_loadu_si128(reinterpret_cast<const __m128i *>(block + 192)))));
+  }
+  /// unpackQ6_K in 512-bit registers, 64 quants per operation (q6KHalf, then the offset).
+  /// Against the decoder's 32-byte unpack: Q6_K at one fp32 row 21-24 -> 30-33 Gweights/s on a
+  /// Zen 5 (nnsc-bench-quant-formats), the Q4_K_M file's down_proj decode phase 16% shorter.
   static void unpackQ6K(const uint8_t *block, int8_t *q, float *scales) {
-    const __m512 d = _mm512_set1_ps(half(block + 208));
-    _mm512_storeu_ps(scales,
-                     _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
-                                          reinterpret_cast<const __m128i *>(block + 192))))));
-    const __m512i nibble = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30),
-                  offset = _mm512_set1_epi8(32);
-    const __m512i leftFirst =
-        _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1); // quants 0-63
-    const __m512i rightSecond =
-        _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1); // quants 64-127
+    _mm512_storeu_ps(scales, q6KScales(block));
+    const __m512i offset = _mm512_set1_epi8(32);
     for (std::ptrdiff_t h = 0; h < 2; ++h) {
-      const __m512i low = _mm512_loadu_si512(block + 64 * h);
-      const __m512i high = _mm512_broadcast_i64x4(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(block + 128 + 32 * h)));
-      // 0xd8: C ? B : A, bit by bit (A the low bits, B the shifted high bits, C bits 4-5).
-      const __m512i first = _mm512_ternarylogic_epi32(
-          _mm512_and_si512(low, nibble), _mm512_sllv_epi16(high, leftFirst), bits45, 0xd8);
-      const __m512i second =
-          _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(low, 4), nibble),
-                                    _mm512_srlv_epi16(high, rightSecond), bits45, 0xd8);
+      __m512i first, second;
+      q6KHalf(block, h, first, second);
       _mm512_store_si512(q + 128 * h, _mm512_sub_epi8(first, offset));
       _mm512_store_si512(q + 128 * h + 64, _mm512_sub_epi8(second, offset));
     }

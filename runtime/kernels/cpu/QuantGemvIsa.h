@@ -16,8 +16,8 @@ void quantGemvAvx2(const QuantGemvArgs<float> &a, int64_t rowBegin, int64_t rowE
 void quantGemvAvx2(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd);
 void quantGemvAvx512(const QuantGemvArgs<float> &a, int64_t rowBegin, int64_t rowEnd);
 void quantGemvAvx512(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd);
-/// Whether the vdpbf16ps kernel computes `a` (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K or
-/// IQ4_XS blocks).
+/// Whether the vdpbf16ps kernel computes `a` (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K,
+/// IQ4_XS or Q6_K blocks).
 bool quantGemvAvx512Bf16Applies(const QuantGemvArgs<uint16_t> &a);
 void quantGemvAvx512Bf16(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd);
 void widenQuantRowsAvx2(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows,

@@ -59,7 +59,8 @@ inline torch::Tensor dequantize(const QuantizedMatrix &m) {
 /// Q5_0, 0 for Q8_0, IQ4_NL, Q3_K, Q6_K and IQ4_XS, Q2_K's, Q4_K's and Q5_K's sub-block minimum;
 /// with `scales`, |d| instead for the formats the vdpbf16ps kernel offsets as 1 + q / K (Q4_0,
 /// Q4_1; 2 |d| for Q5_0 and Q5_1, whose K is 32; Q4_K's sub-block scale |d sc|, Q5_K's twice
-/// it), 0 for the others (IQ4_NL and IQ4_XS meet it as their exact values).
+/// it; Q6_K's 11 |d sc|, its form 256 s (0.5 + q / 256) - 160 s), 0 for the others (IQ4_NL and
+/// IQ4_XS meet it as their exact values).
 inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = false) {
   if (!m.rest.empty())
     return catOverParts(
@@ -68,15 +69,28 @@ inline torch::Tensor minimumMagnitudes(const QuantizedMatrix &m, bool scales = f
   const bool q5 = m.format == QuantFormat::Q5_0 || m.format == QuantFormat::Q5_1;
   const bool q5K = m.format == QuantFormat::Q5_K;
   const bool subBlockScales = m.format == QuantFormat::Q4_K || m.format == QuantFormat::Q5_K;
-  const bool bf16DotFormat =
-      m.format == QuantFormat::Q4_0 || m.format == QuantFormat::Q4_1 || q5 || subBlockScales;
+  const bool bf16DotFormat = m.format == QuantFormat::Q4_0 || m.format == QuantFormat::Q4_1 || q5 ||
+                             subBlockScales || m.format == QuantFormat::Q6_K;
   if (m.format == QuantFormat::Q8_0 || m.format == QuantFormat::IQ4_NL ||
-      m.format == QuantFormat::Q3_K || m.format == QuantFormat::Q6_K ||
+      m.format == QuantFormat::Q3_K || (m.format == QuantFormat::Q6_K && !scales) ||
       m.format == QuantFormat::IQ4_XS || (scales && !bf16DotFormat))
     return out;
   const int64_t bytes = nnsc::kernels::quantBlockBytes(m.format);
   const torch::Tensor blocks = m.ggmlBlocks();
   double *o = out.data_ptr<double>();
+  if (m.format == QuantFormat::Q6_K) { // 256 |s| (0.5 + q / 256) + 160 |s| <= 11 * 32 |s|
+    int8_t q[256];
+    float sc[16];
+    for (int64_t r = 0; r < m.rows(); ++r)
+      for (int64_t k = 0; k < m.cols / 256; ++k) {
+        nnsc::kernels::unpackQ6_K(blocks.data_ptr<uint8_t>() + r * blocks.stride(0) + k * bytes, q,
+                                  sc);
+        for (int j = 0; j < 16; ++j)
+          std::fill(o + r * m.cols + k * 256 + 16 * j, o + r * m.cols + k * 256 + 16 * j + 16,
+                    11 * std::abs(double(sc[j])));
+      }
+    return out;
+  }
   if (subBlockScales) {
     int8_t q[256];
     float sc[8], mn[8];
