@@ -1,7 +1,7 @@
 //===- QuantGemvAvx512Isa.h - The AVX-512 vector type of the quantized GEMV -*- C++ -*-===//
 //
-// Private to runtime/kernels/cpu, for the files compiled for AVX-512 F/BW/VL only
-// (QuantGemvAvx512.cpp, QuantGemvAvx512Bf16.cpp): the `Isa` that QuantGemvKernel.h's kernel
+// Private to runtime/kernels/cpu, for the files compiled for AVX-512 F/BW/VL (QuantGemvAvx512.cpp;
+// QuantGemvAvx512Bf16*.cpp, with BF16 too): the `Isa` that QuantGemvKernel.h's kernel
 // body is instantiated with, whose loads and widenings the vdpbf16ps kernel uses too. Internal
 // linkage, as QuantGemvKernel.h explains.
 //

@@ -2,7 +2,7 @@
 //
 // Private to runtime/kernels/cpu, included by QuantGemvAvx2.cpp and QuantGemvAvx512.cpp after
 // QuantGemvKernel.h, whose internal-linkage rules and helpers it shares (and by
-// QuantGemvAvx512Bf16.cpp for SuperBlockScales). K-quant rows are read
+// QuantGemvAvx512Bf16KQuant.cpp for SuperBlockScales). K-quant rows are read
 // as the file stores them, 256-weight super-blocks. Q4_K's quants are widened in registers W at
 // a time (Isa::q4: a byte's low nibble is a weight of the even sub-block of its 64, the high
 // nibble the same weight of the odd one), Q5_K's the same way with their fifth bits or'ed in

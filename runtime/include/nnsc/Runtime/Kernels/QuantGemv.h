@@ -154,9 +154,10 @@ void widenQuantRows(QuantFormat format, const uint8_t *w, int64_t rowBytes, int6
 void widenQuantRows(QuantFormat format, const uint8_t *w, int64_t rowBytes, int64_t rows,
                     int64_t cols, uint16_t *out);
 
-/// The instruction sets of the kernels. Avx512Bf16 is Avx512 plus the vdpbf16ps kernel for bf16
-/// activations against 4- and 5-bit blocks (QuantGemvAvx512Bf16.cpp); every other product of it
-/// runs the Avx512 kernels.
+/// The instruction sets of the kernels. Avx512Bf16 is Avx512 plus the vdpbf16ps kernels for bf16
+/// activations against Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL (QuantGemvAvx512Bf16.cpp), Q4_K, Q5_K,
+/// IQ4_XS and Q6_K blocks (QuantGemvAvx512Bf16KQuant.cpp); every other product of it runs the
+/// Avx512 kernels.
 enum class QuantIsa { Avx2, Avx512, Avx512Bf16 };
 
 /// Whether this CPU runs the kernels of `isa` (AVX-512: not with NNSC_QUANT_AVX512=0; the
