@@ -212,7 +212,8 @@ void q6KRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b, const Q6KAc
       __m512i q[RB][2];
       for (int i = 0; i < RB; ++i)
         Avx512::q6KHalf(blocks[i], h, q[i][0], q[i][1]);
-      for (std::ptrdiff_t c = 0; c < 2; ++c) { // weights 128 h + 64 c on: sub-blocks 8 h + 4 c + 0-3
+      for (std::ptrdiff_t c = 0; c < 2;
+           ++c) { // weights 128 h + 64 c on: sub-blocks 8 h + 4 c + 0-3
         const int64_t at = k * kKQuantBlock + 128 * h + 64 * c;
         __m512bh xlo[BB], xhi[BB];
         for (int j = 0; j < BB; ++j) {
@@ -270,8 +271,7 @@ void superBlocksOn(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t r
 
 } // namespace
 
-void quantGemvAvx512Bf16KQuant(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin,
-                               int64_t rowEnd) {
+void quantGemvAvx512Bf16KQuant(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd) {
   switch (a.format) {
   case QuantFormat::Q4_K:
     superBlocksOn<QuantFormat::Q4_K>(a, rowBegin, rowEnd);

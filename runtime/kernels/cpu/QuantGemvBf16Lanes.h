@@ -20,8 +20,7 @@ namespace nnsc::kernels {
 
 /// The super-block formats' vdpbf16ps kernel (QuantGemvAvx512Bf16KQuant.cpp): Q4_K, Q5_K,
 /// IQ4_XS and Q6_K, output columns [rowBegin, rowEnd).
-void quantGemvAvx512Bf16KQuant(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin,
-                               int64_t rowEnd);
+void quantGemvAvx512Bf16KQuant(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd);
 
 namespace { // NOLINT: internal linkage per instruction set, see QuantGemvKernel.h
 
@@ -144,8 +143,8 @@ template <class Block>
 void forPairTiles(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd,
                   const Block &block) {
   auto rowsOf = [&](auto rowBlock, int64_t r) {
-    forBatchTiles<PairBatchBlock>(a.batch,
-                                  [&](auto batchBlock, int64_t b) { block(rowBlock, batchBlock, r, b); });
+    forBatchTiles<PairBatchBlock>(
+        a.batch, [&](auto batchBlock, int64_t b) { block(rowBlock, batchBlock, r, b); });
   };
   auto run = [&](auto rowBlock) {
     constexpr int RB = decltype(rowBlock)::value;
