@@ -26,21 +26,6 @@ namespace nnsc::kernels {
 
 namespace {
 
-/// Per activation row, sum(x) of each 32 activations (fp32 from the exact widening of x), the
-/// second terms' factors; per thread, reused.
-const float *subBlockSums(const QuantGemvArgs<uint16_t> &a) {
-  thread_local std::vector<float> sums;
-  const int64_t subBlocks = a.cols / 32;
-  sums.resize(size_t(a.batch * subBlocks));
-  for (int64_t b = 0; b < a.batch; ++b) {
-    const uint16_t *x = a.x + b * a.xStride;
-    for (int64_t s = 0; s < subBlocks; ++s)
-      sums[size_t(b * subBlocks + s)] =
-          Avx512::reduce(Avx512::add(Avx512::load(x + 32 * s), Avx512::load(x + 32 * s + 16)));
-  }
-  return sums.data();
-}
-
 /// Sub-blocks 2g (`lo`) and 2g + 1 (`hi`) of a Q5_K super-block as bf16 1 + q / 32, lane l
 /// weight l: the nibbles of the 32 bytes at `qs` in bits 2-5 of the mantissa, and bit 6 where
 /// bit 2g (lo) or 2g + 1 (hi) of qh[l] is set.
@@ -59,16 +44,15 @@ inline void q5KThirtySeconds(const uint8_t *qs, const uint8_t *qh, int g, __m512
       hi, _mm256_test_epi8_mask(high, _mm256_set1_epi8(char(1 << (2 * g + 1)))), hi, fifth);
 }
 
-/// Rows [r, r + RB) of W against activation rows [b, b + BB): per super-block the scales (and
-/// the second terms) once per weight row, each pair of sub-blocks converted once for the BB
-/// activation rows, which are read as they are (Q4_K, Q5_K) or from `pairs` (IQ4_XS).
+/// Rows [r, r + RB) of W against activation rows [b, b + BB) laid out in `x`: per super-block
+/// the scales (and the second terms, against x's sums of each 32) once per weight row, each
+/// pair of sub-blocks converted once for the BB activation rows, which are read as they are
+/// (Q4_K, Q5_K) or from x's pairs (IQ4_XS).
 template <QuantFormat F, int RB, int BB>
-void superBlockRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b,
-                    const Activations *pairs, const float *sums) {
+void superBlockRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b, const Activations *x) {
   constexpr int64_t Bytes = quantBlockBytes(F);
   constexpr bool Codebook = F == QuantFormat::IQ4_XS;
   constexpr float K = F == QuantFormat::Q5_K ? 32.0f : 16.0f;
-  const int64_t subBlocks = a.cols / 32;
   const uint8_t *w = a.w + r * a.rowBytes;
   const __m512i codebook = Codebook ? codebookTable() : __m512i();
   __m512 acc[RB][BB];
@@ -91,14 +75,14 @@ void superBlockRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b,
         const __m256 factor = _mm256_fmadd_ps(_mm256_set1_ps(K), _mm256_loadu_ps(sb[i].scales),
                                               _mm256_loadu_ps(sb[i].minimums));
         for (int j = 0; j < BB; ++j)
-          second[i][j] = _mm256_fmadd_ps(
-              factor, _mm256_loadu_ps(sums + (b + j) * subBlocks + 8 * k), second[i][j]);
+          second[i][j] =
+              _mm256_fmadd_ps(factor, _mm256_loadu_ps(x[j].minimumSums + 8 * k), second[i][j]);
       }
     }
     for (std::ptrdiff_t g = 0; g < 4; ++g) {
       __m512bh xlo[BB], xhi[BB];
       for (int j = 0; j < BB; ++j) {
-        const uint16_t *xp = Codebook ? pairs[j].pairs + (4 * k + g) * 64
+        const uint16_t *xp = Codebook ? x[j].pairs + (4 * k + g) * 64
                                       : a.x + (b + j) * a.xStride + k * kKQuantBlock + 64 * g;
         xlo[j] = (__m512bh)_mm512_loadu_si512(xp);
         xhi[j] = (__m512bh)_mm512_loadu_si512(xp + 32);
@@ -258,13 +242,11 @@ void superBlocksOn(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t r
     });
   } else {
     // IQ4_XS's sub-blocks meet the pairs' layout (IQ4_NL's, without second terms); Q4_K and
-    // Q5_K read the activations as they are, with the sums of each 32.
-    const Activations *pairs =
-        F == QuantFormat::IQ4_XS ? layoutActivations<QuantFormat::IQ4_NL>(a) : nullptr;
-    const float *sums = F == QuantFormat::IQ4_XS ? nullptr : subBlockSums(a);
+    // Q5_K read the activations as they are, and Q4_1's layout's minimum sums: sum(x) of each 32.
+    const Activations *x = layoutActivations < F == QuantFormat::IQ4_XS ? QuantFormat::IQ4_NL
+                                                                        : QuantFormat::Q4_1 > (a);
     forPairTiles(a, rowBegin, rowEnd, [&](auto rowBlock, auto batchBlock, int64_t r, int64_t b) {
-      superBlockRows<F, decltype(rowBlock)::value, decltype(batchBlock)::value>(
-          a, r, b, pairs ? pairs + b : nullptr, sums);
+      superBlockRows<F, decltype(rowBlock)::value, decltype(batchBlock)::value>(a, r, b, x + b);
     });
   }
 }

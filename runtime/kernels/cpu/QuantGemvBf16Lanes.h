@@ -94,7 +94,8 @@ inline void onePlusThirtySeconds(const uint8_t *first, bool both, __m512i &lo, _
 /// 0-15 of both blocks (32 lanes), then of weights 16-31 (zero past the last block); then per
 /// block sum(x) times the factor of d in the second term (-K, and for Q4_0 and Q5_0 also their
 /// -8 or -16 in the minimum's sums) and times the factor of m (Q4_1, Q5_1), padded to 16
-/// blocks.
+/// blocks. The super-block kernel takes IQ4_NL's layout for IQ4_XS's pairs and Q4_1's
+/// `minimumSums`, sum(x) of each 32, for Q4_K's and Q5_K's second terms.
 struct Activations {
   const uint16_t *pairs;
   const float *scaleSums, *minimumSums;
