@@ -61,8 +61,10 @@ void pairRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b, const Acti
       const __m512 d = Avx512::widenHalves(Row::scales(row) + 2 * chunk, n);
       const __m512 m =
           quantHasMinimum(F) ? Avx512::widenHalves(Row::minimums(row, blocks) + 2 * chunk, n) : d;
-      // The chunk's second terms (lanes past the last block are 0 in both factors).
-      if constexpr (hasSecondTerm<F>())
+      // The chunk's second terms (lanes past the last block are 0 in both factors): the
+      // formats with a minimum term in the factored form (QuantGemvKernel.h), which are the
+      // ones offset as 1 + q / K here; IQ4_NL meets vdpbf16ps as its values.
+      if constexpr (hasMinimumTerm(F))
         for (int j = 0; j < BB; ++j) {
           acc[i][j] = _mm512_fmadd_ps(d, _mm512_loadu_ps(x[j].scaleSums + chunk), acc[i][j]);
           acc[i][j] = _mm512_fmadd_ps(m, _mm512_loadu_ps(x[j].minimumSums + chunk), acc[i][j]);

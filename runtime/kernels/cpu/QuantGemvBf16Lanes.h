@@ -32,9 +32,6 @@ template <QuantFormat F> constexpr float fractionDenominator() {
   return F == QuantFormat::IQ4_NL ? 1.0f : isQ5(F) ? 32.0f : 16.0f;
 }
 
-/// Whether the sums carry a second term: all but IQ4_NL, whose bf16 weights are its values.
-template <QuantFormat F> constexpr bool hasSecondTerm() { return F != QuantFormat::IQ4_NL; }
-
 /// The bytes of two blocks' quants widened to 16-bit lanes: lane t holds byte t % 16 of block
 /// t / 16, whose low nibble is weight t % 16 and high nibble weight 16 + t % 16.
 /// `lo` and `hi` are those nibbles as bf16 1 + q / 16.
