@@ -91,9 +91,15 @@ bool bf16DotUsable();
 void prefillTileAvx512(const Operands<float> &ops, const Tile &tile, int64_t kvHead);
 void prefillTileAvx512(const Operands<uint16_t> &ops, const Tile &tile, int64_t kvHead);
 
-/// AVX-512: every query head of a one-query tile (a decoding sequence).
-void decodeTileAvx512(const Operands<float> &ops, const Tile &tile);
-void decodeTileAvx512(const Operands<uint16_t> &ops, const Tile &tile);
+/// The KV heads [begin, end) of a decode work item, with their query heads. Heads are
+/// independent, so how a step splits them does not change any head's result.
+struct KvHeads {
+  int64_t begin, end;
+};
+
+/// AVX-512: the query heads of `heads` of a one-query tile (a decoding sequence).
+void decodeTileAvx512(const Operands<float> &ops, const Tile &tile, KvHeads heads);
+void decodeTileAvx512(const Operands<uint16_t> &ops, const Tile &tile, KvHeads heads);
 
 /// Key positions per span of a decoding sequence. Fixed, not derived from the thread count or
 /// the batch, so a sequence's result does not depend on either.
@@ -108,9 +114,12 @@ inline int64_t decodeSpans(const Tile &tile) {
 /// and the sum of the weights, laid out [heads * head_dim | heads | heads].
 inline int64_t decodeSpanStateFloats(const Dims &d) { return d.numHeads * (d.headDim + 2); }
 
-/// AVX-512: span `span` of a one-query tile's keys into `state` (decodeSpanStateFloats).
-void decodeSpanAvx512(const Operands<float> &ops, const Tile &tile, int64_t span, float *state);
-void decodeSpanAvx512(const Operands<uint16_t> &ops, const Tile &tile, int64_t span, float *state);
+/// AVX-512: span `span` of a one-query tile's keys into `state` (decodeSpanStateFloats), for
+/// the query heads of `heads` (the other heads' parts of `state` are left as they are).
+void decodeSpanAvx512(const Operands<float> &ops, const Tile &tile, int64_t span, KvHeads heads,
+                      float *state);
+void decodeSpanAvx512(const Operands<uint16_t> &ops, const Tile &tile, int64_t span,
+                      KvHeads heads, float *state);
 
 /// AVX-512: the tile's output from the states of its `spans` spans, consecutive in `states`.
 void mergeDecodeSpansAvx512(const Operands<float> &ops, const Tile &tile, const float *states,

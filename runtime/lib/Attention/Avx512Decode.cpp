@@ -140,13 +140,13 @@ void accumulateValues(const T *const *values, int64_t n, int64_t offset, const f
       _mm512_storeu_ps(acc + (g * NV + c) * 16, a[g][c]);
 }
 
-/// The softmax state of every query head of one decoding query over the keys at positions
-/// [keyBegin, keyEnd), at most MaxKeys of them: per head, the value rows weighted by
+/// The softmax state of the query heads of `kv` of one decoding query over the keys at
+/// positions [keyBegin, keyEnd), at most MaxKeys of them: per head, the value rows weighted by
 /// exp(score - maxScore) and summed (acc, [heads, Dim]), the maximum score, and the sum of the
 /// weights (denom). A head that sees no key (all absent) has maxScore -inf and zero sums.
 template <typename T, int NV>
-void attendKeys(const Operands<T> &ops, const Tile &tile, int64_t keyBegin, int64_t keyEnd,
-                float *acc, float *maxScore, float *denom) {
+void attendKeys(const Operands<T> &ops, const Tile &tile, KvHeads kv, int64_t keyBegin,
+                int64_t keyEnd, float *acc, float *maxScore, float *denom) {
   constexpr int64_t Dim = 16 * NV;
   // Heads whose value accumulators are held in registers at once: at most 16 vectors.
   constexpr int MaxHeadSet = NV >= 16 ? 1 : 16 / NV;
@@ -160,10 +160,11 @@ void attendKeys(const Operands<T> &ops, const Tile &tile, int64_t keyBegin, int6
   DecodeScratch<T> &s = scratch<T>();
   s.reserve(d);
   const bool bf16Dot = IsBf16 && ops.bf16Dot;
+  const int64_t headBegin = kv.begin * group, headEnd = kv.end * group;
 
   const T *q = ops.q + tile.firstRow * d.numHeads * Dim;
   if (!bf16Dot)
-    for (int64_t i = 0; i < d.numHeads * Dim; i += 16)
+    for (int64_t i = headBegin * Dim; i < headEnd * Dim; i += 16)
       _mm512_storeu_ps(s.query.data() + i, _mm512_mul_ps(load16(q + i), _mm512_set1_ps(ops.scale)));
 
   // The K and V rows of the keys at KV head 0, zeros past the last key; per chunk of 16, the
@@ -199,9 +200,10 @@ void attendKeys(const Operands<T> &ops, const Tile &tile, int64_t keyBegin, int6
     // 7.8-8.3 -> 6.6-7.5 us at 64 keys, 9.6-11.5 -> 9.0-9.5 at 128, 17.4-20.9 -> 16.4-18.0 at 256.
     if (chunk + 1 < numChunks)
       for (int t = 0; t < 16; ++t)
-        for (int64_t line = 0; line < tokenStride * int64_t(sizeof(T)); line += 64)
+        for (int64_t line = kv.begin * Dim * int64_t(sizeof(T));
+             line < kv.end * Dim * int64_t(sizeof(T)); line += 64)
           _mm_prefetch(reinterpret_cast<const char *>(chunkKeys[16 + t]) + line, _MM_HINT_T0);
-    for (int64_t kvHead = 0; kvHead < d.numKvHeads; ++kvHead) {
+    for (int64_t kvHead = kv.begin; kvHead < kv.end; ++kvHead) {
       const int64_t offset = kvHead * Dim;
       const int64_t firstHead = kvHead * group;
       const T *rows[16];
@@ -241,7 +243,7 @@ void attendKeys(const Operands<T> &ops, const Tile &tile, int64_t keyBegin, int6
   }
 
   // Pass 2: each head's softmax weights over all of its scores.
-  for (int64_t head = 0; head < d.numHeads; ++head) {
+  for (int64_t head = headBegin; head < headEnd; ++head) {
     float *row = probs + head * MaxKeys;
     __m512 top = _mm512_set1_ps(NegInf);
     for (int64_t chunk = 0; chunk < numChunks; ++chunk)
@@ -261,7 +263,7 @@ void attendKeys(const Operands<T> &ops, const Tile &tile, int64_t keyBegin, int6
   }
 
   // Pass 3: the weighted value rows, a register-sized set of a group's heads at a time.
-  for (int64_t kvHead = 0; kvHead < d.numKvHeads; ++kvHead) {
+  for (int64_t kvHead = kv.begin; kvHead < kv.end; ++kvHead) {
     const int64_t firstHead = kvHead * group;
     for (int64_t g0 = 0; g0 < group; g0 += MaxHeadSet)
       withCount<MaxHeadSet>(int(std::min<int64_t>(MaxHeadSet, group - g0)), [&](auto gs) {
@@ -272,12 +274,14 @@ void attendKeys(const Operands<T> &ops, const Tile &tile, int64_t keyBegin, int6
   }
 }
 
-/// Row `row`'s heads of the output: acc / denom per head (zeros for a head that saw no key).
+/// Row `row`'s query heads of `kv` in the output: acc / denom per head (zeros for a head that
+/// saw no key).
 template <typename T>
-void writeHeads(const Operands<T> &ops, int64_t row, const float *acc, const float *denom) {
+void writeHeads(const Operands<T> &ops, int64_t row, KvHeads kv, const float *acc,
+                const float *denom) {
   const Dims &d = ops.dims;
   T *out = ops.out + row * d.numHeads * d.headDim;
-  for (int64_t head = 0; head < d.numHeads; ++head) {
+  for (int64_t head = kv.begin * d.group(); head < kv.end * d.group(); ++head) {
     // A query that sees no key at all (all absent) gets zeros.
     const __m512 inv = _mm512_set1_ps(denom[head] > 0.f ? 1.f / denom[head] : 0.f);
     for (int64_t i = head * d.headDim; i < (head + 1) * d.headDim; i += 16)
@@ -285,31 +289,35 @@ void writeHeads(const Operands<T> &ops, int64_t row, const float *acc, const flo
   }
 }
 
-template <typename T, int NV> void decodeTile(const Operands<T> &ops, const Tile &tile) {
+template <typename T, int NV>
+void decodeTile(const Operands<T> &ops, const Tile &tile, KvHeads kv) {
   DecodeScratch<T> &s = scratch<T>();
   s.reserve(ops.dims);
-  attendKeys<T, NV>(ops, tile, 0, tile.firstPos + 1, s.acc.data(), s.maxScore.data(),
+  attendKeys<T, NV>(ops, tile, kv, 0, tile.firstPos + 1, s.acc.data(), s.maxScore.data(),
                     s.denom.data());
-  writeHeads(ops, tile.firstRow, s.acc.data(), s.denom.data());
+  writeHeads(ops, tile.firstRow, kv, s.acc.data(), s.denom.data());
 }
 
 template <typename T, int NV>
-void decodeSpan(const Operands<T> &ops, const Tile &tile, int64_t span, float *state) {
+void decodeSpan(const Operands<T> &ops, const Tile &tile, int64_t span, KvHeads kv,
+                float *state) {
   const Dims &d = ops.dims;
   const int64_t begin = span * DecodeSpanKeys;
   const int64_t end = std::min(begin + DecodeSpanKeys, tile.firstPos + 1);
-  attendKeys<T, NV>(ops, tile, begin, end, state, state + d.numHeads * d.headDim,
+  attendKeys<T, NV>(ops, tile, kv, begin, end, state, state + d.numHeads * d.headDim,
                     state + d.numHeads * (d.headDim + 1));
 }
 
-template <typename T> void decodeAnyDim(const Operands<T> &ops, const Tile &tile) {
-  withCount<16>(int(ops.dims.headDim / 16), [&](auto nv) { decodeTile<T, nv()>(ops, tile); });
+template <typename T> void decodeAnyDim(const Operands<T> &ops, const Tile &tile, KvHeads kv) {
+  withCount<16>(int(ops.dims.headDim / 16),
+                [&](auto nv) { decodeTile<T, nv()>(ops, tile, kv); });
 }
 
 template <typename T>
-void decodeSpanAnyDim(const Operands<T> &ops, const Tile &tile, int64_t span, float *state) {
+void decodeSpanAnyDim(const Operands<T> &ops, const Tile &tile, int64_t span, KvHeads kv,
+                      float *state) {
   withCount<16>(int(ops.dims.headDim / 16),
-                [&](auto nv) { decodeSpan<T, nv()>(ops, tile, span, state); });
+                [&](auto nv) { decodeSpan<T, nv()>(ops, tile, span, kv, state); });
 }
 
 /// Merges the span states of one tile: each span's sums are rescaled from its own maximum to
@@ -341,19 +349,25 @@ void mergeSpans(const Operands<T> &ops, const Tile &tile, const float *states, i
     }
     s.denom[size_t(head)] = denom;
   }
-  writeHeads(ops, tile.firstRow, s.acc.data(), s.denom.data());
+  writeHeads(ops, tile.firstRow, KvHeads{0, d.numKvHeads}, s.acc.data(), s.denom.data());
 }
 
 } // namespace
 
-void decodeTileAvx512(const Operands<float> &ops, const Tile &tile) { decodeAnyDim(ops, tile); }
-void decodeTileAvx512(const Operands<uint16_t> &ops, const Tile &tile) { decodeAnyDim(ops, tile); }
-
-void decodeSpanAvx512(const Operands<float> &ops, const Tile &tile, int64_t span, float *state) {
-  decodeSpanAnyDim(ops, tile, span, state);
+void decodeTileAvx512(const Operands<float> &ops, const Tile &tile, KvHeads heads) {
+  decodeAnyDim(ops, tile, heads);
 }
-void decodeSpanAvx512(const Operands<uint16_t> &ops, const Tile &tile, int64_t span, float *state) {
-  decodeSpanAnyDim(ops, tile, span, state);
+void decodeTileAvx512(const Operands<uint16_t> &ops, const Tile &tile, KvHeads heads) {
+  decodeAnyDim(ops, tile, heads);
+}
+
+void decodeSpanAvx512(const Operands<float> &ops, const Tile &tile, int64_t span, KvHeads heads,
+                      float *state) {
+  decodeSpanAnyDim(ops, tile, span, heads, state);
+}
+void decodeSpanAvx512(const Operands<uint16_t> &ops, const Tile &tile, int64_t span,
+                      KvHeads heads, float *state) {
+  decodeSpanAnyDim(ops, tile, span, heads, state);
 }
 
 void mergeDecodeSpansAvx512(const Operands<float> &ops, const Tile &tile, const float *states,

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nnsc {
@@ -65,9 +66,12 @@ template <typename F> void forEachItem(int64_t numItems, const F &work) {
 
 /// Decoding tiles on AVX-512: one work item per span of each tile's keys; a tile of one span
 /// writes its output directly, a longer one leaves span states that a second pass merges.
+/// With fewer spans than threads (one sequence of at most 64 keys on two threads), each span
+/// is cut further into one item per KV head, so no thread waits idle.
 template <typename T> void runDecodeTiles(const Operands<T> &ops, const std::vector<Tile> &tiles) {
   struct Item {
     int64_t tile, span, state; // state: the span's slot in `states`, -1 for a one-span tile
+    attention::KvHeads heads;
   };
   struct Merge {
     int64_t tile, firstState, spans;
@@ -75,16 +79,24 @@ template <typename T> void runDecodeTiles(const Operands<T> &ops, const std::vec
   std::vector<Item> items;
   std::vector<Merge> merges;
   int64_t slots = 0;
+  const attention::KvHeads allHeads{0, ops.dims.numKvHeads};
   for (int64_t t = 0; t < int64_t(tiles.size()); ++t) {
     const int64_t spans = attention::decodeSpans(tiles[size_t(t)]);
     if (spans == 1) {
-      items.push_back({t, 0, -1});
+      items.push_back({t, 0, -1, allHeads});
       continue;
     }
     for (int64_t span = 0; span < spans; ++span)
-      items.push_back({t, span, slots + span});
+      items.push_back({t, span, slots + span, allHeads});
     merges.push_back({t, slots, spans});
     slots += spans;
+  }
+  if (int64_t(items.size()) < int64_t(at::get_num_threads()) && allHeads.end > 1) {
+    std::vector<Item> perHead;
+    for (const Item &item : items)
+      for (int64_t h = 0; h < allHeads.end; ++h)
+        perHead.push_back({item.tile, item.span, item.state, {h, h + 1}});
+    items = std::move(perHead);
   }
   const int64_t stateFloats = attention::decodeSpanStateFloats(ops.dims);
   std::vector<float> states(size_t(slots * stateFloats));
@@ -92,9 +104,10 @@ template <typename T> void runDecodeTiles(const Operands<T> &ops, const std::vec
     const Item &item = items[size_t(i)];
     const Tile &tile = tiles[size_t(item.tile)];
     if (item.state < 0)
-      attention::decodeTileAvx512(ops, tile);
+      attention::decodeTileAvx512(ops, tile, item.heads);
     else
-      attention::decodeSpanAvx512(ops, tile, item.span, states.data() + item.state * stateFloats);
+      attention::decodeSpanAvx512(ops, tile, item.span, item.heads,
+                                  states.data() + item.state * stateFloats);
   });
   forEachItem(int64_t(merges.size()), [&](int64_t i) {
     const Merge &m = merges[size_t(i)];

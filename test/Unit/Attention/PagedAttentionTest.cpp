@@ -42,6 +42,19 @@ TEST(PagedAttention, DecodeMatchesReference) {
     }
 }
 
+// One sequence of at most one span on two threads: its KV heads are separate work items.
+TEST(PagedAttention, DecodeOfOneShortSequenceSplitOverKvHeadsMatchesReference) {
+  std::mt19937 rng(7);
+  torch::manual_seed(7);
+  const int saved = at::get_num_threads();
+  at::set_num_threads(2);
+  for (torch::ScalarType dtype : {torch::kFloat32, torch::kBFloat16})
+    for (const Shape &s : kShapes)
+      for (int64_t cached : {0, 14, 63})
+        checkDecode(rng, s, {cached}, dtype);
+  at::set_num_threads(saved);
+}
+
 // A long sequence's keys are cut into spans of fixed length whatever the batch, so its decode
 // result is the same bits alone and next to other sequences.
 TEST(PagedAttention, DecodeOfASequenceDoesNotDependOnItsBatch) {
