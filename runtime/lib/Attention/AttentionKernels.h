@@ -118,8 +118,8 @@ inline int64_t decodeSpanStateFloats(const Dims &d) { return d.numHeads * (d.hea
 /// the query heads of `heads` (the other heads' parts of `state` are left as they are).
 void decodeSpanAvx512(const Operands<float> &ops, const Tile &tile, int64_t span, KvHeads heads,
                       float *state);
-void decodeSpanAvx512(const Operands<uint16_t> &ops, const Tile &tile, int64_t span,
-                      KvHeads heads, float *state);
+void decodeSpanAvx512(const Operands<uint16_t> &ops, const Tile &tile, int64_t span, KvHeads heads,
+                      float *state);
 
 /// AVX-512: the tile's output from the states of its `spans` spans, consecutive in `states`.
 void mergeDecodeSpansAvx512(const Operands<float> &ops, const Tile &tile, const float *states,

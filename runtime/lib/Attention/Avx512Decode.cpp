@@ -299,8 +299,7 @@ void decodeTile(const Operands<T> &ops, const Tile &tile, KvHeads kv) {
 }
 
 template <typename T, int NV>
-void decodeSpan(const Operands<T> &ops, const Tile &tile, int64_t span, KvHeads kv,
-                float *state) {
+void decodeSpan(const Operands<T> &ops, const Tile &tile, int64_t span, KvHeads kv, float *state) {
   const Dims &d = ops.dims;
   const int64_t begin = span * DecodeSpanKeys;
   const int64_t end = std::min(begin + DecodeSpanKeys, tile.firstPos + 1);
@@ -309,8 +308,7 @@ void decodeSpan(const Operands<T> &ops, const Tile &tile, int64_t span, KvHeads 
 }
 
 template <typename T> void decodeAnyDim(const Operands<T> &ops, const Tile &tile, KvHeads kv) {
-  withCount<16>(int(ops.dims.headDim / 16),
-                [&](auto nv) { decodeTile<T, nv()>(ops, tile, kv); });
+  withCount<16>(int(ops.dims.headDim / 16), [&](auto nv) { decodeTile<T, nv()>(ops, tile, kv); });
 }
 
 template <typename T>
@@ -365,8 +363,8 @@ void decodeSpanAvx512(const Operands<float> &ops, const Tile &tile, int64_t span
                       float *state) {
   decodeSpanAnyDim(ops, tile, span, heads, state);
 }
-void decodeSpanAvx512(const Operands<uint16_t> &ops, const Tile &tile, int64_t span,
-                      KvHeads heads, float *state) {
+void decodeSpanAvx512(const Operands<uint16_t> &ops, const Tile &tile, int64_t span, KvHeads heads,
+                      float *state) {
   decodeSpanAnyDim(ops, tile, span, heads, state);
 }
 
