@@ -178,7 +178,7 @@ int main(int argc, char **argv) {
     benchDecode("64 seqs, ctx 32-384", longContexts, dtype, iterations);
     benchDecode("64 seqs, ctx 32-384, 30 layers", longContexts, dtype, iterations, 30);
     // Batch-1 decode (bench/peer_bench.py): one sequence, every layer in turn.
-    for (int64_t ctx : {16, 64, 128, 256}) {
+    for (int64_t ctx : {16, 64, 72, 96, 128, 256}) {
       const std::string label = "1 seq, ctx " + std::to_string(ctx) + ", 30 layers";
       benchDecode(label.c_str(), {ctx}, dtype, iterations * 10, 30);
       benchDecode((label + ", streamed").c_str(), {ctx}, dtype, iterations * 10, 30, true);

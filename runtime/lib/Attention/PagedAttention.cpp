@@ -66,8 +66,9 @@ template <typename F> void forEachItem(int64_t numItems, const F &work) {
 
 /// Decoding tiles on AVX-512: one work item per span of each tile's keys; a tile of one span
 /// writes its output directly, a longer one leaves span states that a second pass merges.
-/// With fewer spans than threads (one sequence of at most 64 keys on two threads), each span
-/// is cut further into one item per KV head, so no thread waits idle.
+/// Where a span holds more keys than a thread's share of the step's (one sequence: 64 + 8
+/// keys on two threads, or any sequence of one span), the items are cut further into one per
+/// KV head, so the threads finish together.
 template <typename T> void runDecodeTiles(const Operands<T> &ops, const std::vector<Tile> &tiles) {
   struct Item {
     int64_t tile, span, state; // state: the span's slot in `states`, -1 for a one-span tile
@@ -78,10 +79,13 @@ template <typename T> void runDecodeTiles(const Operands<T> &ops, const std::vec
   };
   std::vector<Item> items;
   std::vector<Merge> merges;
-  int64_t slots = 0;
+  int64_t slots = 0, keys = 0, longestSpan = 0;
   const attention::KvHeads allHeads{0, ops.dims.numKvHeads};
   for (int64_t t = 0; t < int64_t(tiles.size()); ++t) {
+    const int64_t tileKeys = tiles[size_t(t)].firstPos + 1;
     const int64_t spans = attention::decodeSpans(tiles[size_t(t)]);
+    keys += tileKeys;
+    longestSpan = std::max(longestSpan, std::min(tileKeys, attention::DecodeSpanKeys));
     if (spans == 1) {
       items.push_back({t, 0, -1, allHeads});
       continue;
@@ -91,7 +95,9 @@ template <typename T> void runDecodeTiles(const Operands<T> &ops, const std::vec
     merges.push_back({t, slots, spans});
     slots += spans;
   }
-  if (int64_t(items.size()) < int64_t(at::get_num_threads()) && allHeads.end > 1) {
+  const int64_t threads = at::get_num_threads();
+  if (threads > 1 && allHeads.end > 1 &&
+      (int64_t(items.size()) < threads || longestSpan * threads > keys)) {
     std::vector<Item> perHead;
     for (const Item &item : items)
       for (int64_t h = 0; h < allHeads.end; ++h)

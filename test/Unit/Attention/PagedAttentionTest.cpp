@@ -42,15 +42,16 @@ TEST(PagedAttention, DecodeMatchesReference) {
     }
 }
 
-// One sequence of at most one span on two threads: its KV heads are separate work items.
-TEST(PagedAttention, DecodeOfOneShortSequenceSplitOverKvHeadsMatchesReference) {
+// One sequence on two threads whose spans leave a thread idle (one span; 64 + 8 keys): its
+// KV heads are separate work items, merged across spans as before.
+TEST(PagedAttention, DecodeOfOneSequenceSplitOverKvHeadsMatchesReference) {
   std::mt19937 rng(7);
   torch::manual_seed(7);
   const int saved = at::get_num_threads();
   at::set_num_threads(2);
   for (torch::ScalarType dtype : {torch::kFloat32, torch::kBFloat16})
     for (const Shape &s : kShapes)
-      for (int64_t cached : {0, 14, 63})
+      for (int64_t cached : {0, 14, 63, 71, 95})
         checkDecode(rng, s, {cached}, dtype);
   at::set_num_threads(saved);
 }
