@@ -3,15 +3,12 @@
 #include "nnsc/Runtime/Layers/Linear.h"
 
 #include "nnsc/Runtime/Kernels/Gemv.h"
-#include "nnsc/Runtime/Kernels/ThreadPool.h"
 #include "nnsc/Runtime/Layers/OneDnnLinear.h"
+#include "nnsc/Runtime/Layers/RowSpans.h"
 
 namespace nnsc {
 
 namespace {
-
-/// Below this many weight elements a product is done before a second thread would wake up.
-constexpr int64_t MinParallelElements = 64 * 1024;
 
 bool useGemv(const torch::Tensor &in, const torch::Tensor &weight) {
   static const bool supported = kernels::gemvSupported();
@@ -25,18 +22,7 @@ bool useGemv(const torch::Tensor &in, const torch::Tensor &weight) {
 template <typename T>
 void runGemv(const kernels::GemvArgs<T> &a,
              void (*kernel)(const kernels::GemvArgs<T> &, int64_t, int64_t)) {
-  const int threads = a.rows * a.cols < MinParallelElements ? 1 : at::get_num_threads();
-  if (threads <= 1) {
-    kernel(a, 0, a.rows);
-    return;
-  }
-  kernels::ThreadPool::shared(threads).parallel([&](int part, int parts) {
-    // Parts of whole 4-row blocks, so only the last part has a row tail.
-    const int64_t blocks = (a.rows + 3) / 4;
-    const int64_t begin = std::min(a.rows, blocks * part / parts * 4);
-    const int64_t end = std::min(a.rows, blocks * (part + 1) / parts * 4);
-    kernel(a, begin, end);
-  });
+  forWeightRowParts(a.rows, a.cols, [&](int64_t begin, int64_t end) { kernel(a, begin, end); });
 }
 
 /// y (+)= in @ weight^T (+ bias) with the GEMV kernels; y is [rows, n] with unit column stride.

@@ -3,7 +3,7 @@
 #include "nnsc/Runtime/Layers/QuantizedLinear.h"
 
 #include "nnsc/Runtime/Kernels/Dequantize.h"
-#include "nnsc/Runtime/Kernels/ThreadPool.h"
+#include "nnsc/Runtime/Layers/RowSpans.h"
 #include "nnsc/Runtime/Support/Error.h"
 
 #include <sys/mman.h>
@@ -19,9 +19,6 @@
 namespace nnsc {
 
 namespace {
-
-/// Below this many weights a product is done before a second thread would wake up.
-constexpr int64_t MinParallelWeights = 64 * 1024;
 
 /// NNSC_QUANT_DECODE as a row limit, or nullopt for the per-dtype defaults.
 std::optional<int64_t> parseMaxRows(const char *value) {
@@ -61,18 +58,8 @@ torch::Tensor mappedBytes(int64_t bytes, int64_t align) {
 constexpr int64_t PageBytes = 4096;
 
 template <typename T> void run(const kernels::QuantGemvArgs<T> &a) {
-  const int threads = a.rows * a.cols < MinParallelWeights ? 1 : at::get_num_threads();
-  if (threads <= 1) {
-    kernels::quantGemv(a, 0, a.rows);
-    return;
-  }
-  kernels::ThreadPool::shared(threads).parallel([&](int part, int parts) {
-    // Parts of whole 4-row blocks, so only the last part has a row tail.
-    const int64_t blocks = (a.rows + 3) / 4;
-    const int64_t begin = std::min(a.rows, blocks * part / parts * 4);
-    const int64_t end = std::min(a.rows, blocks * (part + 1) / parts * 4);
-    kernels::quantGemv(a, begin, end);
-  });
+  forWeightRowParts(a.rows, a.cols,
+                    [&](int64_t begin, int64_t end) { kernels::quantGemv(a, begin, end); });
 }
 
 /// y (+)= in @ w^T (+ bias) for the tensor entries, which checked the shapes.
