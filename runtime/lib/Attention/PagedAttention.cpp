@@ -2,7 +2,8 @@
 //
 // Checks a step's tensors and metadata, cuts the step into work items and runs them on the
 // runtime's thread pool. A prefill item is a tile of up to TileQueries queries of one
-// sequence times the query heads of one KV head; a decode item is one sequence, all heads.
+// sequence times the query heads of one KV head; a decode item is one span of one sequence's
+// keys, all heads, or one KV head's where whole spans would leave a thread idle.
 // Items are claimed one at a time from a shared counter, so items of unequal length balance
 // across threads and a thread the OS deschedules on a shared machine delays no one. The
 // kernels (AttentionKernels.h) are AVX-512 where the CPU and head size allow, portable C++
