@@ -135,31 +135,14 @@ bool quantGemvAvx512Bf16Applies(const QuantGemvArgs<uint16_t> &a) {
 }
 
 void quantGemvAvx512Bf16(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd) {
-  switch (a.format) {
-  case QuantFormat::Q4_0:
-    pairRowsOn<QuantFormat::Q4_0>(a, rowBegin, rowEnd);
-    break;
-  case QuantFormat::Q4_1:
-    pairRowsOn<QuantFormat::Q4_1>(a, rowBegin, rowEnd);
-    break;
-  case QuantFormat::Q5_0:
-    pairRowsOn<QuantFormat::Q5_0>(a, rowBegin, rowEnd);
-    break;
-  case QuantFormat::Q5_1:
-    pairRowsOn<QuantFormat::Q5_1>(a, rowBegin, rowEnd);
-    break;
-  case QuantFormat::IQ4_NL:
-    pairRowsOn<QuantFormat::IQ4_NL>(a, rowBegin, rowEnd);
-    break;
-  case QuantFormat::Q4_K:
-  case QuantFormat::Q5_K:
-  case QuantFormat::IQ4_XS:
-  case QuantFormat::Q6_K:
+  if (isKQuant(a.format)) {
     quantGemvAvx512Bf16KQuant(a, rowBegin, rowEnd);
-    break;
-  default:
-    break; // quantGemvAvx512Bf16Applies is false
+    return;
   }
+  onBlockFormat(a.format, [&](auto f) {
+    if constexpr (decltype(f)::value != QuantFormat::Q8_0) // quantGemvAvx512Bf16Applies: false
+      pairRowsOn<decltype(f)::value>(a, rowBegin, rowEnd);
+  });
 }
 
 } // namespace nnsc::kernels

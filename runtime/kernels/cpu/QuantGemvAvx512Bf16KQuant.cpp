@@ -264,9 +264,11 @@ void quantGemvAvx512Bf16KQuant(const QuantGemvArgs<uint16_t> &a, int64_t rowBegi
   case QuantFormat::IQ4_XS:
     superBlocksOn<QuantFormat::IQ4_XS>(a, rowBegin, rowEnd);
     break;
-  default:
+  case QuantFormat::Q6_K:
     superBlocksOn<QuantFormat::Q6_K>(a, rowBegin, rowEnd);
     break;
+  default:
+    break; // quantGemvAvx512Bf16Applies is false
   }
 }
 
