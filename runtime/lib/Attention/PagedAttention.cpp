@@ -68,8 +68,9 @@ template <typename F> void forEachItem(int64_t numItems, const F &work) {
 /// Decoding tiles on AVX-512: one work item per span of each tile's keys; a tile of one span
 /// writes its output directly, a longer one leaves span states that a second pass merges.
 /// Where a span holds more keys than a thread's share of the step's (one sequence: 64 + 8
-/// keys on two threads, or any sequence of one span), the items are cut further into one per
-/// KV head, so the threads finish together.
+/// keys on two threads, or any sequence of one span; always where there are fewer items than
+/// threads, since no item holds more keys than the longest span), the items are cut further
+/// into one per KV head, so the threads finish together.
 template <typename T> void runDecodeTiles(const Operands<T> &ops, const std::vector<Tile> &tiles) {
   struct Item {
     int64_t tile, span, state; // state: the span's slot in `states`, -1 for a one-span tile
@@ -96,9 +97,7 @@ template <typename T> void runDecodeTiles(const Operands<T> &ops, const std::vec
     merges.push_back({t, slots, spans});
     slots += spans;
   }
-  const int64_t threads = at::get_num_threads();
-  if (threads > 1 && allHeads.end > 1 &&
-      (int64_t(items.size()) < threads || longestSpan * threads > keys)) {
+  if (allHeads.end > 1 && longestSpan * at::get_num_threads() > keys) {
     std::vector<Item> perHead;
     for (const Item &item : items)
       for (int64_t h = 0; h < allHeads.end; ++h)
