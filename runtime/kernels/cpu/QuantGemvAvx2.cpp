@@ -35,6 +35,11 @@ struct Avx2 {
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
   }
   static float reduce(V v) { return sum8(v); }
+  /// out[i] = the sum of v[i]'s lanes, by horizontal adds of the four vectors together.
+  static void reduce4(const V (&v)[4], float (&out)[4]) {
+    const V abcd = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+  }
   static void store(float *p, V v) { _mm256_storeu_ps(p, v); }
   /// Rounded to bf16 as bf16::narrow rounds (to nearest even; a NaN stays a quiet NaN), 8
   /// lanes at a time as Bf16Avx512.h's narrow16 does 16.

@@ -13,6 +13,8 @@
 #include "Bf16Avx512.h"
 #include "QuantGemvKernel.h"
 
+#include <cassert>
+
 namespace nnsc::kernels {
 namespace { // NOLINT: internal linkage per instruction set, see QuantGemvKernel.h
 
@@ -38,6 +40,20 @@ struct Avx512 {
     return bf16::widen16(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
   }
   static float reduce(V v) { return _mm512_reduce_add_ps(v); }
+  /// out[i] = the sum of v[i]'s lanes: the four vectors transposed and added together, 13
+  /// operations against four reductions' 28.
+  static void reduce4(const V (&v)[4], float (&out)[4]) {
+    // Per 128-bit lane: [a0 + a2, b0 + b2, a1 + a3, b1 + b3], the same of c and d.
+    const V ab = _mm512_add_ps(_mm512_unpacklo_ps(v[0], v[1]), _mm512_unpackhi_ps(v[0], v[1]));
+    const V cd = _mm512_add_ps(_mm512_unpacklo_ps(v[2], v[3]), _mm512_unpackhi_ps(v[2], v[3]));
+    // Per 128-bit lane: the partial sums of a, b, c and d.
+    const V abcd = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m256 half =
+        _mm256_add_ps(_mm512_castps512_ps256(abcd),
+                      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(abcd), 1)));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(half), _mm256_extractf128_ps(half, 1)));
+  }
   static void store(float *p, V v) { _mm512_storeu_ps(p, v); }
   /// Rounded to bf16 as bf16::narrow rounds (to nearest even; a NaN stays a quiet NaN).
   static void store(uint16_t *p, V v) {
@@ -46,8 +62,15 @@ struct Avx512 {
   /// The 16 bytes at `qs` widened to 32-bit lanes: their low nibbles as `lo`, high as `hi`.
   /// vpermps with the values 0-15 as its table turns a lane's low 4 bits into their value as a
   /// float, replacing an AND and a conversion (2-4% faster on a Zen 4, nnsc-bench-quant-formats).
+  /// The high nibbles are shifted down and converted instead: on a Zen 5 the shuffle pipes,
+  /// which the widening to 32-bit lanes and the lookup share, bound the kernel, and the
+  /// conversion runs elsewhere (Q4_1 at one fp32 row, one thread: 45-47 -> 47-49 Gweights/s at
+  /// 576 columns, 51-53 -> 54-55 at 1536; all lookups, or all conversions, were slower).
   static void q4(const uint8_t *qs, V &lo, V &hi) {
-    lookupNibbles(qs, _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), lo, hi);
+    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(qs)));
+    lo = _mm512_permutexvar_ps(
+        v, _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
   }
   /// IQ4_NL's: the nibbles looked up in kIQ4NLValues as floats, the same one vpermps each.
   static void iq4nl(const uint8_t *qs, V &lo, V &hi) {
@@ -107,11 +130,21 @@ struct Avx512 {
     hi = _mm512_cvtepi32_ps(_mm512_ternarylogic_epi32(
         _mm512_srli_epi32(v, 4), _mm512_srl_epi32(h, _mm_cvtsi32_si128(bit + 1)), sixteen, 0xf8));
   }
-  /// The n <= 16 fp16 values at `p` widened into out[0, n), zeros in out[n, 16) (a masked
-  /// load: nothing past them is read, whatever `end`).
-  static void widenHalves(const uint8_t *p, int n, const uint8_t *, float *out) {
-    _mm512_store_ps(out, widenHalves(p, n));
+  /// The n <= 16 fp16 values at `p` widened into out[0, n), zeros in out[n, 16). The caller
+  /// guarantees that 32 bytes can be read at `p`, up to `end` (the factored kernel's rows of two
+  /// blocks or more): one full load whose lanes past n the conversion zeroes. A masked 16-bit
+  /// load, or a choice between the two per call, cost more on a Zen 5 (the factored Q4_1
+  /// kernel at one fp32 row and 576 columns, widening 4 x 2 per 4 rows: 45-46 Gweights/s with
+  /// either, 50-51 with this; nnsc-bench-quant-formats).
+  static void widenHalves(const uint8_t *p, int n, [[maybe_unused]] const uint8_t *end,
+                          float *out) {
+    assert(end - p >= 32);
+    _mm512_store_ps(
+        out, _mm512_maskz_cvtph_ps(__mmask16((1u << n) - 1),
+                                   _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))));
   }
+  /// The n <= 16 fp16 values at `p` widened, zeros in lanes n to 15 (a masked load: nothing
+  /// past them is read).
   static V widenHalves(const uint8_t *p, int n) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(__mmask16((1u << n) - 1), p));
   }

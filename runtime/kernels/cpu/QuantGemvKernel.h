@@ -228,13 +228,32 @@ void exactBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
   }
 }
 
+/// Blocks whose scales the factored kernel widens together (a chunk): 32 covers a row of up
+/// to 1024 columns (SmolLM2's 576: 18 blocks) in one chunk.
+constexpr int ChunkBlocks = 32;
+
+/// out[i] = the sum of acc[i]'s lanes, four rows at once where there are four.
+template <class Isa, int RB>
+inline void reduceRows(const typename Isa::V (&acc)[RB], float (&out)[RB]) {
+  if constexpr (RB == 4) {
+    Isa::reduce4(acc, out);
+  } else {
+    for (int i = 0; i < RB; ++i)
+      out[i] = Isa::reduce(acc[i]);
+  }
+}
+
 /// Rows [r, r + RB) of W against activation row b. A block's weights are d * q + m (m = -8 d
 /// for Q4_0, -16 d for Q5_0, 0 for Q8_0 and IQ4_NL), so its dot product with x is d * sum(q x) + m
 /// * sum(x): the quants are multiplied as exact integers and the scales applied once per block.
 /// Fewer instructions per weight than exactBlock: used for a single activation row. The scales (and
-/// minimums) of 16 blocks of a row are widened together into a small array, from which each block's
-/// FMA broadcasts its own scale; the minimums' terms m * sum(x) of those 16 blocks are one vector
-/// FMA per row with `minSums` (blockMinSums).
+/// minimums) of a chunk of ChunkBlocks blocks of a row are widened together into a small array,
+/// from which each block's FMA broadcasts its own scale; the minimums' terms m * sum(x) of the
+/// chunk are one vector FMA per 16 blocks and row with `minSums` (blockMinSums). At 576 columns
+/// the work outside the blocks' loop was a fifth of the kernel's time: chunks of 32 blocks (one
+/// per row here, two of 16 before), the four rows' sums reduced together (reduceRows) and full
+/// loads of the scales (Avx512::widenHalves) took Q4_1 at one fp32 row on a Zen 5 from 43-46
+/// to 50-51 Gweights/s (nnsc-bench-quant-formats, one thread, 3072 x 576).
 template <class Isa, QuantFormat F, int RB, typename T>
 void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *minSums) {
   using V = typename Isa::V;
@@ -242,35 +261,37 @@ void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float 
   constexpr int W = Isa::W, Pairs = 16 / W;
   constexpr int64_t Bytes = quantBlockBytes(F);
   constexpr bool HasMin = hasMinimumTerm(F);
-  V chunkSum[RB]; // the sums over the chunks done
+  // The accumulators stay in registers through the row: no call or branch in between. Each
+  // chunk adds its minimum terms (lanes past the last block are 0 in both factors), which the
+  // final reduction sums with the rest.
+  V acc[RB];
   for (int i = 0; i < RB; ++i)
-    chunkSum[i] = Isa::zero();
+    acc[i] = Isa::zero();
   const uint8_t *w = a.w + r * a.rowBytes;
   const T *x = a.x + b * a.xStride;
   const int64_t blocks = a.cols / BlockWeights;
   const uint8_t *qs = Row::quants(w, blocks);
-  alignas(64) float scales[RB][16], minimums[RB][16];
+  alignas(64) float scales[RB][ChunkBlocks], minimums[RB][ChunkBlocks];
   const int64_t ahead = prefetchGroups<RB>(a.rowBytes, PrefetchBytesAhead);
-  for (int64_t chunk = 0; chunk < blocks; chunk += 16) {
-    const int n = int(std::min<int64_t>(16, blocks - chunk));
+  for (int64_t chunk = 0; chunk < blocks; chunk += ChunkBlocks) {
+    const int n = int(std::min<int64_t>(ChunkBlocks, blocks - chunk));
     for (int i = 0; i < RB; ++i) {
       const uint8_t *row = w + i * a.rowBytes;
       const uint8_t *rowEnd = row + blocks * Bytes;
-      Isa::widenHalves(Row::scales(row) + 2 * chunk, n, rowEnd, scales[i]);
-      if constexpr (quantHasMinimum(F))
-        Isa::widenHalves(Row::minimums(row, blocks) + 2 * chunk, n, rowEnd, minimums[i]);
+      for (int h = 0; h * 16 < n; ++h) {
+        const int count = std::min(16, n - h * 16);
+        Isa::widenHalves(Row::scales(row) + 2 * (chunk + h * 16), count, rowEnd,
+                         scales[i] + h * 16);
+        if constexpr (quantHasMinimum(F))
+          Isa::widenHalves(Row::minimums(row, blocks) + 2 * (chunk + h * 16), count, rowEnd,
+                           minimums[i] + h * 16);
+      }
     }
-    // The accumulators stay in registers through the chunk: no call or branch in between.
-    // They start with the chunk's minimum terms (lanes past the last block are 0 in both
-    // factors), which the final reduction sums with the rest.
-    V acc[RB];
-    for (int i = 0; i < RB; ++i) {
-      acc[i] = chunkSum[i];
-      if constexpr (HasMin)
-        for (int c = 0; c < 16; c += W)
+    if constexpr (HasMin)
+      for (int i = 0; i < RB; ++i)
+        for (int c = 0; c < n; c += W)
           acc[i] = Isa::fma(Isa::load((quantHasMinimum(F) ? minimums : scales)[i] + c),
                             Isa::load(minSums + chunk + c), acc[i]);
-    }
     for (int kk = 0; kk < n; ++kk) {
       const int64_t k = chunk + kk;
       if (b == 0)
@@ -289,23 +310,27 @@ void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float 
       for (int i = 0; i < RB; ++i)
         acc[i] = Isa::fma(Isa::set1(scales[i][kk]), dot[i], acc[i]);
     }
-    for (int i = 0; i < RB; ++i)
-      chunkSum[i] = acc[i];
   }
+  float sums[RB];
+  reduceRows<Isa, RB>(acc, sums);
   for (int i = 0; i < RB; ++i) {
     const float bias = a.bias ? widen(a.bias[r + i]) : 0.0f;
     T *out = a.y + b * a.yStride + r + i;
-    const float v = Isa::reduce(chunkSum[i]) + bias;
+    const float v = sums[i] + bias;
     store(out, a.accumulate ? widen(*out) + v : v);
   }
 }
 
+/// A single activation row goes to the factored kernel where its rows have two blocks or more
+/// (Isa::widenHalves reads 32 bytes of scales, or minimums, at a time).
 template <class Isa, QuantFormat F, int RB, int BB, typename T>
 void block(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *minSums) {
   if constexpr (BB == 1)
-    factoredBlock<Isa, F, RB>(a, r, b, minSums);
-  else
-    exactBlock<Isa, F, RB, BB>(a, r, b);
+    if (a.cols >= 2 * BlockWeights) {
+      factoredBlock<Isa, F, RB>(a, r, b, minSums);
+      return;
+    }
+  exactBlock<Isa, F, RB, BB>(a, r, b);
 }
 
 /// For the factored kernel on activation row b: per block k, sum(x[32 k, 32 k + 32)) times the
