@@ -253,9 +253,12 @@ inline void reduceRows(const typename Isa::V (&acc)[RB], float (&out)[RB]) {
 /// the work outside the blocks' loop was a fifth of the kernel's time: chunks of 32 blocks (one
 /// per row here, two of 16 before), the four rows' sums reduced together (reduceRows) and full
 /// loads of the scales (Avx512::widenHalves) took Q4_1 at one fp32 row on a Zen 5 from 43-46
-/// to 50-51 Gweights/s (nnsc-bench-quant-formats, one thread, 3072 x 576).
+/// to 50-51 Gweights/s (nnsc-bench-quant-formats, one thread, 3072 x 576). It (with block and
+/// rowBlock) is inlined into gemvRows' loop over row groups, which then sets up the prefetch
+/// distance and the row pointers once per matrix instead of once per 4 rows: another 2-3%.
 template <class Isa, QuantFormat F, int RB, typename T>
-void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *minSums) {
+[[gnu::always_inline]] inline void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b,
+                                                 const float *minSums) {
   using V = typename Isa::V;
   using Row = SplitRow<F>;
   constexpr int W = Isa::W, Pairs = 16 / W;
@@ -324,7 +327,8 @@ void factoredBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float 
 /// A single activation row goes to the factored kernel where its rows have two blocks or more
 /// (Isa::widenHalves reads 32 bytes of scales, or minimums, at a time).
 template <class Isa, QuantFormat F, int RB, int BB, typename T>
-void block(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *minSums) {
+[[gnu::always_inline]] inline void block(const QuantGemvArgs<T> &a, int64_t r, int64_t b,
+                                         const float *minSums) {
   if constexpr (BB == 1)
     if (a.cols >= 2 * BlockWeights) {
       factoredBlock<Isa, F, RB>(a, r, b, minSums);
@@ -388,7 +392,8 @@ template <int BB, typename F> void forBatchTiles(int64_t batch, const F &tile) {
 template <int BB> constexpr bool lastTileIsOneRow(int64_t batch) { return batch % BB % 4 == 1; }
 
 template <class Isa, QuantFormat F, int RB, typename T>
-void rowBlock(const QuantGemvArgs<T> &a, int64_t r, const float *minSums) {
+[[gnu::always_inline]] inline void rowBlock(const QuantGemvArgs<T> &a, int64_t r,
+                                            const float *minSums) {
   forBatchTiles<Isa::BatchBlock>(a.batch, [&](auto rows, int64_t b) {
     block<Isa, F, RB, decltype(rows)::value>(a, r, b, minSums);
   });
