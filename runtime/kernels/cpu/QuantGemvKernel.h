@@ -283,10 +283,10 @@ template <class Isa, QuantFormat F, int RB, typename T>
       const uint8_t *rowEnd = row + blocks * Bytes;
       for (int h = 0; h * 16 < n; ++h) {
         const int count = std::min(16, n - h * 16);
-        Isa::widenHalves(Row::scales(row) + 2 * (chunk + h * 16), count, rowEnd,
-                         scales[i] + h * 16);
+        const int64_t first = chunk + int64_t(h) * 16; // the first block widened
+        Isa::widenHalves(Row::scales(row) + 2 * first, count, rowEnd, scales[i] + h * 16);
         if constexpr (quantHasMinimum(F))
-          Isa::widenHalves(Row::minimums(row, blocks) + 2 * (chunk + h * 16), count, rowEnd,
+          Isa::widenHalves(Row::minimums(row, blocks) + 2 * first, count, rowEnd,
                            minimums[i] + h * 16);
       }
     }
