@@ -58,9 +58,10 @@ void pairRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b, const Acti
     __m512 dK[RB];
     for (int i = 0; i < RB; ++i) {
       const uint8_t *row = w + i * a.rowBytes;
-      const __m512 d = Avx512::widenHalves(Row::scales(row) + 2 * chunk, n);
-      const __m512 m =
-          quantHasMinimum(F) ? Avx512::widenHalves(Row::minimums(row, blocks) + 2 * chunk, n) : d;
+      const __m512 d = Avx512::widenHalvesInRow(Row::scales(row) + 2 * chunk, n);
+      const __m512 m = quantHasMinimum(F)
+                           ? Avx512::widenHalvesInRow(Row::minimums(row, blocks) + 2 * chunk, n)
+                           : d;
       // The chunk's second terms (lanes past the last block are 0 in both factors): the
       // formats with a minimum term in the factored form (QuantGemvKernel.h), which are the
       // ones offset as 1 + q / K here; IQ4_NL meets vdpbf16ps as its values.
@@ -90,13 +91,12 @@ void pairRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b, const Acti
       for (int i = 0; i < RB; ++i) {
         __m512i lo, hi;
         const uint8_t *pair = qs + i * a.rowBytes + k * Row::QuantBytes;
-        const __mmask32 valid = both ? ~__mmask32(0) : __mmask32(0xffff);
         if constexpr (isQ5(F))
           onePlusThirtySeconds(pair, both, lo, hi);
         else if constexpr (F == QuantFormat::IQ4_NL)
-          codebookValues(pair, valid, codebook, lo, hi);
+          codebookValues(pair, both, codebook, lo, hi);
         else
-          onePlusSixteenths(pair, valid, lo, hi);
+          onePlusSixteenths(pair, both, lo, hi);
         const __m512 scale = _mm512_permutexvar_ps(spread, dK[i]);
         for (int j = 0; j < BB; ++j) {
           __m512 s = _mm512_dpbf16_ps(_mm512_setzero_ps(), (__m512bh)lo, xlo[j]);
@@ -127,6 +127,9 @@ void pairRowsOn(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowE
 } // namespace
 
 bool quantGemvAvx512Bf16Applies(const QuantGemvArgs<uint16_t> &a) {
+  // pairRows widens a row's scales 32 bytes at a time (Avx512::widenHalvesInRow).
+  if (!isKQuant(a.format) && a.cols < 2 * BlockWeights)
+    return false;
   return a.format == QuantFormat::Q4_0 || a.format == QuantFormat::Q4_1 ||
          a.format == QuantFormat::Q5_0 || a.format == QuantFormat::Q5_1 ||
          a.format == QuantFormat::IQ4_NL || a.format == QuantFormat::Q4_K ||

@@ -90,9 +90,9 @@ void superBlockRows(const QuantGemvArgs<uint16_t> &a, int64_t r, int64_t b, cons
       for (int i = 0; i < RB; ++i) {
         __m512i lo, hi;
         if constexpr (Codebook)
-          codebookValues(blocks[i] + 8 + 32 * g, ~__mmask32(0), codebook, lo, hi);
+          codebookValues(blocks[i] + 8 + 32 * g, true, codebook, lo, hi);
         else if constexpr (F == QuantFormat::Q4_K)
-          onePlusSixteenths(blocks[i] + 16 + 32 * g, ~__mmask32(0), lo, hi);
+          onePlusSixteenths(blocks[i] + 16 + 32 * g, true, lo, hi);
         else
           q5KThirtySeconds(blocks[i] + 48 + 32 * g, blocks[i] + 16, int(g), lo, hi);
         const float s0 = sb[i].scales[2 * g], s1 = sb[i].scales[2 * g + 1];

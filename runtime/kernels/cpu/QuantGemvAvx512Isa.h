@@ -130,23 +130,22 @@ struct Avx512 {
     hi = _mm512_cvtepi32_ps(_mm512_ternarylogic_epi32(
         _mm512_srli_epi32(v, 4), _mm512_srl_epi32(h, _mm_cvtsi32_si128(bit + 1)), sixteen, 0xf8));
   }
-  /// The n <= 16 fp16 values at `p` widened into out[0, n), zeros in out[n, 16). The caller
-  /// guarantees that 32 bytes can be read at `p`, up to `end` (the factored kernel's rows of two
-  /// blocks or more): one full load whose lanes past n the conversion zeroes. A masked 16-bit
-  /// load, or a choice between the two per call, cost more on a Zen 5 (the factored Q4_1
-  /// kernel at one fp32 row and 576 columns, widening 4 x 2 per 4 rows: 45-46 Gweights/s with
-  /// either, 50-51 with this; nnsc-bench-quant-formats).
+  /// The n <= 16 fp16 values at `p` widened, zeros in lanes n to 15, where the caller guarantees
+  /// that 32 bytes can be read at `p` (the scales or minimums of a split row of two blocks or
+  /// more, which the row's quants follow): one full load whose lanes past n the conversion
+  /// zeroes. A masked 16-bit load, or a choice between the two per call, cost more on a Zen 5
+  /// (the factored Q4_1 kernel at one fp32 row and 576 columns, widening 4 x 2 per 4 rows:
+  /// 45-46 Gweights/s with either, 50-51 with this; nnsc-bench-quant-formats).
+  static V widenHalvesInRow(const uint8_t *p, int n) {
+    return _mm512_maskz_cvtph_ps(__mmask16((1u << n) - 1),
+                                 _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+  }
+  /// widenHalvesInRow into out[0, 16), for the kernel body shared with AVX2 (bytes up to `end`
+  /// may be read).
   static void widenHalves(const uint8_t *p, int n, [[maybe_unused]] const uint8_t *end,
                           float *out) {
     assert(end - p >= 32);
-    _mm512_store_ps(
-        out, _mm512_maskz_cvtph_ps(__mmask16((1u << n) - 1),
-                                   _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))));
-  }
-  /// The n <= 16 fp16 values at `p` widened, zeros in lanes n to 15 (a masked load: nothing
-  /// past them is read).
-  static V widenHalves(const uint8_t *p, int n) {
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(__mmask16((1u << n) - 1), p));
+    _mm512_store_ps(out, widenHalvesInRow(p, n));
   }
   /// Half h of a Q6_K super-block's quants q (0-63), as bytes in weight order: `first` holds
   /// weights 128 h to 128 h + 63, `second` the next 64. The half's 64 bytes of low bits hold

@@ -32,11 +32,20 @@ template <QuantFormat F> constexpr float fractionDenominator() {
   return F == QuantFormat::IQ4_NL ? 1.0f : isQ5(F) ? 32.0f : 16.0f;
 }
 
-/// The bytes of two blocks' quants widened to 16-bit lanes: lane t holds byte t % 16 of block
-/// t / 16, whose low nibble is weight t % 16 and high nibble weight 16 + t % 16.
-/// `lo` and `hi` are those nibbles as bf16 1 + q / 16.
-inline void onePlusSixteenths(const uint8_t *qs, __mmask32 valid, __m512i &lo, __m512i &hi) {
-  const __m512i bytes = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(valid, qs));
+/// The 16 quant bytes of a block at `qs`, and of the next block if `both` (zeros if not),
+/// widened to 16-bit lanes. Plain loads: a masked byte load per pair and row cost the 576-column
+/// Q4_1 kernel 5-8% on a Zen 5 (nnsc-bench-quant-formats --dtype bf16).
+inline __m512i pairBytes(const uint8_t *qs, bool both) {
+  return _mm512_cvtepu8_epi16(
+      both ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(qs))
+           : _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(qs))));
+}
+
+/// The bytes of two blocks' quants (the second's if `both`) widened to 16-bit lanes: lane t
+/// holds byte t % 16 of block t / 16, whose low nibble is weight t % 16 and high nibble weight
+/// 16 + t % 16. `lo` and `hi` are those nibbles as bf16 1 + q / 16.
+inline void onePlusSixteenths(const uint8_t *qs, bool both, __m512i &lo, __m512i &hi) {
+  const __m512i bytes = pairBytes(qs, both);
   const __m512i mantissa = _mm512_set1_epi16(0x0078), one = _mm512_set1_epi16(0x3f80);
   // (t & bits 3-6) | the exponent of 1.0
   lo = _mm512_ternarylogic_epi32(_mm512_slli_epi16(bytes, 3), mantissa, one, 0xea);
@@ -53,9 +62,8 @@ inline __m512i codebookTable() {
 /// The same lanes for two IQ4_NL blocks: the nibbles' codebook values as bf16, looked up in
 /// codebookTable() by one vpermw each (it reads an index's low 5 bits; the table repeats the
 /// 16 values, so the high nibble's low bit in bit 4 of the low nibble's index is ignored).
-inline void codebookValues(const uint8_t *qs, __mmask32 valid, __m512i table, __m512i &lo,
-                           __m512i &hi) {
-  const __m512i bytes = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(valid, qs));
+inline void codebookValues(const uint8_t *qs, bool both, __m512i table, __m512i &lo, __m512i &hi) {
+  const __m512i bytes = pairBytes(qs, both);
   lo = _mm512_permutexvar_epi16(bytes, table);
   hi = _mm512_permutexvar_epi16(_mm512_srli_epi16(bytes, 4), table);
 }
