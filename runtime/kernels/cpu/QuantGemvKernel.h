@@ -264,9 +264,9 @@ template <class Isa, QuantFormat F, int RB, typename T>
   constexpr int W = Isa::W, Pairs = 16 / W;
   constexpr int64_t Bytes = quantBlockBytes(F);
   constexpr bool HasMin = hasMinimumTerm(F);
-  // The accumulators stay in registers through the row: no call or branch in between. Each
-  // chunk adds its minimum terms (lanes past the last block are 0 in both factors), which the
-  // final reduction sums with the rest.
+  // One accumulator per row, in a register through every chunk. Each chunk adds its minimum
+  // terms (lanes past the last block are 0 in both factors), which the final reduction sums
+  // with the rest.
   V acc[RB];
   for (int i = 0; i < RB; ++i)
     acc[i] = Isa::zero();
