@@ -128,7 +128,7 @@ void pairRowsOn(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowE
 
 bool quantGemvAvx512Bf16Applies(const QuantGemvArgs<uint16_t> &a) {
   // pairRows widens a row's scales 32 bytes at a time (Avx512::widenHalvesInRow).
-  if (!isKQuant(a.format) && a.cols < 2 * BlockWeights)
+  if (!isKQuant(a.format) && !scalesLoadWhole(a.cols))
     return false;
   return a.format == QuantFormat::Q4_0 || a.format == QuantFormat::Q4_1 ||
          a.format == QuantFormat::Q5_0 || a.format == QuantFormat::Q5_1 ||

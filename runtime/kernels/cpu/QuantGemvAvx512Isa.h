@@ -131,8 +131,8 @@ struct Avx512 {
         _mm512_srli_epi32(v, 4), _mm512_srl_epi32(h, _mm_cvtsi32_si128(bit + 1)), sixteen, 0xf8));
   }
   /// The n <= 16 fp16 values at `p` widened, zeros in lanes n to 15, where the caller guarantees
-  /// that 32 bytes can be read at `p` (the scales or minimums of a split row of two blocks or
-  /// more, which the row's quants follow): one full load whose lanes past n the conversion
+  /// that 32 bytes can be read at `p` (the scales or minimums of a split row where
+  /// scalesLoadWhole holds): one full load whose lanes past n the conversion
   /// zeroes. A masked 16-bit load, or a choice between the two per call, cost more on a Zen 5
   /// (the factored Q4_1 kernel at one fp32 row and 576 columns, widening 4 x 2 per 4 rows:
   /// 45-46 Gweights/s with either, 50-51 with this; nnsc-bench-quant-formats).

@@ -14,6 +14,8 @@
 #ifndef NNSC_RUNTIME_KERNELS_CPU_QUANTGEMVKERNEL_H
 #define NNSC_RUNTIME_KERNELS_CPU_QUANTGEMVKERNEL_H
 
+#include "QuantGemvPrefetch.h"
+
 #include "nnsc/Runtime/Kernels/Dequantize.h"
 #include "nnsc/Runtime/Kernels/QuantGemv.h"
 
@@ -44,6 +46,10 @@ template <QuantFormat F> struct SplitRow {
     return row + ScaleBytes * blocks;
   }
 };
+
+/// Whether Avx512::widenHalvesInRow may read 32 bytes from any block's scale or minimum of a
+/// split row of `cols` columns: with two blocks or more the row's quants follow them.
+constexpr bool scalesLoadWhole(int64_t cols) { return cols >= 2 * BlockWeights; }
 
 /// An fp16 scale at `p` (unaligned), widened exactly (F16C).
 inline float half(const uint8_t *p) {
@@ -76,46 +82,6 @@ inline void store(uint16_t *p, float v) {
     *p = uint16_t((bits >> 16) | 0x40); // keep the sign, force a quiet NaN
   else
     *p = uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
-}
-
-/// How many groups of RB rows ahead of the one being read prefetchGroupAhead fetches, at
-/// least. One group (1.4 KB of a 576-column Q4_1 matrix at RB = 4) is too close on a Zen 5:
-/// the fp32 kernel still waited on its quant loads. Three: a pass over the whole model at one
-/// fp32 row went from 2.64-2.77 to 2.13-2.18 ms (bf16 2.11-2.16 to 2.00-2.03), fp32 batch-1
-/// decode from 287-306 to 328-348 tok/s; four was no faster in fp32 and slower in bf16
-/// (docs/Engine.md).
-constexpr int64_t PrefetchGroupsAhead = 3;
-
-/// How many bytes ahead the kernels that widen each weight (QuantGemvKernel.h,
-/// QuantGemvKQuantKernel.h) prefetch, at least: three groups of a 576-column Q4_1 matrix are
-/// 4.3 KB. 8 KB, on a Zen 5 whose probe read 82 GB/s: the whole model at one fp32 row 2.17-2.21
-/// -> 1.97-1.98 ms (median pass 2.24-2.27 -> 2.08-2.09), fp32 batch-1 decode 385.9 -> 419.1
-/// tok/s (medians of eight alternated runs); 16 KB no faster than three groups, 32 KB slower
-/// (2.38-2.41 ms). The `vdpbf16ps` kernel keeps three groups: 8 KB made bf16 decode 1.7%
-/// slower, 16 KB its layer products 62-66 -> 67-93 us (docs/Engine.md).
-constexpr int64_t PrefetchBytesAhead = int64_t(8) * 1024;
-
-/// The groups of RB rows of `rowBytes` bytes that cover at least `minBytes` (and at least
-/// PrefetchGroupsAhead).
-template <int RB> inline int64_t prefetchGroups(int64_t rowBytes, int64_t minBytes) {
-  return std::max(PrefetchGroupsAhead, (minBytes + RB * rowBytes - 1) / (RB * rowBytes));
-}
-
-/// Prefetches the blocks of the group of RB rows `groups` groups after this one while this
-/// group's block k is read. A row is short (360 bytes for 576 columns in Q4_1), so the
-/// hardware's stream prefetchers, seeing RB interleaved streams a few lines long each, train
-/// too late: the loads of the quants stalled. That group's RB * rowBytes contiguous bytes are
-/// spread evenly over this group's `blocks` iterations. Prefetches past the end of the matrix
-/// are harmless (they do not fault), hence the integer arithmetic.
-template <int RB, int64_t Bytes>
-inline void prefetchGroupAhead(const uint8_t *w, int64_t rowBytes, int64_t k, int64_t groups) {
-  // In integers: the group may lie past the weights' end, where pointer arithmetic is
-  // undefined; prefetching such an address is harmless.
-  const uintptr_t ahead = reinterpret_cast<uintptr_t>(w) + uintptr_t(groups * RB * rowBytes) +
-                          uintptr_t(k * RB * Bytes);
-  for (int64_t line = 0; line < RB * Bytes; line += 64)
-    _mm_prefetch(reinterpret_cast<const char *>(ahead + line), // NOLINT(performance-no-int-to-ptr)
-                 _MM_HINT_T0);
 }
 
 /// Whether F's quants are 5 bits: 4 in nibbles as in the 4-bit formats, the fifth in a word.
@@ -324,13 +290,13 @@ template <class Isa, QuantFormat F, int RB, typename T>
   }
 }
 
-/// A single activation row goes to the factored kernel where its rows have two blocks or more
-/// (Isa::widenHalves reads 32 bytes of scales, or minimums, at a time).
+/// A single activation row goes to the factored kernel where Isa::widenHalves may read its
+/// scales 32 bytes at a time (scalesLoadWhole).
 template <class Isa, QuantFormat F, int RB, int BB, typename T>
 [[gnu::always_inline]] inline void block(const QuantGemvArgs<T> &a, int64_t r, int64_t b,
                                          const float *minSums) {
   if constexpr (BB == 1)
-    if (a.cols >= 2 * BlockWeights) {
+    if (scalesLoadWhole(a.cols)) {
       factoredBlock<Isa, F, RB>(a, r, b, minSums);
       return;
     }
