@@ -57,15 +57,17 @@ int64_t LLMEngine::addRequest(std::vector<int32_t> prompt, const SamplingParams 
 }
 
 std::vector<int64_t> LLMEngine::addGang(std::vector<std::vector<int32_t>> prompts,
-                                        const SamplingParams &params,
+                                        const std::vector<SamplingParams> &params,
                                         std::vector<std::shared_ptr<HookTable>> hooks) {
   if (hooks.size() != prompts.size())
     throw InvalidInput("a multi-invoke request needs one hook table per prompt");
+  if (params.size() != prompts.size())
+    throw InvalidInput("a multi-invoke request needs one set of sampling params per prompt");
   std::vector<std::unique_ptr<Sequence>> seqs;
   std::vector<Sequence *> gang;
   for (size_t i = 0; i < prompts.size(); ++i) {
     seqs.push_back(
-        makeSequence(nextId + int64_t(i), std::move(prompts[i]), params, hooks[i].get()));
+        makeSequence(nextId + int64_t(i), std::move(prompts[i]), params[i], hooks[i].get()));
     gang.push_back(seqs.back().get());
   }
   scheduler.addGang(gang);
@@ -129,12 +131,16 @@ std::vector<StepOutput> LLMEngine::step() {
     if (const HookTable *hooks = lookup(*seq))
       seq->endAfterStep = endReason(hooks->verdict(seq->id()));
   std::vector<Sequence *> sampling = batch.samplingSeqs();
+  std::vector<int64_t> completions;
+  for (const Sequence *seq : sampling)
+    completions.push_back(seq->numCompletionTokens());
   std::vector<Sequence *> done = scheduler.postprocess(batch, tokens);
 
   std::vector<StepOutput> outputs;
   const std::vector<std::optional<TokenLogprobs>> &logprobs = runner.lastLogprobs();
   for (size_t i = 0; i < sampling.size(); ++i)
-    outputs.push_back({sampling[i]->id(), tokens[i], sampling[i]->isFinished(), logprobs[i]});
+    if (sampling[i]->numCompletionTokens() > completions[i])
+      outputs.push_back({sampling[i]->id(), tokens[i], sampling[i]->isFinished(), logprobs[i]});
   for (Sequence *seq : done) {
     auto it = active.find(seq->id());
     finish(it->second);

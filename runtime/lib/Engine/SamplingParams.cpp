@@ -27,8 +27,8 @@ void SamplingParams::validate() const {
     reject("top_p", "in (0, 1]", std::to_string(topP));
   if (topK < 0)
     reject("top_k", ">= 0 (0 disables it)", std::to_string(topK));
-  if (maxTokens < 1)
-    reject("max_tokens", ">= 1", std::to_string(maxTokens));
+  if (maxTokens < 0)
+    reject("max_tokens", ">= 0 (0: the prompt pass alone)", std::to_string(maxTokens));
   if (logprobs < -1 || logprobs > 20)
     reject("logprobs", "in [0, 20] (or -1 for none)", std::to_string(logprobs));
   for (int32_t id : stopTokenIds)

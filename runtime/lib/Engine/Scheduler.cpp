@@ -29,6 +29,23 @@ SchedulerConfig checked(const SchedulerConfig &cfg) {
   return cfg;
 }
 
+/// Whether `seq` ended its own part only: its hooks cut it (`stop()` in its invoke; a failed
+/// kernel cuts every member of its request at once) or it reached its own max_tokens. Any
+/// other end (a stop token, finish(), the context length) ends its gang.
+bool endsAlone(const Sequence &seq) {
+  return seq.finishReason == FinishReason::Cut ||
+         (seq.finishReason == FinishReason::Length &&
+          seq.numCompletionTokens() >= seq.samplingParams().maxTokens);
+}
+
+/// Whether another member of `seq`'s gang runs on after this step.
+bool gangRunsOn(const Sequence &seq) {
+  return std::any_of(seq.gang.begin(), seq.gang.end(), [&](const Sequence *member) {
+    return member != &seq && member->status == SequenceStatus::Running &&
+           member->finishReason == FinishReason::None;
+  });
+}
+
 } // namespace
 
 int64_t ScheduledBatch::numTokens() const {
@@ -128,7 +145,7 @@ ScheduledBatch Scheduler::schedulePrefill() {
   while (!waiting.empty() && budget > 0 && static_cast<int64_t>(running.size()) < cfg.maxNumSeqs) {
     Sequence *seq = waiting.front();
     if (!seq->gang.empty()) {
-      if (!admitGang(seq->gang, budget, batch))
+      if (!admitGang(unitOf(*seq), budget, batch))
         break;
       continue;
     }
@@ -174,18 +191,25 @@ bool Scheduler::admitGang(const std::vector<Sequence *> &gang, int64_t &budget,
 
 ScheduledBatch Scheduler::scheduleDecode() {
   ScheduledBatch batch;
-  // A unit is a sequence of its own or a whole gang; gangs sit together in `running`.
+  // A unit is a sequence of its own or the running members of a gang, which sit together in
+  // `running`.
   auto takeUnit = [this](bool fromBack) {
-    Sequence *edge = fromBack ? running.back() : running.front();
-    std::vector<Sequence *> unit = edge->gang.empty() ? std::vector<Sequence *>{edge} : edge->gang;
+    std::vector<Sequence *> unit = unitOf(fromBack ? *running.back() : *running.front());
     for (size_t i = 0; i < unit.size(); ++i)
       fromBack ? running.pop_back() : running.pop_front();
     return unit;
   };
   auto preemptUnit = [this, &batch](const std::vector<Sequence *> &unit) {
-    // Reverse order keeps the gang in invoke order at the front of the waiting queue.
-    for (auto it = unit.rbegin(); it != unit.rend(); ++it)
-      preempt(*it, batch);
+    const std::vector<Sequence *> &members = unit.front()->gang.empty() ? unit : unit.front()->gang;
+    // Reverse order keeps the gang in invoke order at the front of the waiting queue. A parked
+    // member that restarts goes back with the others: the gang's state is rebuilt from every
+    // prompt, its too (values it computed before it stopped are used by later invokes).
+    for (auto it = members.rbegin(); it != members.rend(); ++it) {
+      if ((*it)->status == SequenceStatus::Running)
+        preempt(*it, batch);
+      else if ((*it)->status == SequenceStatus::Parked && (*it)->restartOnPreemption)
+        unpark(*it, batch);
+    }
   };
   auto missingBlocks = [this](const std::vector<Sequence *> &unit) {
     int64_t missing = 0;
@@ -228,6 +252,23 @@ void Scheduler::preempt(Sequence *seq, ScheduledBatch &batch) {
   ++preemptions;
 }
 
+void Scheduler::unpark(Sequence *seq, ScheduledBatch &batch) {
+  seq->status = SequenceStatus::Waiting;
+  seq->restartFromPrompt();
+  batch.restarted.push_back(seq);
+  waiting.push_front(seq);
+}
+
+std::vector<Sequence *> Scheduler::unitOf(Sequence &seq) {
+  if (seq.gang.empty())
+    return {&seq};
+  std::vector<Sequence *> unit;
+  for (Sequence *member : seq.gang)
+    if (member->status != SequenceStatus::Parked && member->status != SequenceStatus::Finished)
+      unit.push_back(member);
+  return unit;
+}
+
 bool Scheduler::isStopToken(const Sequence &seq, int32_t token) const {
   const SamplingParams &params = seq.samplingParams();
   auto contains = [token](const std::vector<int32_t> &ids) {
@@ -247,7 +288,7 @@ std::vector<Sequence *> Scheduler::postprocess(const ScheduledBatch &batch,
     if (token < 0)
       throw InvalidInput("scheduler: postprocess got negative token id " + std::to_string(token));
 
-  std::vector<Sequence *> finished;
+  std::vector<Sequence *> ending;
   size_t next = 0;
   for (Sequence *seq : batch.seqs) {
     bool samples = seq->samplesThisStep();
@@ -258,10 +299,14 @@ std::vector<Sequence *> Scheduler::postprocess(const ScheduledBatch &batch,
       blocks.cacheComputedBlocks(*seq);
     if (samples) {
       int32_t token = sampled[next++];
-      if (seq->endAfterStep != FinishReason::Cut)
+      // max_tokens 0 asks for the prompt pass alone: its sampled token is dropped.
+      bool keeps = seq->endAfterStep != FinishReason::Cut && seq->samplingParams().maxTokens > 0;
+      if (keeps)
         seq->appendToken(token);
       if (seq->endAfterStep != FinishReason::None)
         seq->finishReason = seq->endAfterStep;
+      else if (!keeps)
+        seq->finishReason = FinishReason::Length;
       else if (isStopToken(*seq, token))
         seq->finishReason = FinishReason::Stop;
       else if (seq->numCompletionTokens() >= seq->samplingParams().maxTokens ||
@@ -271,18 +316,40 @@ std::vector<Sequence *> Scheduler::postprocess(const ScheduledBatch &batch,
       // A chunk of the prompt: only a hook can end the request here.
       seq->finishReason = seq->endAfterStep;
     }
-    if (seq->finishReason == FinishReason::None)
-      continue;
-    seq->status = SequenceStatus::Finished;
-    blocks.deallocate(*seq);
-    running.erase(std::find(running.begin(), running.end(), seq));
-    active.erase(seq);
-    finished.push_back(seq);
+    if (seq->finishReason != FinishReason::None)
+      ending.push_back(seq);
   }
-  // A gang ends with its first member, so its members always run the same steps.
-  for (size_t i = 0, n = finished.size(); i < n; ++i)
-    finishGang(*finished[i], finished);
+  std::vector<Sequence *> finished;
+  for (Sequence *seq : ending) {
+    if (seq->isFinished())
+      continue; // it ended with its gang, earlier in this loop
+    if (endsAlone(*seq) && gangRunsOn(*seq)) {
+      seq->status = SequenceStatus::Parked;
+      blocks.deallocate(*seq);
+      running.erase(std::find(running.begin(), running.end(), seq));
+      continue;
+    }
+    end(seq, finished);
+    // The rest of its gang ends with it: those ending this step or parked keep their reason.
+    for (Sequence *member : seq->gang) {
+      if (member->isFinished())
+        continue;
+      if (member->finishReason == FinishReason::None)
+        member->finishReason = seq->finishReason;
+      end(member, finished);
+    }
+  }
   return finished;
+}
+
+void Scheduler::end(Sequence *seq, std::vector<Sequence *> &finished) {
+  seq->status = SequenceStatus::Finished;
+  seq->numScheduledTokens = 0;
+  blocks.deallocate(*seq);
+  if (auto it = std::find(running.begin(), running.end(), seq); it != running.end())
+    running.erase(it);
+  active.erase(seq);
+  finished.push_back(seq);
 }
 
 std::vector<Sequence *> Scheduler::abort(Sequence &seq) {
@@ -305,21 +372,6 @@ std::vector<Sequence *> Scheduler::abort(Sequence &seq) {
     ended.push_back(member);
   }
   return ended;
-}
-
-void Scheduler::finishGang(const Sequence &seq, std::vector<Sequence *> &finished) {
-  for (Sequence *member : seq.gang) {
-    if (member->isFinished())
-      continue;
-    member->finishReason = seq.finishReason;
-    member->status = SequenceStatus::Finished;
-    member->numScheduledTokens = 0;
-    blocks.deallocate(*member);
-    if (auto it = std::find(running.begin(), running.end(), member); it != running.end())
-      running.erase(it);
-    active.erase(member);
-    finished.push_back(member);
-  }
 }
 
 } // namespace nnsc

@@ -234,7 +234,8 @@ EngineLoop::Admit admitRequest(const PreparedRequest &prepared, const ServedMode
         }
         std::vector<int64_t> ids;
         if (gang) {
-          ids = engine.addGang(std::move(prompts), sampling, tables);
+          std::vector<SamplingParams> each(prompts.size(), sampling);
+          ids = engine.addGang(std::move(prompts), each, tables);
         } else {
           try {
             for (size_t k = 0; k < prompts.size(); ++k)

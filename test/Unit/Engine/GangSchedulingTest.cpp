@@ -153,4 +153,111 @@ TEST(GangScheduling, HookEndedRequests) {
   EXPECT_EQ(s.numRunning(), 1);
 }
 
+TEST(GangScheduling, MaxTokensZeroRunsThePromptPassAlone) {
+  SchedulerConfig cfg;
+  cfg.numBlocks = 256;
+  Scheduler s(cfg);
+  Sequence probe(0, {1, 2, 3}, SamplingParams{.maxTokens = 0});
+  s.add(&probe);
+  ScheduledBatch batch = s.schedule();
+  ASSERT_EQ(batch.samplingSeqs().size(), 1u) << "the prompt pass samples as any does";
+  std::vector<nnsc::Sequence *> done = s.postprocess(batch, std::vector<int32_t>{7});
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(probe.finishReason, FinishReason::Length);
+  EXPECT_EQ(probe.numCompletionTokens(), 0) << "its token is dropped";
+  EXPECT_TRUE(s.isFinished());
+  EXPECT_EQ(s.blockManager().numFreeBlocks(), cfg.numBlocks);
+}
+
+TEST(GangScheduling, MemberThatEndsAloneIsParkedUntilItsGangEnds) {
+  SchedulerConfig cfg;
+  cfg.numBlocks = 256;
+  Scheduler s(cfg);
+  const SamplingParams params{.maxTokens = 4, .ignoreEos = true};
+  // `cut` stops in its invoke, `probe` asks for its prompt pass alone; `target` runs on.
+  Sequence cut(0, {1, 2, 3}, params), probe(1, {4, 5}, SamplingParams{.maxTokens = 0}),
+      target(2, {6, 7, 8, 9}, params);
+  s.addGang({&cut, &probe, &target});
+  ScheduledBatch prefill = s.schedule();
+  ASSERT_EQ(prefill.seqs.size(), 3u);
+  cut.endAfterStep = FinishReason::Cut;
+  EXPECT_TRUE(s.postprocess(prefill, std::vector<int32_t>{11, 12, 13}).empty())
+      << "the gang goes on while a member runs";
+  EXPECT_EQ(cut.status, nnsc::SequenceStatus::Parked);
+  EXPECT_EQ(probe.status, nnsc::SequenceStatus::Parked);
+  EXPECT_TRUE(cut.blockTable.empty() && probe.blockTable.empty()) << "parked members hold no KV";
+  EXPECT_EQ(s.numRunning(), 1);
+  std::vector<nnsc::Sequence *> done;
+  while (!s.isFinished()) {
+    ScheduledBatch batch = s.schedule();
+    ASSERT_EQ(batch.seqs, std::vector<nnsc::Sequence *>{&target});
+    std::vector<int32_t> tokens;
+    for (Sequence *seq : batch.samplingSeqs())
+      tokens.push_back(nextToken(seq->tokenIds()));
+    for (Sequence *seq : s.postprocess(batch, tokens))
+      done.push_back(seq);
+  }
+  EXPECT_EQ(done.size(), 3u) << "parked members finish with their gang";
+  EXPECT_EQ(target.numCompletionTokens(), 4);
+  EXPECT_EQ(target.finishReason, FinishReason::Length);
+  EXPECT_EQ(cut.numCompletionTokens(), 0);
+  EXPECT_EQ(cut.finishReason, FinishReason::Cut);
+  EXPECT_EQ(probe.numCompletionTokens(), 0);
+  EXPECT_EQ(probe.finishReason, FinishReason::Length);
+  EXPECT_EQ(s.blockManager().numFreeBlocks(), cfg.numBlocks);
+}
+
+TEST(GangScheduling, EveryMemberCutEndsTheGang) {
+  SchedulerConfig cfg;
+  cfg.numBlocks = 256;
+  Scheduler s(cfg);
+  const SamplingParams params{.maxTokens = 4, .ignoreEos = true};
+  Sequence a(0, {1, 2, 3}, params), b(1, {4, 5}, params);
+  s.addGang({&a, &b});
+  ScheduledBatch prefill = s.schedule();
+  a.endAfterStep = FinishReason::Cut;
+  b.endAfterStep = FinishReason::Cut;
+  EXPECT_EQ(s.postprocess(prefill, std::vector<int32_t>{11, 12}).size(), 2u);
+  EXPECT_TRUE(s.isFinished());
+  EXPECT_EQ(a.finishReason, FinishReason::Cut);
+  EXPECT_EQ(b.finishReason, FinishReason::Cut);
+}
+
+TEST(GangScheduling, ParkedMemberRestartsWithItsPreemptedGang) {
+  SchedulerConfig cfg;
+  cfg.maxNumSeqs = 4;
+  cfg.maxNumBatchedTokens = 64;
+  cfg.maxModelLen = 24;
+  cfg.numBlocks = 6; // two sequences of 16 tokens need 8: a decode step preempts
+  cfg.blockSize = 4;
+  Scheduler s(cfg);
+  const SamplingParams params{.maxTokens = 12, .ignoreEos = true};
+  Sequence other(0, {1, 2, 3, 4}, params), source(1, {5, 6, 7, 8}, SamplingParams{.maxTokens = 0}),
+      target(2, {9, 10, 11, 12}, params);
+  for (Sequence *seq : {&other, &source, &target})
+    seq->restartOnPreemption = true;
+  // Admitted last, the gang is what a full cache preempts.
+  s.add(&other);
+  s.addGang({&source, &target});
+  step(s);
+  ASSERT_EQ(source.status, nnsc::SequenceStatus::Parked);
+  bool restarted = false;
+  for (int guard = 0; !s.isFinished(); ++guard) {
+    ASSERT_LT(guard, 200) << "no progress";
+    ScheduledBatch batch = step(s);
+    if (batch.restarted.empty())
+      continue;
+    restarted = true;
+    EXPECT_NE(std::find(batch.restarted.begin(), batch.restarted.end(), &source),
+              batch.restarted.end())
+        << "the parked member restarts with its gang";
+  }
+  EXPECT_TRUE(restarted) << "the cache never ran short: the restart went untested";
+  EXPECT_GE(source.numRestarts, 1);
+  EXPECT_EQ(source.finishReason, FinishReason::Length);
+  EXPECT_EQ(source.numCompletionTokens(), 0);
+  EXPECT_EQ(target.numCompletionTokens(), 12);
+  EXPECT_EQ(other.numCompletionTokens(), 12);
+}
+
 } // namespace

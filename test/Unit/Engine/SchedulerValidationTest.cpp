@@ -88,7 +88,8 @@ TEST(SamplingParams, RejectsImpossibleValues) {
   EXPECT_NE(message(SamplingParams{.topP = 1.5f}).find("'top_p' must be in (0, 1], got 1.5"),
             std::string::npos);
   EXPECT_NE(message(SamplingParams{.topK = -1}).find("'top_k' must be >= 0"), std::string::npos);
-  EXPECT_NE(message(SamplingParams{.maxTokens = 0}).find("'max_tokens' must be >= 1"),
+  EXPECT_EQ(message(SamplingParams{.maxTokens = 0}), "") << "0 is the prompt pass alone";
+  EXPECT_NE(message(SamplingParams{.maxTokens = -1}).find("'max_tokens' must be >= 0"),
             std::string::npos);
   EXPECT_NE(message(SamplingParams{.stopTokenIds = {3, -2}}).find("'stop_token_ids'"),
             std::string::npos);

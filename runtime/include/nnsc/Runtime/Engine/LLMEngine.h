@@ -53,19 +53,21 @@ public:
   /// sampling params or a prompt longer than the context.
   int64_t addRequest(std::vector<int32_t> prompt, const SamplingParams &params,
                      std::shared_ptr<HookTable> hooks = nullptr);
-  /// Queues the prompts of one multi-invoke request, in invoke order, with one hook table
-  /// each; the scheduler keeps them in the same forward passes (Scheduler::addGang). Returns
-  /// their ids. Throws InvalidInput as addRequest does, or when they could never be
+  /// Queues the prompts of one multi-invoke request, in invoke order, with one set of
+  /// sampling params (a prompt's own max_tokens: 0 runs its prompt pass alone) and one hook
+  /// table each; the scheduler keeps them in the same forward passes (Scheduler::addGang).
+  /// Returns their ids. Throws InvalidInput as addRequest does, or when they could never be
   /// scheduled together.
   std::vector<int64_t> addGang(std::vector<std::vector<int32_t>> prompts,
-                               const SamplingParams &params,
+                               const std::vector<SamplingParams> &params,
                                std::vector<std::shared_ptr<HookTable>> hooks);
   /// Ends request `id` (and the other invokes of its multi-invoke request) between steps:
   /// its blocks are freed, its hooks released, and its result, with FinishReason::Abort and
   /// the tokens it had, goes to takeFinished() without firing the result phase. False when
   /// no such request is active (it finished already, or was never added).
   bool abortRequest(int64_t id);
-  /// One engine step: schedule -> run -> postprocess. Returns the tokens it produced.
+  /// One engine step: schedule -> run -> postprocess. Returns the tokens it produced (those
+  /// the requests keep: not a step's token that stop() cut or max_tokens 0 dropped).
   std::vector<StepOutput> step();
   bool isFinished() const { return scheduler.isFinished(); }
   /// Results of the requests finished so far, removed from the engine.

@@ -25,7 +25,8 @@ struct SamplingParams {
   /// With a seed, the request's draws depend only on the seed and the step, never on the other
   /// requests in the batch; without one, the sampler's own generator is used.
   std::optional<uint64_t> seed;
-  /// Generation stops after this many completion tokens.
+  /// Generation stops after this many completion tokens. 0 asks for the prompt pass alone:
+  /// it runs (its hooks fire, it samples), and its token is dropped.
   int64_t maxTokens = 16;
   /// Do not stop at the model's end-of-sequence token.
   bool ignoreEos = false;

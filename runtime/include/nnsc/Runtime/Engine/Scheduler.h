@@ -8,8 +8,11 @@
 // A sequence whose hooks keep state (Sequence::restartOnPreemption) restarts from its prompt
 // instead, its generated tokens dropped, so it ends as it would have without preemption.
 // The prompts of a multi-invoke request form a gang (Sequence::gang): admitted together with
-// their whole prompts in one step (never chunked), preempted together, finished together
-// when the first of them finishes, so every forward pass holds all of them or none.
+// their whole prompts in one step (never chunked) and preempted together, so every forward
+// pass holds all of its running members or none. A member whose own part ends (its hooks cut
+// it, `stop()` in its invoke, or its max_tokens) is parked while the others run on; any other
+// end (a stop token, finish(), the context length) finishes the whole gang, parked members
+// included, and so does the end of its last running member.
 // Works on Sequence bookkeeping only; never touches tensors.
 //
 //===----------------------------------------------------------------------===//
@@ -86,10 +89,11 @@ public:
   /// Picks the next step's batch; empty only when isFinished().
   ScheduledBatch schedule();
   /// Records a step's results: advances numCachedTokens, registers newly computed blocks in
-  /// the prefix cache, appends `sampled` (one token per batch.samplingSeqs(), in order) and
-  /// finishes sequences that hit a stop token, max_tokens or maxModelLen, or whose
-  /// `endAfterStep` is set (their blocks are freed). Returns the sequences that finished. Throws
-  /// InvalidInput if `sampled` has the wrong length.
+  /// the prefix cache, appends `sampled` (one token per batch.samplingSeqs(), in order; none
+  /// for max_tokens 0) and finishes sequences that hit a stop token, max_tokens or
+  /// maxModelLen, or whose `endAfterStep` is set (their blocks are freed; gang members may be
+  /// parked instead, see above). Returns the sequences that finished. Throws InvalidInput if
+  /// `sampled` has the wrong length.
   std::vector<Sequence *> postprocess(const ScheduledBatch &batch,
                                       std::span<const int32_t> sampled);
 
@@ -108,8 +112,12 @@ private:
   void preempt(Sequence *seq, ScheduledBatch &batch);
   /// Admits the gang at the front of `waiting` whole into `batch`, or nothing (false).
   bool admitGang(const std::vector<Sequence *> &gang, int64_t &budget, ScheduledBatch &batch);
-  /// Ends the members of `seq`'s gang that are still running, with `seq`'s finish reason.
-  void finishGang(const Sequence &seq, std::vector<Sequence *> &finished);
+  /// `seq` alone, or the members of its gang that are neither parked nor finished.
+  static std::vector<Sequence *> unitOf(Sequence &seq);
+  /// A parked member of a preempted gang back to the front of `waiting`, from its prompt.
+  void unpark(Sequence *seq, ScheduledBatch &batch);
+  /// Finishes `seq` (its finishReason set): frees its blocks, appends it to `finished`.
+  void end(Sequence *seq, std::vector<Sequence *> &finished);
   bool isStopToken(const Sequence &seq, int32_t token) const;
 
   SchedulerConfig cfg;

@@ -17,8 +17,12 @@
 
 namespace nnsc {
 
-/// Where a sequence is in its life: queued, admitted (has KV blocks), or done.
-enum class SequenceStatus { Waiting, Running, Finished };
+/// Where a sequence is in its life: queued, admitted (has KV blocks), parked, or done. A
+/// member of a gang is parked when its own part ended (its hooks cut it: `stop()` in its
+/// invoke; or it reached its max_tokens) while others of its gang run on: it holds no blocks,
+/// is in no batch, keeps its finish reason, and finishes with the last of its gang (or, if it
+/// restarts on preemption, restarts with the gang).
+enum class SequenceStatus { Waiting, Running, Parked, Finished };
 
 /// Why a finished sequence stopped.
 enum class FinishReason {
@@ -105,8 +109,9 @@ public:
   /// the plain cache for its prompt, but an intervention may change its later K/V.
   bool cacheCompletion = true;
   /// The sequences of a multi-invoke request, this one included, in invoke order; empty for
-  /// a sequence of its own. The scheduler admits, preempts and finishes them together, so
-  /// they are in the same forward passes and run the same number of steps.
+  /// a sequence of its own. The scheduler admits and preempts them together, so they are in
+  /// the same forward passes; a member whose own part ends early is parked (SequenceStatus),
+  /// and the others finish together.
   std::vector<Sequence *> gang;
   /// True makes preemption restart the sequence from its prompt (restartFromPrompt) instead
   /// of resuming it by recomputing its generated tokens: its hooks keep per-request state
