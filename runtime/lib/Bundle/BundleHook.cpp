@@ -72,7 +72,7 @@ void BundleHook::run(int site, torch::Tensor &value, std::span<const TokenGroup>
       continue;
     Attached &a = it->second;
     a.skippedAt = -1; // until the kernel reports a skip at this firing
-    if (!a.request->live())
+    if (!a.request->live(a.invoke))
       continue;
     BundleRequest &r = *a.request;
     batch.push_back(
@@ -116,7 +116,7 @@ HookVerdict BundleHook::verdict(int64_t request) const {
   if (it == requests.end())
     return HookVerdict::Continue;
   const BundleRequest &r = *it->second.request;
-  if (!r.live())
+  if (!r.live(it->second.invoke))
     return HookVerdict::EndNow;
   return r.finished() ? HookVerdict::FinishAfterStep : HookVerdict::Continue;
 }
@@ -182,7 +182,11 @@ void BundleHook::save(void *ctx, void *request, int32_t index, int64_t step,
     r->fail(*error);
 }
 
-void BundleHook::stop(void *, void *request) { requestOf(request).stop(); }
+void BundleHook::stop(void *, void *request) {
+  // The handle is one sequence's: stop() ends that invoke's prompt, not its whole request.
+  auto *sequence = static_cast<Attached *>(request);
+  sequence->request->stop(sequence->invoke);
+}
 
 void BundleHook::finish(void *, void *request) { requestOf(request).finish(); }
 

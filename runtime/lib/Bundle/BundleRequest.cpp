@@ -2,6 +2,7 @@
 
 #include "nnsc/Runtime/Bundle/BundleRequest.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -61,7 +62,8 @@ torch::Tensor tensorOf(const nnsc_tensor &t) {
 
 BundleRequest::BundleRequest(const BundleTrace &trace, std::vector<torch::Tensor> params)
     : traceDesc(trace), paramValues(std::move(params)),
-      frameBytes(torch::zeros({trace.frameBytes}, torch::kUInt8)) {
+      frameBytes(torch::zeros({trace.frameBytes}, torch::kUInt8)),
+      stoppedInvokes(size_t(std::max(trace.numInvokes, 1)), false) {
   for (torch::Tensor &p : paramValues) {
     p = p.contiguous();
     views.push_back(viewOf(p));
@@ -134,7 +136,7 @@ void BundleRequest::restart() {
   frameBytes.zero_();
   saved.clear();
   failure.reset();
-  stopRequested = false;
+  stoppedInvokes.assign(stoppedInvokes.size(), false);
   finishRequested = false;
 }
 

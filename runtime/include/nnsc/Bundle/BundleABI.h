@@ -231,7 +231,8 @@ typedef struct nnsc_runtime {
    * NNSC_SAVE_PER_STEP saves). */
   void (*save)(void *ctx, void *request, int32_t save_index, int64_t step,
                const nnsc_tensor *value);
-  /* stop(): no later site of this forward pass is needed by this request. */
+  /* stop(): no later site of this forward pass is needed by the sequence of `request` (the
+   * group's handle): the request, or in a trace with invokes that invoke's prompt alone. */
   void (*stop)(void *ctx, void *request);
   /* finish(): end the request after this step. */
   void (*finish)(void *ctx, void *request);

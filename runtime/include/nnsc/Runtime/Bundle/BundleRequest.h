@@ -5,7 +5,7 @@
 // and whether a kernel failed, stopped or finished it. The kernels see it as the opaque
 // `nnsc_group.request` handed back to the runtime callbacks. A trace with invokes runs one
 // engine sequence per invoke; they all share one BundleRequest (one frame, one set of saves,
-// one fate), which is how values cross invokes.
+// one error and finish() state), which is how values cross invokes; stop() ends one invoke.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,14 +56,16 @@ public:
   void fail(const std::string &message);
   const std::optional<std::string> &error() const { return failure; }
 
-  /// stop(): no later kernel runs for this request, and it ends with the current step.
-  void stop() { stopRequested = true; }
-  bool stopped() const { return stopRequested; }
+  /// stop() in invoke `invoke` (0 without invokes): no later kernel runs for that invoke's
+  /// prompt, and it ends with the current step; the other invokes go on.
+  void stop(int32_t invoke) { stoppedInvokes.at(size_t(invoke)) = true; }
+  bool stopped(int32_t invoke) const { return stoppedInvokes.at(size_t(invoke)); }
   /// finish(): the request ends after the current step, keeping its token.
   void finish() { finishRequested = true; }
   bool finished() const { return finishRequested; }
-  /// Whether kernels still run for this request (it neither failed nor stopped).
-  bool live() const { return !failure && !stopRequested; }
+  /// Whether kernels still run for invoke `invoke` of this request (the request did not fail,
+  /// the invoke did not stop).
+  bool live(int32_t invoke) const { return !failure && !stopped(invoke); }
 
   /// Back to the state of a request that has not run: zeroed frame (its heap copies freed),
   /// no saves, no error, stop or finish (the request restarts from its prompt after
@@ -87,7 +89,8 @@ private:
   SaveStore saved;
   size_t saveLimit = 0;
   std::optional<std::string> failure;
-  bool stopRequested = false;
+  /// One flag per invoke (one without invokes).
+  std::vector<bool> stoppedInvokes;
   bool finishRequested = false;
   /// Set once a device kernel ran on the frame: what frees its heap copies.
   std::shared_ptr<DeviceKernelLauncher> deviceHeap;
