@@ -33,7 +33,8 @@ LogicalResult AccessOrder::checkReachable(int order, const std::string &what, co
   for (const AccessRecord &r : records) {
     if (!r.steps.intersects(steps))
       continue;
-    if (r.kind == AccessRecord::Kind::Stop && order > r.order) {
+    if (r.kind == AccessRecord::Kind::Stop && (r.invoke < 0 || r.invoke == invoke) &&
+        order > r.order) {
       InFlightDiagnostic diag = emitError(loc) << what << " is needed after stop(), but ";
       if (r.order < 0)
         diag << "the forward pass stops before any site";
@@ -105,12 +106,13 @@ LogicalResult AccessOrder::skip(int module, const StepSet &steps, int invoke, Lo
   return success();
 }
 
-void AccessOrder::stop(const StepSet &steps, Location loc) {
+void AccessOrder::stop(const StepSet &steps, int invoke, Location loc) {
   int last = -1;
   for (const AccessRecord &r : records)
-    if (r.kind != AccessRecord::Kind::Stop && r.steps.intersects(steps))
+    if (r.kind != AccessRecord::Kind::Stop && (invoke < 0 || r.invoke == invoke) &&
+        r.steps.intersects(steps))
       last = std::max(last, r.kind == AccessRecord::Kind::Skip ? r.endOrder : r.order);
-  records.push_back({AccessRecord::Kind::Stop, steps, -1, last, last, loc, "stop()"});
+  records.push_back({AccessRecord::Kind::Stop, steps, invoke, last, last, loc, "stop()"});
 }
 
 std::vector<AccessRecord> AccessOrder::takeSince(size_t checkpoint) {

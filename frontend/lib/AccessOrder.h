@@ -40,7 +40,7 @@ struct AccessRecord {
   StepSet steps;
   int invoke;
   /// Site order; for Skip the module's input site, for Stop the last site the pass reaches
-  /// (-1 if none).
+  /// (-1 if none). A Stop's invoke is -1 when it stops every invoke.
   int order;
   /// For Skip, the module's output site.
   int endOrder;
@@ -59,8 +59,9 @@ public:
   mlir::LogicalResult cache(int site, const StepSet &steps, int invoke, mlir::Location loc);
   /// `module.skip(...)`: the module must not have run yet.
   mlir::LogicalResult skip(int module, const StepSet &steps, int invoke, mlir::Location loc);
-  /// stop(): the forward pass ends after the last site accessed so far.
-  void stop(const StepSet &steps, mlir::Location loc);
+  /// stop() in invoke `invoke`, or in every invoke (-1: a trace without invokes, or a stop()
+  /// outside them): that invoke's forward pass ends after the last site it accessed so far.
+  void stop(const StepSet &steps, int invoke, mlir::Location loc);
   /// Forgets every record, for the next trace.
   void clear() { records.clear(); }
 

@@ -83,6 +83,9 @@ private:
   // Declarations and statements (Sema.cpp, SemaStmt.cpp, SemaControl.cpp).
   mlir::LogicalResult checkParam(ast::ParamDecl &param);
   mlir::LogicalResult checkTrace(ast::TraceDecl &trace);
+  /// Warns where the stop() calls of a multi-invoke trace end every invoke, so the whole
+  /// request ends there (a stop() in one invoke ends that invoke alone).
+  void warnRequestStops();
   bool checkBlock(ast::Block &block);
   mlir::LogicalResult checkStmt(ast::Stmt &stmt);
   mlir::LogicalResult checkAssign(ast::AssignStmt &stmt);
@@ -157,6 +160,9 @@ private:
   StmtContext ctx;
   /// Save names of the current trace ("h", "h.<step>") with where they were first saved.
   std::map<std::string, mlir::Location> savedNames;
+  /// The current trace's stop() calls outside run-time conditions: the invoke each ends (-1:
+  /// every invoke) and where; for the warning that one ends the whole request.
+  std::vector<std::pair<int, mlir::Location>> stops;
   /// Expressions already checked, with their availability: each is evaluated once.
   llvm::DenseMap<const ast::Expr *, Avail> checked;
 };

@@ -190,13 +190,41 @@ LogicalResult Checker::checkTrace(ast::TraceDecl &trace) {
     return failure();
   order.clear();
   savedNames.clear();
+  stops.clear();
   checked.clear();
   scopes.assign(1, Scope{Scope::Kind::Trace, {}, {}});
   ctx = StmtContext();
   ctx.trace = trace.name.empty() ? "main" : trace.name;
   ctx.traceHasInvokes = llvm::any_of(
       trace.body.stmts, [](const ast::StmtPtr &s) { return isa<ast::InvokeStmt>(s.get()); });
-  return success(checkBlock(trace.body));
+  if (!checkBlock(trace.body))
+    return failure();
+  warnRequestStops();
+  return success();
+}
+
+void Checker::warnRequestStops() {
+  if (ctx.numInvokes < 2)
+    return; // one prompt: its stop() ending the request is what it says
+  for (const auto &[invoke, loc] : stops)
+    if (invoke < 0) {
+      emitWarning(loc) << "stop() outside an invoke stops every invoke of trace '" << ctx.trace
+                       << "': the whole request ends here; a stop() inside an invoke ends only "
+                          "that invoke's prompt";
+      return;
+    }
+  std::map<int, Location> firstStop;
+  for (const auto &[invoke, loc] : stops)
+    firstStop.emplace(invoke, loc);
+  if (int(firstStop.size()) < ctx.numInvokes)
+    return;
+  const auto &[lastInvoke, lastLoc] = stops.back();
+  InFlightDiagnostic diag = emitWarning(lastLoc)
+                            << "every invoke of trace '" << ctx.trace
+                            << "' calls stop(): the whole request ends once each has stopped";
+  for (const auto &[invoke, loc] : firstStop)
+    if (invoke != lastInvoke)
+      diag.attachNote(loc) << "an earlier invoke stops here";
 }
 
 bool Checker::checkBlock(ast::Block &block) {

@@ -214,8 +214,12 @@ LogicalResult Checker::checkExprStmt(ast::ExprStmt &stmt) {
         }
         call->sema.entity = Entity::Function;
         call->sema.builtin = n->name == "stop" ? Builtin::Stop : Builtin::Finish;
-        if (n->name == "stop")
-          order.stop(ctx.steps, call->loc());
+        if (n->name == "stop") {
+          const int invoke = ctx.inInvoke ? ctx.invoke : -1;
+          order.stop(ctx.steps, invoke, call->loc());
+          if (!ctx.inDeviceIf)
+            stops.emplace_back(invoke, call->loc());
+        }
         return success();
       }
     }

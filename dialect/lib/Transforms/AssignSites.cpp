@@ -4,6 +4,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
 
 using namespace mlir;
 
@@ -49,10 +50,17 @@ struct AssignSites : impl::NNSAssignSitesBase<AssignSites> {
 
   LogicalResult assign(TraceOp trace) {
     int64_t first = -1, last = -1;
+    // The last site of each invoke: a stop() in an invoke ends that invoke's prompt only, so
+    // it fires once that invoke's own sites are done, whatever later invokes still need.
+    llvm::DenseMap<Operation *, int64_t> lastOfInvoke;
     trace.walk([&](Operation *op) {
       if (std::optional<int64_t> site = fixedSite(op)) {
         first = first < 0 ? *site : std::min(first, *site);
         last = std::max(last, *site);
+        if (auto invoke = op->getParentOfType<InvokeOp>()) {
+          auto [it, inserted] = lastOfInvoke.try_emplace(invoke, *site);
+          it->second = std::max(it->second, *site);
+        }
       }
     });
     OpBuilder builder(trace.getContext());
@@ -93,6 +101,9 @@ struct AssignSites : impl::NNSAssignSitesBase<AssignSites> {
           return WalkResult::interrupt();
         }
         site = *own;
+      } else if (auto invoke = op->getParentOfType<InvokeOp>(); invoke && isa<StopOp>(op)) {
+        auto own = lastOfInvoke.find(invoke);
+        site = std::max(site, own != lastOfInvoke.end() ? own->second : first);
       } else if (isa<StopOp, FinishOp>(op)) {
         site = last;
       } else if (isa<SaveOp>(op) && site < 0) {

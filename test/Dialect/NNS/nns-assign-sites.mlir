@@ -21,6 +21,28 @@ nns.trace @main {
 
 // -----
 
+// A stop in an invoke goes to that invoke's last site event, not the trace's: it ends that
+// invoke's prompt only, while later invokes still need later sites; one outside the invokes
+// goes to the trace's last site event.
+// CHECK-LABEL: nns.trace @steer
+nns.trace @steer {
+  %h = nns.invoke "source" index 0 {
+    %x = nns.site.read "model.layers.2.output" at 79 forward : tensor<?x576xf32>
+    // CHECK: nns.stop {nns.at = 79 : i64}
+    nns.stop
+    nns.yield %x : tensor<?x576xf32>
+  } : tensor<?x576xf32>
+  nns.invoke "target" index 1 {
+    nns.site.write %h to "model.layers.2.output" at 79 forward : tensor<?x576xf32> into tensor<?x576xf32>
+    %g = nns.site.read "model.layers.5.output" at 157 forward : tensor<?x576xf32>
+    nns.save "g", %g : tensor<?x576xf32>
+  }
+  // CHECK: nns.stop {nns.at = 157 : i64}
+  nns.stop
+}
+
+// -----
+
 // A write that needs a value from a later site is rejected.
 nns.trace @main {
   // expected-note @+1 {{the value is computed here}}

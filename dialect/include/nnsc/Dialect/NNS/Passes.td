@@ -16,8 +16,9 @@ def NNSAssignSites : Pass<"nns-assign-sites", "mlir::ModuleOp"> {
   let description = [{
     Sets `nns.at` (a site's firing order) on every op inside `nns.trace`: a site op at its own
     site, any other op at the latest site among its operands, side effects that read nothing
-    from the model (a constant write) at their site, `stop`/`finish` at the last site event of
-    their trace. Ops that depend on no site (constants, params, the step index) get -1: they
+    from the model (a constant write) at their site, `finish` and a `stop` outside any invoke
+    at the last site event of their trace, a `stop` in an invoke at that invoke's last site
+    event (it ends that invoke's prompt only). Ops that depend on no site (constants, params, the step index) get -1: they
     are recomputed wherever they are used. A data-dependent `nns.if` gets the latest site of
     its condition and body. A use of a value before the site event that produces it is an
     error naming both.
