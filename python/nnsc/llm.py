@@ -5,6 +5,7 @@ import itertools
 import os
 import tempfile
 import threading
+import warnings
 
 import torch
 
@@ -136,6 +137,9 @@ class LLM:
         ok, diagnostics = _nnsc.compile_source(self._model, source, name, out)
         if not ok:
             raise CompileError(diagnostics)
+        if diagnostics:
+            # The compiler's warnings, e.g. a stop() that ends every invoke of the request.
+            warnings.warn(diagnostics.rstrip("\n"), stacklevel=2)
         program = Program(out, source, _keep=self._workdir)
         self._bundle(program)
         self._compiled[key] = program
@@ -259,6 +263,9 @@ class LLM:
                 prompt_token_ids=list(prompt_ids), token_ids=list(completion_ids), text=text,
                 finish_reason=reason, invoke=invoke_names[k] if k < len(invoke_names) else None))
         error = request.error
+        # A multi-invoke request ends with the invoke that ran longest (one that stopped or
+        # reached its max_tokens earlier waited for it).
+        longest = max(outputs, key=lambda o: len(o.token_ids))
         return Result(index=index, outputs=outputs,
-                      finish_reason="error" if error else outputs[0].finish_reason,
+                      finish_reason="error" if error else longest.finish_reason,
                       error=error, _saves=request.saves)

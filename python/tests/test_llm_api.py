@@ -138,3 +138,43 @@ def test_blocks_only_weights_give_the_same_completions(llm):
     want = llm.generate(prompt, max_tokens=8, temperature=0, use_tqdm=False)[0]
     got = blocks.generate(prompt, max_tokens=8, temperature=0, use_tqdm=False)[0]
     assert got.token_ids == want.token_ids
+
+
+ACTADD = ("trace steer {\n"
+          "  invoke source { h = layers[6].output[-1]; stop() }\n"
+          "  invoke target { layers[6].output[-1] += 4.0 * h }\n"
+          "}\n")
+
+
+def test_stop_in_an_invoke_ends_that_prompt_only(llm):
+    """An ActAdd source only supplies its activation: it stops, its target generates, the
+    same tokens as when the source is not stopped (the steering value is the same)."""
+    prompts = [["Paris is a city in", PROMPT]]
+    kw = dict(max_tokens=4, temperature=0, ignore_eos=True, use_tqdm=False)
+    [r] = llm.generate(prompts, ACTADD, **kw)
+    source, target = r.outputs
+    assert (source.invoke, source.token_ids, source.finish_reason) == ("source", [], "stop")
+    assert (target.invoke, len(target.token_ids), target.finish_reason) == ("target", 4, "length")
+    assert r.finish_reason == "length"
+    [whole] = llm.generate(prompts, ACTADD.replace("; stop()", ""), **kw)
+    assert len(whole.outputs[0].token_ids) == 4
+    assert whole.outputs[1].token_ids == target.token_ids
+
+
+def test_compile_warns_when_stop_ends_the_whole_request(llm):
+    source = ("trace both {\n"
+              "  invoke a { x = layers[3].output.save() }\n"
+              "  invoke b { y = layers[4].output.save() }\n"
+              "  stop()\n"
+              "}\n")
+    with pytest.warns(UserWarning, match="stops every invoke of trace 'both': the whole "
+                                         "request ends here"):
+        llm.compile(source)
+
+
+def test_max_tokens_zero_runs_the_prompt_pass_alone(llm):
+    probe = "trace { h = layers[8].output[-1].save() }"
+    [r] = llm.generate(PROMPT, probe, max_tokens=0, use_tqdm=False)
+    [one] = llm.generate(PROMPT, probe, max_tokens=1, temperature=0, use_tqdm=False)
+    assert (r.token_ids, r.finish_reason) == ([], "length")
+    assert torch.equal(r.saves["h"], one.saves["h"])

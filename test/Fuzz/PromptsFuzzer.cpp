@@ -2,7 +2,8 @@
 //
 // A prompts file from anywhere: every line a JSON object with a prompt or token ids and
 // optional max_tokens and bundle. An accepted request is one nns-run can run: text or
-// non-empty ids, every id a non-negative int32, max_tokens (if given) at least 1.
+// non-empty ids, every id a non-negative int32, max_tokens (if given) at least 0 (0: the
+// prompt pass alone).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int32_t id : p.ids)
       if (id < 0)
         __builtin_trap();
-    if (p.maxTokens && *p.maxTokens < 1)
+    if (p.maxTokens && *p.maxTokens < 0)
       __builtin_trap();
   }
   return 0;

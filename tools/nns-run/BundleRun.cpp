@@ -197,6 +197,7 @@ void addBundledRequest(BoundTrace &bound, BoundTrace *edit, LLMEngine &engine, c
     return;
   }
   bound.pending.push_back(prompt.ids);
+  bound.pendingParams.push_back(params);
   if (bound.pending.size() < bound.invokes)
     return;
   auto request = std::make_shared<BundleRequest>(bound.hook->trace(), bound.params);
@@ -208,12 +209,14 @@ void addBundledRequest(BoundTrace &bound, BoundTrace *edit, LLMEngine &engine, c
     bound.hook->bindSites(*tables.back(), *request);
   }
   std::vector<std::vector<int32_t>> prompts = std::move(bound.pending);
+  std::vector<SamplingParams> each = std::move(bound.pendingParams);
   bound.pending.clear();
+  bound.pendingParams.clear();
   std::vector<int64_t> ids;
   if (bound.invokes == 1)
     ids.push_back(engine.addRequest(std::move(prompts.front()), params, tables.front()));
   else
-    ids = engine.addGang(std::move(prompts), params, tables);
+    ids = engine.addGang(std::move(prompts), each, tables);
   for (size_t k = 0; k < ids.size(); ++k) {
     bound.hook->attach(ids[k], request, int32_t(k));
     bound.requests[index + 1 - ids.size() + k] = request;
@@ -244,7 +247,13 @@ int writeResults(const std::string &dir, const std::vector<Prompt> &prompts,
   const size_t n = bound ? bound->invokes : 1;
   int failed = 0;
   for (size_t first = 0, i = 0; first < results.size(); first += n, ++i) {
-    const RequestResult &r = results[first];
+    // A multi-invoke request ends with the invoke that ran longest (those that stopped or
+    // reached their max_tokens earlier were parked).
+    const RequestResult *longest = &results[first];
+    for (size_t k = 1; k < n; ++k)
+      if (results[first + k].completionTokens.size() > longest->completionTokens.size())
+        longest = &results[first + k];
+    const RequestResult &r = *longest;
     const BundleRequest *request = bound ? bound->requests[first].get() : nullptr;
     if (request && request->error()) {
       std::cerr << "nns-run: error: request " << i << ": " << *request->error() << "\n";
@@ -263,11 +272,12 @@ int writeResults(const std::string &dir, const std::vector<Prompt> &prompts,
     if (n == 1) {
       j.update(promptJson(prompts[first], r, tok));
     } else {
-      // One entry per invoke, in invoke order; all ran the same steps.
+      // One entry per invoke, in invoke order; all ran the same steps until they ended.
       j["invokes"] = nlohmann::json::array();
       for (size_t k = 0; k < n; ++k) {
         nlohmann::json invoke = promptJson(prompts[first + k], results[first + k], tok);
         invoke["name"] = request->trace().invokeNames[k];
+        invoke["finish_reason"] = finishReasonName(results[first + k].finishReason, request);
         j["invokes"].push_back(invoke);
       }
     }

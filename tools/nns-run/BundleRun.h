@@ -35,8 +35,10 @@ struct BoundTrace {
   /// One per prompt (the prompts of one multi-invoke request share it; an edit has one per
   /// prompt); null for a plain request.
   std::vector<std::shared_ptr<nnsc::BundleRequest>> requests;
-  /// The prompts of the multi-invoke request being gathered.
+  /// The prompts of the multi-invoke request being gathered, with their sampling params (a
+  /// prompt's own max_tokens).
   std::vector<std::vector<int32_t>> pending;
+  std::vector<nnsc::SamplingParams> pendingParams;
 };
 
 /// Compiles (--trace; with --target=cuda for a device backend) or loads (--bundle) the

@@ -47,7 +47,8 @@ Runs prompts through the paged-attention engine with continuous batching.
   --prompt TEXT              a prompt (repeatable)
   --prompt-ids 1,2,3         a prompt given as token ids (repeatable)
   --prompts FILE.jsonl       one request per line: {"prompt": ...} or {"ids": [...]},
-                             optionally with "max_tokens" and "bundle": false (run plain)
+                             optionally with "max_tokens" (0: the prompt pass alone)
+                             and "bundle": false (run plain)
   --chat                     wrap each text prompt in the model's chat template
   --max-tokens N             completion tokens per request (default 64)
   --temperature T            0 is greedy (default 0)

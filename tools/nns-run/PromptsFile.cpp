@@ -57,9 +57,9 @@ bool parsePromptLine(std::string_view line, std::optional<Prompt> &prompt, std::
     return false;
   }
   if (j.contains("max_tokens")) {
-    std::optional<int32_t> value = int32In(j["max_tokens"], 1);
+    std::optional<int32_t> value = int32In(j["max_tokens"], 0);
     if (!value) {
-      error = "'max_tokens' must be an integer from 1 to 2147483647";
+      error = "'max_tokens' must be an integer from 0 (the prompt pass alone) to 2147483647";
       return false;
     }
     p.maxTokens = *value;

@@ -1,7 +1,8 @@
 //===- PromptsFile.h - nns-run's --prompts JSONL ----------------*- C++ -*-===//
 //
 // One request per line: {"prompt": TEXT} or {"ids": [ID, ...]}, optionally with
-// "max_tokens" (>= 1) and "bundle" (false: run without the program). Blank lines are skipped.
+// "max_tokens" (>= 0; 0 runs the prompt pass alone: its sites fire, nothing is generated) and
+// "bundle" (false: run without the program). Blank lines are skipped.
 // Parsing never exits: the caller reports the error (nns-run) or discards it (the fuzz target,
 // test/Fuzz/PromptsFuzzer.cpp).
 //
