@@ -36,10 +36,11 @@ LogicalResult AccessOrder::checkReachable(int order, const std::string &what, co
     if (r.kind == AccessRecord::Kind::Stop && (r.invoke < 0 || r.invoke == invoke) &&
         order > r.order) {
       InFlightDiagnostic diag = emitError(loc) << what << " is needed after stop(), but ";
+      diag << (r.invoke < 0 ? "the forward pass" : "this invoke's forward pass");
       if (r.order < 0)
-        diag << "the forward pass stops before any site";
+        diag << " stops before any site";
       else
-        diag << "the forward pass stops after '" << arch.sites()[r.order].path << "'";
+        diag << " stops after '" << arch.sites()[r.order].path << "'";
       diag.attachNote(r.loc) << "stop() here";
       return failure();
     }
