@@ -18,8 +18,8 @@ def NNSAssignSites : Pass<"nns-assign-sites", "mlir::ModuleOp"> {
     site, any other op at the latest site among its operands, side effects that read nothing
     from the model (a constant write) at their site, `finish` and a `stop` outside any invoke
     at the last site event of their trace, a `stop` in an invoke at that invoke's last site
-    event (it ends that invoke's prompt only). Ops that depend on no site (constants, params, the step index) get -1: they
-    are recomputed wherever they are used. A data-dependent `nns.if` gets the latest site of
+    event (it ends that invoke's prompt only). Ops that depend on no site (constants, params,
+    the step index) get -1: they are recomputed wherever they are used. A data-dependent `nns.if` gets the latest site of
     its condition and body. A use of a value before the site event that produces it is an
     error naming both.
   }];
