@@ -62,7 +62,8 @@ Runs prompts through the paged-attention engine with continuous batching.
   --prompts FILE.jsonl       one request per line: {"prompt": ...} or {"ids": [...]},
                              optionally with "max_tokens" and "bundle": false (run plain)
   --chat                     wrap each text prompt in the model's chat template
-)" << samplingDefaults() << R"(  --dtype fp32|bf16          compute dtype (default fp32)
+)" << samplingDefaults()
+            << R"(  --dtype fp32|bf16          compute dtype (default fp32)
   --weights packed|blocks    a GGUF file's weights in memory (default packed): its blocks
                              plus a packed copy for prefill, or its blocks only (prefill
                              widens tiles: under half the memory, prefill up to 1.15x slower)
