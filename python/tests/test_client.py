@@ -134,3 +134,19 @@ def test_tokenize_endpoints_refuse_bad_bodies(client):
             client._request("POST", path, body)
     assert client.tokenizer.decode([]) == ""
 
+
+def test_sampling_defaults_agree_across_doors(client, llm):
+    """No sampling argument anywhere: nns-run, nnsc.LLM and nns-serve (through Client) take the
+    one C++ default (SamplingParams: greedy, 16 tokens), so they print the same tokens, and
+    those are the greedy ones."""
+    from conftest import nns_run
+    defaults = nnsc.llm.SAMPLING_DEFAULTS
+    assert defaults["temperature"] == 0.0
+    cli = [record["ids"] for record, _ in
+           nns_run([arg for p in PROMPTS for arg in ("--prompt", p)])]
+    a = [r.token_ids for r in client.generate(PROMPTS, use_tqdm=False)]
+    b = [r.token_ids for r in llm.generate(PROMPTS, use_tqdm=False)]
+    greedy = [r.token_ids for r in llm.generate(PROMPTS, temperature=0, seed=7, use_tqdm=False)]
+    assert a == b == cli == greedy
+    assert all(len(ids) <= defaults["max_tokens"] for ids in a)
+    assert any(len(ids) == defaults["max_tokens"] for ids in a)
