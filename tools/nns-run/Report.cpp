@@ -12,10 +12,6 @@ namespace nnsrun {
 
 namespace {
 
-const char *finishReasonName(FinishReason reason) {
-  return reason == FinishReason::Length ? "length" : "stop";
-}
-
 nlohmann::json promptJson(const Prompt &prompt, const RequestResult &r,
                           const tokenizer::Tokenizer *tok) {
   nlohmann::json j = {{"prompt_ids", r.promptTokens},
