@@ -15,7 +15,7 @@ import torch
 
 from .errors import CompileError, ServerError
 from .program import Program
-from .requests import normalize_params, normalize_prompts, param_tensor
+from .requests import normalize_params, normalize_prompts, param_tensor, token_id_list
 from .result import Completion, Result, Saves
 
 _DTYPE_NAMES = {torch.float32: "float32", torch.float64: "float64", torch.bfloat16: "bfloat16",
@@ -46,6 +46,7 @@ class Client:
         models = self._request("GET", "/v1/models")["data"]
         self.model = models[0]["id"]
         self.max_model_len = models[0].get("max_model_len")
+        self.tokenizer = ClientTokenizer(self)
 
     def _request(self, method, path, body=None, raw=False):
         headers = {"Content-Type": "application/json"}
@@ -159,8 +160,8 @@ class Client:
                 prompt=prompts[k] if isinstance(prompts[k], str) else None,
                 prompt_token_ids=choice.get("prompt_token_ids") or [],
                 token_ids=choice.get("token_ids") or [], text=choice.get("text"),
-                finish_reason=choice.get("finish_reason"), invoke=None))
-        return Result(index=index, outputs=outputs, finish_reason=outputs[0].finish_reason,
+                finish_reason=choice.get("finish_reason"), invoke=choice.get("invoke")))
+        return Result(index=index, outputs=outputs, finish_reason=outputs[-1].finish_reason,
                       error=error, _saves=self._saves(response.get("nns") or {}))
 
     def _saves(self, nns):
@@ -172,6 +173,27 @@ class Client:
             path = url[len(self.base_url):] if url.startswith("http") else url
             return Saves(load(self._request("GET", path, raw=True)))
         return Saves()
+
+
+class ClientTokenizer:
+    """The served model's tokenizer, through nns-serve's POST /v1/nns/tokenize and
+    /v1/nns/detokenize: the same encode/decode as LLM.tokenizer."""
+
+    def __init__(self, client):
+        self._client = client
+
+    def encode(self, text, add_special_tokens=True):
+        if not isinstance(text, str):
+            raise TypeError("encode takes a string, got %s" % type(text).__name__)
+        return self._client._request("POST", "/v1/nns/tokenize", {
+            "text": text, "add_special_tokens": bool(add_special_tokens)})["ids"]
+
+    def decode(self, token_ids, skip_special_tokens=True):
+        """The text of `token_ids`: an int, a list of ints or an integer tensor (a save of
+        argmax ids, flattened)."""
+        return self._client._request("POST", "/v1/nns/detokenize", {
+            "ids": token_id_list(token_ids),
+            "skip_special_tokens": bool(skip_special_tokens)})["text"]
 
 
 class _ProgramFailed(Exception):

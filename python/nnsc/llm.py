@@ -12,7 +12,7 @@ import torch
 from ._extension import DEFAULT_MODEL, _nnsc
 from .errors import CompileError
 from .program import Program
-from .requests import normalize_params, normalize_prompts, param_tensor
+from .requests import normalize_params, normalize_prompts, param_tensor, token_id_list
 from .result import Completion, Result
 
 # Engine options and their defaults (nns-run's --max-num-seqs, ...): the scheduler's are the
@@ -47,9 +47,9 @@ class Tokenizer:
         return self._model.encode(text, add_special_tokens)
 
     def decode(self, token_ids, skip_special_tokens=True):
-        if isinstance(token_ids, torch.Tensor):
-            token_ids = token_ids.tolist()
-        return self._model.decode([int(t) for t in token_ids], skip_special_tokens)
+        """The text of `token_ids`: an int, a list of ints or an integer tensor (a save of
+        argmax ids, flattened)."""
+        return self._model.decode(token_id_list(token_ids), skip_special_tokens)
 
     @property
     def eos_token_ids(self):
@@ -261,9 +261,6 @@ class LLM:
                 prompt_token_ids=list(prompt_ids), token_ids=list(completion_ids), text=text,
                 finish_reason=reason, invoke=invoke_names[k] if k < len(invoke_names) else None))
         error = request.error
-        # A multi-invoke request ends with the invoke that ran longest (one that stopped or
-        # reached its max_tokens earlier waited for it).
-        longest = max(outputs, key=lambda o: len(o.token_ids))
         return Result(index=index, outputs=outputs,
-                      finish_reason="error" if error else longest.finish_reason,
+                      finish_reason="error" if error else outputs[-1].finish_reason,
                       error=error, _saves=request.saves)

@@ -79,6 +79,22 @@ def param_tensor(name, value):
                     "got %s" % (name, type(value).__name__))
 
 
+def token_id_list(token_ids):
+    """Token ids to decode as a list of ints: an int, a list of ints, or an integer tensor or
+    array of any shape (flattened: a save of argmax ids, a 0-d one included)."""
+    if isinstance(token_ids, (torch.Tensor, np.ndarray)):
+        if token_ids.dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64) or (
+                isinstance(token_ids, np.ndarray) and token_ids.dtype.kind == "f"):
+            raise TypeError("token ids must be integers, got a tensor of %s" % token_ids.dtype)
+        return [int(t) for t in token_ids.reshape(-1).tolist()]
+    if isinstance(token_ids, numbers.Integral) and not isinstance(token_ids, bool):
+        return [int(token_ids)]
+    if isinstance(token_ids, (list, tuple)) and (len(token_ids) == 0 or _is_token_ids(token_ids)):
+        return [int(t) for t in token_ids]
+    raise TypeError("token ids must be an int, a list of ints or an integer tensor, got %s"
+                    % type(token_ids).__name__)
+
+
 def normalize_params(params, count):
     """One {name: value} per request: `params` is None, one dict for every request, or a list of
     `count` dicts."""

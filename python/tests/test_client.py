@@ -84,6 +84,9 @@ def test_patching_takes_a_prompt_per_invoke(client, llm):
     [b] = llm.generate([request], path, params, max_tokens=3, temperature=0, use_tqdm=False)
     assert [o.token_ids for o in a.outputs] == [o.token_ids for o in b.outputs]
     assert torch.equal(a.saves["diff"], b.saves["diff"])
+    # The server names each choice's invoke; the text is the last (corrupt) invoke's.
+    assert list(a.invokes) == list(b.invokes) == ["clean", "corrupt"]
+    assert a.text == b.text == b.invokes["corrupt"].text
 
 
 def test_bad_requests_raise_and_the_server_keeps_serving(client):
@@ -99,6 +102,37 @@ def test_bad_requests_raise_and_the_server_keeps_serving(client):
     with pytest.raises(nnsc.ServerError, match=r"401"):
         nnsc.Client(client.base_url, api_key="wrong")
     assert client.generate(PROMPTS[0], max_tokens=2, use_tqdm=False)[0].finish_reason == "length"
+
+
+def test_tokenizer_through_the_server(client, llm):
+    text = "The capital of France is Paris."
+    ids = client.tokenizer.encode(text)
+    assert ids == llm.tokenizer.encode(text)
+    assert client.tokenizer.encode(text, add_special_tokens=False) == \
+        llm.tokenizer.encode(text, add_special_tokens=False)
+    assert client.tokenizer.decode(ids) == llm.tokenizer.decode(ids) == text
+    assert client.tokenizer.decode(torch.tensor(ids)) == text
+    assert client.tokenizer.decode(ids[0], skip_special_tokens=False) == \
+        llm.tokenizer.decode([ids[0]], skip_special_tokens=False)
+    with pytest.raises(ValueError, match=r"token id 99999999 is outside the vocabulary"):
+        client.tokenizer.decode([1, 99999999])
+    with pytest.raises(TypeError, match=r"integers"):
+        client.tokenizer.decode(torch.zeros(2))
+
+
+def test_tokenize_endpoints_refuse_bad_bodies(client):
+    cases = [("/v1/nns/tokenize", {"text": 5}, "'text' must be a string"),
+             ("/v1/nns/tokenize", {}, "'text' is required"),
+             ("/v1/nns/tokenize", {"text": "x", "prompt": "y"}, "unknown field 'prompt'"),
+             ("/v1/nns/tokenize", {"text": "x", "add_special_tokens": "yes"},
+              "'add_special_tokens' must be a boolean"),
+             ("/v1/nns/detokenize", {"ids": [1, -2]}, "'ids' must be a list of token ids"),
+             ("/v1/nns/detokenize", {"ids": "1 2"}, "'ids' must be a list of token ids"),
+             ("/v1/nns/detokenize", [1, 2], "must be a JSON object")]
+    for path, body, message in cases:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            client._request("POST", path, body)
+    assert client.tokenizer.decode([]) == ""
 
 
 def test_sampling_defaults_agree_across_doors(client, llm):

@@ -1,6 +1,7 @@
 //===- BundleRun.cpp - nns-run's bundle requests and results ----*- C++ -*-===//
 
 #include "BundleRun.h"
+#include "Report.h"
 
 #include "nnsc/Runtime/Bundle/BundleLoader.h"
 #include "nnsc/Runtime/Bundle/BundleParams.h"
@@ -54,13 +55,6 @@ std::string compileTrace(const std::string &source, const std::string &model, bo
   return out.string();
 }
 
-/// "stop" (a stop token, finish() or stop()), "length", or "error" for a failed request.
-const char *finishReasonName(FinishReason reason, const BundleRequest *request) {
-  if (request && request->error())
-    return "error";
-  return reason == FinishReason::Length ? "length" : "stop";
-}
-
 /// "'clean', 'corrupt'".
 std::string joinInvokeNames(const BundleTrace &trace) {
   std::string names;
@@ -68,21 +62,6 @@ std::string joinInvokeNames(const BundleTrace &trace) {
     names += (names.empty() ? "'" : ", '") + name + "'";
   return names;
 }
-
-/// The JSON of one prompt's run.
-nlohmann::json promptJson(const Prompt &prompt, const RequestResult &r,
-                          const tokenizer::Tokenizer *tok) {
-  nlohmann::json j = {{"prompt_ids", r.promptTokens}, {"ids", r.completionTokens}};
-  if (prompt.text)
-    j["prompt"] = *prompt.text;
-  if (tok)
-    j["text"] = tok->decode(r.completionTokens, true);
-  return j;
-}
-
-} // namespace
-
-namespace {
 
 /// Compiles (a .nns file) or loads (anything else) `file`, checks it against `model`, picks
 /// trace `traceName` and binds `params` (given with option `paramFlag`); `what` prefixes
@@ -247,13 +226,6 @@ int writeResults(const std::string &dir, const std::vector<Prompt> &prompts,
   const size_t n = bound ? bound->invokes : 1;
   int failed = 0;
   for (size_t first = 0, i = 0; first < results.size(); first += n, ++i) {
-    // A multi-invoke request ends with the invoke that ran longest (those that stopped or
-    // reached their max_tokens earlier were parked).
-    const RequestResult *longest = &results[first];
-    for (size_t k = 1; k < n; ++k)
-      if (results[first + k].completionTokens.size() > longest->completionTokens.size())
-        longest = &results[first + k];
-    const RequestResult &r = *longest;
     const BundleRequest *request = bound ? bound->requests[first].get() : nullptr;
     if (request && request->error()) {
       std::cerr << "nns-run: error: request " << i << ": " << *request->error() << "\n";
@@ -266,23 +238,15 @@ int writeResults(const std::string &dir, const std::vector<Prompt> &prompts,
       saves = request->saves();
     std::string base = (fs::path(dir) / std::to_string(i)).string();
     writeSafetensors(base + ".safetensors", saves);
-    nlohmann::json j = {{"request", i},
-                        {"bundled", request != nullptr},
-                        {"finish_reason", finishReasonName(r.finishReason, request)}};
-    if (n == 1) {
-      j.update(promptJson(prompts[first], r, tok));
-    } else {
-      // One entry per invoke, in invoke order; all ran the same steps until they ended.
-      j["invokes"] = nlohmann::json::array();
-      for (size_t k = 0; k < n; ++k) {
-        nlohmann::json invoke = promptJson(prompts[first + k], results[first + k], tok);
-        invoke["name"] = request->trace().invokeNames[k];
-        invoke["finish_reason"] = finishReasonName(results[first + k].finishReason, request);
-        j["invokes"].push_back(invoke);
-      }
-    }
-    if (request && request->error())
+    std::vector<std::string> invokes;
+    if (n > 1)
+      invokes = bound->hook->trace().invokeNames;
+    nlohmann::json j = requestJson(i, prompts, results, first, invokes, tok);
+    j["bundled"] = request != nullptr;
+    if (request && request->error()) {
+      j["finish_reason"] = "error";
       j["error"] = *request->error();
+    }
     std::ofstream out(base + ".json");
     out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     if (!out)

@@ -41,7 +41,9 @@ FlagHooks::FlagHooks(const Options &o, const schema::Architecture &arch, size_t 
           firstFiring.emplace(path, fired++);
           for (const TokenGroup &g : groups)
             capturedRows[path + "." + std::to_string(g.request)].push_back(
-                value.narrow(0, g.tokenStart, g.tokenCount).to(torch::kFloat32, false, true));
+                value.narrow(0, g.tokenStart, g.tokenCount)
+                    .to(value.is_floating_point() ? torch::kFloat32 : value.scalar_type(), false,
+                        true));
         }));
 }
 

@@ -62,6 +62,8 @@ Runs prompts through the paged-attention engine with continuous batching.
   --prompts FILE.jsonl       one request per line: {"prompt": ...} or {"ids": [...]},
                              optionally with "max_tokens" (0: the prompt pass alone)
                              and "bundle": false (run plain)
+  --prompts FILE.txt         one text prompt per line, as it is (by the .txt extension;
+                             blank lines are skipped)
   --chat                     wrap each text prompt in the model's chat template
 )" << samplingDefaults()
             << R"(  --dtype fp32|bf16          compute dtype (default fp32)
@@ -78,7 +80,10 @@ Runs prompts through the paged-attention engine with continuous batching.
   --max-num-seqs N, --max-num-batched-tokens N, --max-model-len N,
   --num-blocks N, --block-size N, --no-prefix-caching
   --capture SITE             save a site's rows of every step (repeatable; 'all': every
-                             forward-pass site) to the --save file as '<site>.<i>'
+                             forward-pass site) to the --save file: '<site>.<i>' holds
+                             request i's rows, prefill then one per decode step (float32;
+                             integer sites keep their integer dtype), '<site>.order' the
+                             site's place in firing order (an int64 scalar, 0 first)
   --scale SITE=F             multiply a site's value by F (replacing it) for every request
   --save FILE                safetensors file for --capture
   --json                     print one JSON object per request instead of text
@@ -127,11 +132,15 @@ std::vector<int32_t> parseIds(const std::string &text) {
   return ids;
 }
 
-void readJsonl(const std::string &path, std::vector<Prompt> &prompts) {
+void readPromptsFile(const std::string &path, std::vector<Prompt> &prompts) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     fail("cannot read '" + path + "'");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (isPlainPromptsFile(path)) {
+    parsePlainPrompts(text, prompts);
+    return;
+  }
   std::string error;
   if (!parsePromptsText(text, path, prompts, error))
     fail(error);
@@ -176,7 +185,7 @@ Options parseOptions(int argc, char **argv) {
     } else if (arg == "--prompt-ids") {
       o.prompts.push_back({std::nullopt, parseIds(value())});
     } else if (arg == "--prompts") {
-      readJsonl(value(), o.prompts);
+      readPromptsFile(value(), o.prompts);
     } else if (arg == "--chat") {
       o.chat = true;
     } else if (arg == "--max-tokens") {

@@ -1,4 +1,4 @@
-//===- PromptsFile.cpp - nns-run's --prompts JSONL --------------*- C++ -*-===//
+//===- PromptsFile.cpp - nns-run's --prompts files --------------*- C++ -*-===//
 
 #include "PromptsFile.h"
 
@@ -7,6 +7,23 @@
 namespace nnsrun {
 
 namespace {
+
+/// The lines of `text`, without their '\n'.
+template <typename Fn> void forEachLine(std::string_view text, Fn &&fn) {
+  size_t pos = 0;
+  for (int lineNo = 1; pos < text.size(); ++lineNo) {
+    size_t end = text.find('\n', pos);
+    std::string_view line =
+        text.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
+    pos = end == std::string_view::npos ? text.size() : end + 1;
+    if (!fn(line, lineNo))
+      return;
+  }
+}
+
+bool isBlank(std::string_view line) {
+  return line.find_first_not_of(" \t\r") == std::string_view::npos;
+}
 
 /// `v` as an int32_t in [min, INT32_MAX], or nullopt for anything else (not an integer, out
 /// of range; a JSON number above INT64_MAX is unsigned and must not be read as int64_t).
@@ -29,7 +46,7 @@ std::optional<int32_t> int32In(const nlohmann::json &v, int32_t min) {
 
 bool parsePromptLine(std::string_view line, std::optional<Prompt> &prompt, std::string &error) {
   prompt.reset();
-  if (line.find_first_not_of(" \t\r") == std::string_view::npos)
+  if (isBlank(line))
     return true;
   auto j = nlohmann::json::parse(line, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
@@ -77,22 +94,36 @@ bool parsePromptLine(std::string_view line, std::optional<Prompt> &prompt, std::
 
 bool parsePromptsText(std::string_view text, const std::string &name, std::vector<Prompt> &prompts,
                       std::string &error) {
-  size_t pos = 0;
-  for (int lineNo = 1; pos < text.size(); ++lineNo) {
-    size_t end = text.find('\n', pos);
-    std::string_view line =
-        text.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
-    pos = end == std::string_view::npos ? text.size() : end + 1;
+  bool ok = true;
+  forEachLine(text, [&](std::string_view line, int lineNo) {
     std::optional<Prompt> prompt;
     std::string lineError;
     if (!parsePromptLine(line, prompt, lineError)) {
       error = name + ":" + std::to_string(lineNo) + ": " + lineError;
-      return false;
+      // The usual mistake: plain prompts in a file that is read as JSONL.
+      if (lineNo == 1 && lineError == "not a JSON object")
+        error += " (a file of one plain-text prompt per line must be named *.txt)";
+      return ok = false;
     }
     if (prompt)
       prompts.push_back(std::move(*prompt));
-  }
-  return true;
+    return true;
+  });
+  return ok;
+}
+
+bool isPlainPromptsFile(std::string_view name) {
+  return name.size() >= 4 && name.substr(name.size() - 4) == ".txt";
+}
+
+void parsePlainPrompts(std::string_view text, std::vector<Prompt> &prompts) {
+  forEachLine(text, [&](std::string_view line, int) {
+    if (!line.empty() && line.back() == '\r')
+      line.remove_suffix(1);
+    if (!isBlank(line))
+      prompts.push_back({std::string(line), {}});
+    return true;
+  });
 }
 
 } // namespace nnsrun

@@ -1,8 +1,10 @@
-//===- PromptsFile.h - nns-run's --prompts JSONL ----------------*- C++ -*-===//
+//===- PromptsFile.h - nns-run's --prompts files ----------------*- C++ -*-===//
 //
-// One request per line: {"prompt": TEXT} or {"ids": [ID, ...]}, optionally with
-// "max_tokens" (>= 0; 0 runs the prompt pass alone: its sites fire, nothing is generated) and
-// "bundle" (false: run without the program). Blank lines are skipped.
+// One request per line, in one of two formats chosen by the file's extension: FILE.txt holds
+// one text prompt per line, taken as it is (a trailing '\r' dropped); any other file is JSONL,
+// {"prompt": TEXT} or {"ids": [ID, ...]}, optionally with "max_tokens" (>= 0; 0 runs the prompt
+// pass alone: its sites fire, nothing is generated) and "bundle" (false: run without the
+// program). Blank lines are skipped in both.
 // Parsing never exits: the caller reports the error (nns-run) or discards it (the fuzz target,
 // test/Fuzz/PromptsFuzzer.cpp).
 //
@@ -36,6 +38,12 @@ bool parsePromptLine(std::string_view line, std::optional<Prompt> &prompt, std::
 /// and sets `error` to "NAME:LINE: what is wrong" at the first bad line.
 bool parsePromptsText(std::string_view text, const std::string &name, std::vector<Prompt> &prompts,
                       std::string &error);
+
+/// True for a prompts file of plain text lines (FILE.txt), false for JSONL.
+bool isPlainPromptsFile(std::string_view name);
+
+/// Appends every non-blank line of the plain-text prompts `text` as a text prompt.
+void parsePlainPrompts(std::string_view text, std::vector<Prompt> &prompts);
 
 } // namespace nnsrun
 

@@ -10,21 +10,59 @@ using namespace nnsc;
 
 namespace nnsrun {
 
+namespace {
+
+nlohmann::json promptJson(const Prompt &prompt, const RequestResult &r,
+                          const tokenizer::Tokenizer *tok) {
+  nlohmann::json j = {{"prompt_ids", r.promptTokens},
+                      {"ids", r.completionTokens},
+                      {"finish_reason", finishReasonName(r.finishReason)}};
+  if (prompt.text)
+    j["prompt"] = *prompt.text;
+  if (tok)
+    j["text"] = tok->decode(r.completionTokens, true);
+  return j;
+}
+
+} // namespace
+
+nlohmann::json requestJson(size_t index, const std::vector<Prompt> &prompts,
+                           const std::vector<RequestResult> &results, size_t first,
+                           const std::vector<std::string> &invokes,
+                           const tokenizer::Tokenizer *tok) {
+  const size_t n = std::max<size_t>(invokes.size(), 1);
+  nlohmann::json j = promptJson(prompts[first + n - 1], results[first + n - 1], tok);
+  j["request"] = index;
+  if (invokes.empty())
+    return j;
+  j["invokes"] = nlohmann::json::array();
+  for (size_t k = 0; k < n; ++k) {
+    nlohmann::json invoke = promptJson(prompts[first + k], results[first + k], tok);
+    invoke["name"] = invokes[k];
+    j["invokes"].push_back(std::move(invoke));
+  }
+  return j;
+}
+
 void printCompletions(const Options &o, const std::vector<RequestResult> &results,
-                      const tokenizer::Tokenizer *tok, bool streamed) {
-  for (const RequestResult &r : results) {
-    std::string text = tok ? tok->decode(r.completionTokens, true) : std::string();
+                      const std::vector<std::string> &invokes, const tokenizer::Tokenizer *tok,
+                      bool streamed) {
+  const size_t n = std::max<size_t>(invokes.size(), 1);
+  for (size_t first = 0, i = 0; first + n <= results.size(); first += n, ++i) {
     if (o.json) {
-      nlohmann::json j = {
-          {"request", r.request},
-          {"prompt_ids", r.promptTokens},
-          {"ids", r.completionTokens},
-          {"finish_reason", r.finishReason == FinishReason::Stop ? "stop" : "length"}};
-      if (tok)
-        j["text"] = text;
-      std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    } else if (!streamed) {
-      std::cout << "=== request " << r.request << "\n" << text << "\n";
+      std::cout << requestJson(i, o.prompts, results, first, invokes, tok)
+                       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                << "\n";
+      continue;
+    }
+    if (streamed)
+      continue;
+    std::cout << "=== request " << i << "\n";
+    for (size_t k = 0; k < n; ++k) {
+      if (!invokes.empty())
+        std::cout << "--- invoke " << invokes[k] << "\n";
+      std::cout << (tok ? tok->decode(results[first + k].completionTokens, true) : std::string())
+                << "\n";
     }
   }
 }

@@ -200,7 +200,10 @@ int main(int argc, char **argv) {
   if (stream)
     std::cout << decoder->flush() << "\n";
 
-  printCompletions(o, results, tok.get(), stream);
+  std::vector<std::string> invokes;
+  if (bound && bound->invokes > 1)
+    invokes = bound->hook->trace().invokeNames;
+  printCompletions(o, results, invokes, tok.get(), stream);
   flagHooks.write(o);
   int failed = bound ? writeResults(o.saveDir, o.prompts, results, bound.get(), tok.get()) : 0;
   failed += reportEditErrors(edit.get());

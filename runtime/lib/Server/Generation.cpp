@@ -98,6 +98,12 @@ json logprobsJson(const tokenizer::Tokenizer *tok, bool chat, const std::vector<
           {"text_offset", std::move(offsets)}};
 }
 
+/// Names the invoke choice `i` ran as, when the prompts are the invokes of one request.
+void addInvokeName(const PreparedRequest &p, size_t i, json &choice) {
+  if (p.gang && p.trace && i < p.trace->invokeNames.size())
+    choice["invoke"] = p.trace->invokeNames[i];
+}
+
 /// Puts `saves` into `nns`: inline as tensors or as one base64 safetensors file, or behind a
 /// handle when asked or (with `mayUseHandle`) when they are larger than the inline limit.
 bool encodeSaves(OpenAIServer &server, const InterventionSpec &spec,
@@ -215,6 +221,7 @@ void respondWhole(OpenAIServer &server, const PreparedRequest &p,
       choice["token_ids"] = c.tokens[i];
       choice["prompt_token_ids"] = p.prompts[i];
     }
+    addInvokeName(p, i, choice);
     choices.push_back(std::move(choice));
   }
   json body = {{"id", randomId(r.chat ? "chatcmpl-" : "cmpl-")},
@@ -330,6 +337,7 @@ private:
     }
     if (p.request.returnTokenIds)
       choice["token_ids"] = d.tokens;
+    addInvokeName(p, d.index, choice);
     return choice;
   }
 

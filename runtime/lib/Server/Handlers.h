@@ -21,6 +21,10 @@ void sendError(Metrics &metrics, httplib::Response &res, const ApiError &error);
 void handleGeneration(OpenAIServer &server, const httplib::Request &req, httplib::Response &res,
                       bool chat);
 
+/// POST /v1/nns/tokenize (`detokenize` false) and /v1/nns/detokenize.
+void handleTokenize(OpenAIServer &server, const httplib::Request &req, httplib::Response &res,
+                    bool detokenize);
+
 } // namespace nnsc::server
 
 #endif // NNSC_SERVER_HANDLERS_H

@@ -123,6 +123,12 @@ void OpenAIServer::addRoutes() {
   http->Post("/v1/chat/completions", [this](const httplib::Request &req, httplib::Response &res) {
     handleGeneration(*this, req, res, /*chat=*/true);
   });
+  http->Post("/v1/nns/tokenize", [this](const httplib::Request &req, httplib::Response &res) {
+    handleTokenize(*this, req, res, /*detokenize=*/false);
+  });
+  http->Post("/v1/nns/detokenize", [this](const httplib::Request &req, httplib::Response &res) {
+    handleTokenize(*this, req, res, /*detokenize=*/true);
+  });
   http->Get(
       R"(/v1/nns/saves/([0-9a-f]+))", [this](const httplib::Request &req, httplib::Response &res) {
         std::shared_ptr<const std::string> blob = saves.get(req.matches[1]);

@@ -2,6 +2,7 @@
 
 #include "nnsc/Server/Protocol.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -339,6 +340,48 @@ std::optional<GenerationRequest> parseGenerationRequest(const json &body, bool c
   }
   if (const json *nns = f.get("nns"))
     parseIntervention(*nns, r, f);
+  if (f.failed())
+    return std::nullopt;
+  return r;
+}
+
+std::optional<TokenizeRequest> parseTokenizeRequest(const json &body, bool detokenize,
+                                                    int64_t vocab, ApiError &error) {
+  if (!body.is_object()) {
+    error = invalidField("", "the request body must be a JSON object");
+    return std::nullopt;
+  }
+  const char *input = detokenize ? "ids" : "text";
+  const char *flag = detokenize ? "skip_special_tokens" : "add_special_tokens";
+  for (const auto &[key, value] : body.items())
+    if (key != input && key != flag) {
+      error = invalidField(key, "unknown field '" + key + "' (known: " + input + ", " + flag + ")");
+      return std::nullopt;
+    }
+  Fields f(body, error);
+  TokenizeRequest r;
+  r.special = f.boolean(flag).value_or(true);
+  const json *v = f.get(input);
+  if (!v) {
+    f.fail(input, std::string("'") + input + "' is required");
+  } else if (!detokenize) {
+    if (!v->is_string())
+      f.fail(input, "'text' must be a string");
+    else
+      r.text = v->get<std::string>();
+  } else {
+    std::optional<std::vector<int32_t>> ids =
+        v->is_array() && v->empty() ? std::optional(std::vector<int32_t>()) : tokenList(*v);
+    if (!ids)
+      f.fail(input, "'ids' must be a list of token ids (non-negative integers)");
+    else if (auto out =
+                 std::find_if(ids->begin(), ids->end(), [&](int32_t id) { return id >= vocab; });
+             out != ids->end())
+      f.fail(input, "token id " + std::to_string(*out) + " is outside the vocabulary [0, " +
+                        std::to_string(vocab) + ")");
+    else
+      r.ids = std::move(*ids);
+  }
   if (f.failed())
     return std::nullopt;
   return r;

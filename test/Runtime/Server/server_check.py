@@ -161,7 +161,14 @@ class Checks:
             ids = [c["token_ids"] for c in got["choices"]]
             want = ref[0][0] if len(prompts) > 1 else [ref[0][0]]
             expect(ids == want, f"{file}: tokens {ids} != nns-run {want}")
-        print("canonical: capture, logit lens and patching saves equal nns-run's")
+            # Each choice of a multi-invoke request names its invoke; argmax ids are int64.
+            invokes = [c.get("invoke") for c in got["choices"]]
+            expect(invokes == (["clean", "corrupt"] if len(prompts) > 1 else [None]),
+                   f"{file}: invokes {invokes}")
+            if file == "04-logit-lens.nns":
+                expect(got["nns"]["saves"]["l0"]["dtype"] == "int64", "argmax save dtype")
+        print("canonical: capture, logit lens and patching saves equal nns-run's; choices name "
+              "their invokes")
 
     def streaming(self):
         whole = self.complete(PROMPT, 10, {"program": PER_STEP})

@@ -1,7 +1,7 @@
 //===- ProtocolTest.cpp - OpenAI request bodies ---------------------------===//
 //
-// parseGenerationRequest: what a well-formed body becomes, and for each kind of mistake the
-// field it names and what it says.
+// parseGenerationRequest and parseTokenizeRequest: what a well-formed body becomes, and for
+// each kind of mistake the field it names and what it says.
 //
 //===----------------------------------------------------------------------===//
 
@@ -133,6 +133,37 @@ TEST(Protocol, EachMistakeNamesItsField) {
   EXPECT_EQ(refusal(with("nns", {{"bundle", "b"}, {"saves_format", "npz"}})),
             "nns.saves_format: 'nns.saves_format' must be \"json\" or \"safetensors\"");
   EXPECT_EQ(refusal(json::array()), ": the request body must be a JSON object");
+}
+
+TEST(Protocol, TokenizeBodies) {
+  ApiError error;
+  std::optional<TokenizeRequest> r = parseTokenizeRequest({{"text", "hi"}}, false, 10, error);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->text, "hi");
+  EXPECT_TRUE(r->special);
+  r = parseTokenizeRequest({{"ids", {1, 9}}, {"skip_special_tokens", false}}, true, 10, error);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->ids, (std::vector<int32_t>{1, 9}));
+  EXPECT_FALSE(r->special);
+  EXPECT_TRUE(parseTokenizeRequest({{"ids", json::array()}}, true, 10, error));
+
+  auto refused = [](const json &body, bool detokenize) {
+    ApiError e;
+    EXPECT_FALSE(parseTokenizeRequest(body, detokenize, 10, e)) << body.dump();
+    EXPECT_EQ(e.status, 400);
+    return e.param + ": " + e.message;
+  };
+  EXPECT_EQ(refused({{"ids", {1, 10}}}, true),
+            "ids: token id 10 is outside the vocabulary [0, 10)");
+  EXPECT_EQ(refused({{"ids", {1, -1}}}, true),
+            "ids: 'ids' must be a list of token ids (non-negative integers)");
+  EXPECT_EQ(refused({{"text", 3}}, false), "text: 'text' must be a string");
+  EXPECT_EQ(refused(json::object(), false), "text: 'text' is required");
+  EXPECT_EQ(refused({{"text", "x"}, {"ids", {1}}}, false),
+            "ids: unknown field 'ids' (known: text, add_special_tokens)");
+  EXPECT_EQ(refused({{"ids", {1}}, {"skip_special_tokens", 1}}, true),
+            "skip_special_tokens: 'skip_special_tokens' must be a boolean");
+  EXPECT_EQ(refused("text", false), ": the request body must be a JSON object");
 }
 
 TEST(Protocol, ErrorBodyIsOpenAIs) {

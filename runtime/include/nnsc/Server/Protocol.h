@@ -78,6 +78,20 @@ struct GenerationRequest {
 std::optional<GenerationRequest> parseGenerationRequest(const nlohmann::json &body, bool chat,
                                                         ApiError &error);
 
+/// A checked `POST /v1/nns/tokenize` ({"text", "add_special_tokens"}) or
+/// `POST /v1/nns/detokenize` ({"ids", "skip_special_tokens"}) body.
+struct TokenizeRequest {
+  std::string text;
+  std::vector<int32_t> ids;
+  /// Tokenize: add the model's special tokens (BOS); detokenize: leave special tokens out.
+  bool special = true;
+};
+
+/// Parses a tokenize (`detokenize` false) or detokenize body; ids are checked against
+/// `vocab`. Returns nullopt and fills `error` for a malformed body or an unknown field.
+std::optional<TokenizeRequest> parseTokenizeRequest(const nlohmann::json &body, bool detokenize,
+                                                    int64_t vocab, ApiError &error);
+
 } // namespace nnsc::server
 
 #endif // NNSC_SERVER_PROTOCOL_H
