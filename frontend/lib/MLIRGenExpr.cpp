@@ -16,8 +16,7 @@ Value Generator::expr(const ast::Expr &e) {
     return readSite(loc, s.site, tensorType(s.type));
   // Sema folded integer arithmetic (`-1`, `i + 1` in unrolled loops, `hidden // 2`); a name is
   // a constant when it is a model dimension.
-  if (s.constant &&
-      (e.getKind() != ast::Expr::Kind::Name || s.source == ast::NameSource::Constant))
+  if (s.constant && (e.getKind() != ast::Expr::Kind::Name || s.source == ast::NameSource::Constant))
     return constant(loc, s.type.elem, double(*s.constant));
   if (s.constantFloat)
     return constant(loc, s.type.elem, *s.constantFloat);

@@ -192,8 +192,8 @@ LogicalResult Checker::checkTrace(ast::TraceDecl &trace) {
   // arithmetic, the variables of enclosing loops) before any of its names is bound.
   scopes.assign(1, Scope{Scope::Kind::Trace, {}, {}});
   ctx = StmtContext();
-  if (failed(unrollRangeLoops(
-          trace.body, [&](ast::Expr &e, StringRef what) { return constantInt(e, what); })))
+  if (failed(unrollRangeLoops(trace.body,
+                              [&](ast::Expr &e, StringRef what) { return constantInt(e, what); })))
     return failure();
   order.clear();
   savedNames.clear();

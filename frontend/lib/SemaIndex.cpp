@@ -292,8 +292,8 @@ LogicalResult Checker::binary(ast::BinaryExpr &e, Avail &avail) {
     }
   }
   if (overflow) {
-    emitError(e.loc()) << "integer overflow in '" << *lc << " " << ast::spelling(e.op) << " "
-                       << *rc << "'";
+    emitError(e.loc()) << "integer overflow in '" << *lc << " " << ast::spelling(e.op) << " " << *rc
+                       << "'";
     return failure();
   }
   return success();

@@ -114,10 +114,9 @@ public:
     }
     case ast::Stmt::Kind::For: {
       auto *f = cast<ast::ForStmt>(s);
-      result =
-          std::make_unique<ast::ForStmt>(f->loc(), f->var, f->varLoc, expr(f->lo.get()),
-                                         expr(f->hi.get()), expr(f->step.get()),
-                                         expr(f->iter.get()), block(f->body));
+      result = std::make_unique<ast::ForStmt>(f->loc(), f->var, f->varLoc, expr(f->lo.get()),
+                                              expr(f->hi.get()), expr(f->step.get()),
+                                              expr(f->iter.get()), block(f->body));
       break;
     }
     case ast::Stmt::Kind::Invoke: {
