@@ -192,12 +192,17 @@ LogicalResult Checker::checkTrace(ast::TraceDecl &trace) {
   // arithmetic, the variables of enclosing loops) before any of its names is bound.
   scopes.assign(1, Scope{Scope::Kind::Trace, {}, {}});
   ctx = StmtContext();
-  if (failed(unrollRangeLoops(trace.body,
-                              [&](ast::Expr &e, StringRef what) { return constantInt(e, what); })))
+  // Unrolling destroys the loops whose bounds it evaluated, and a later copy may be allocated
+  // where one of their expressions was: no entry of `checked` may outlive an evaluation.
+  auto evaluate = [&](ast::Expr &e, StringRef what) {
+    FailureOr<int64_t> v = constantInt(e, what);
+    checked.clear();
+    return v;
+  };
+  if (failed(unrollRangeLoops(trace.body, evaluate)))
     return failure();
   order.clear();
   savedNames.clear();
-  // The bounds' entries name expressions of loops that unrolling destroyed.
   checked.clear();
   ctx.trace = trace.name.empty() ? "main" : trace.name;
   ctx.traceHasInvokes = llvm::any_of(
