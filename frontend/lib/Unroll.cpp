@@ -176,7 +176,9 @@ LogicalResult unroll(ast::Block &block, int64_t &budget, BoundEvaluator evaluate
       continue;
     }
     FailureOr<int64_t> lo = evaluate(*f->lo, "a loop bound");
-    FailureOr<int64_t> hi = failed(lo) ? failure() : evaluate(*f->hi, "a loop bound");
+    FailureOr<int64_t> hi = failure();
+    if (succeeded(lo))
+      hi = evaluate(*f->hi, "a loop bound");
     FailureOr<int64_t> step = int64_t(1);
     if (succeeded(hi) && f->step)
       step = evaluate(*f->step, "a loop step");
