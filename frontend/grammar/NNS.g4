@@ -39,10 +39,11 @@ stmt
 
 ifStmt : 'if' cond=expr then=block (NL* 'else' (elseBlock=block | elseIf=ifStmt))? ;
 
-// `for step in steps[a:b:c] { }` over generation steps, `for i in a..b { }` over integers.
+// `for step in steps[a:b:c] { }` over generation steps, `for i in a..b { }` or
+// `for i in a..b:step { }` over integers.
 forStmt : 'for' var=ID 'in' (range=rangeExpr | iter=expr) block ;
 
-rangeExpr : lo=expr '..' hi=expr ;
+rangeExpr : lo=expr '..' hi=expr (':' step=expr)? ;
 
 invokeStmt : 'invoke' name=ID? block ;
 
@@ -50,7 +51,7 @@ assignStmt : target=expr op=('=' | '+=' | '-=' | '*=' | '/=') value=expr ;
 
 exprStmt : expr ;
 
-// Precedence from tightest to loosest, as in Python: postfix, unary minus, * / @, + -,
+// Precedence from tightest to loosest, as in Python: postfix, unary minus, * / // % @, + -,
 // comparisons, not, and, or.
 expr
   : primary                                                     # primaryExpr
@@ -58,7 +59,7 @@ expr
   | expr '[' subscript (',' subscript)* ']'                     # indexExpr
   | expr '(' (arg (',' arg)*)? ')'                              # callExpr
   | '-' expr                                                    # negExpr
-  | lhs=expr op=('*' | '/' | '@') rhs=expr                      # mulExpr
+  | lhs=expr op=('*' | '/' | '//' | '%' | '@') rhs=expr        # mulExpr
   | lhs=expr op=('+' | '-') rhs=expr                            # addExpr
   | lhs=expr op=('<' | '<=' | '>' | '>=' | '==' | '!=') rhs=expr  # cmpExpr
   | 'not' expr                                                  # notExpr

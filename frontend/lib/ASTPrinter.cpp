@@ -23,6 +23,10 @@ const char *spelling(BinaryOp op) {
     return "*";
   case BinaryOp::Div:
     return "/";
+  case BinaryOp::FloorDiv:
+    return "//";
+  case BinaryOp::Mod:
+    return "%";
   case BinaryOp::MatMul:
     return "@";
   case BinaryOp::Lt:
@@ -125,6 +129,7 @@ private:
       nested([&] {
         expr(f.lo.get());
         expr(f.hi.get());
+        expr(f.step.get());
         expr(f.iter.get());
         block(f.body);
       });

@@ -55,6 +55,13 @@ struct Scope {
 /// The source name of a builtin function or method (SemaExpr.cpp).
 const char *builtinName(ast::Builtin fn);
 
+/// A checked expression with an integer value known at compile time.
+bool isIntConstant(const ast::Expr &e);
+
+/// Appends to `diag` why the checked `e` is not an integer constant, naming the part of it that
+/// is not one (a param, a run-time value, a float, a true division) where it can (SemaExpr.cpp).
+void explainNotConstant(const ast::Expr &e, mlir::InFlightDiagnostic &diag);
+
 /// Where the statement being checked runs.
 struct StmtContext {
   std::string trace;

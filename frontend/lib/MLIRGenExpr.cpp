@@ -14,8 +14,9 @@ Value Generator::expr(const ast::Expr &e) {
   Location loc = e.loc();
   if (s.site >= 0 && (isa<ast::NameExpr>(e) || isa<ast::MemberExpr>(e)))
     return readSite(loc, s.site, tensorType(s.type));
-  // Sema folded literal arithmetic (`-1`, `i + 1` in unrolled loops).
-  if (s.constant && e.getKind() != ast::Expr::Kind::Name)
+  // Sema folded integer arithmetic (`-1`, `i + 1` in unrolled loops, `hidden // 2`); a name is
+  // a constant when it is a model dimension.
+  if (s.constant && (e.getKind() != ast::Expr::Kind::Name || s.source == ast::NameSource::Constant))
     return constant(loc, s.type.elem, double(*s.constant));
   if (s.constantFloat)
     return constant(loc, s.type.elem, *s.constantFloat);
@@ -247,6 +248,9 @@ Value Generator::binary(const ast::BinaryExpr &e) {
     return binaryOp(loc, nns::BinaryKind::And, l, r, builder.getI1Type());
   case Op::Or:
     return binaryOp(loc, nns::BinaryKind::Or, l, r, builder.getI1Type());
+  case Op::FloorDiv:
+  case Op::Mod:
+    llvm_unreachable("Sema folds '//' and '%' (integer constants only)");
   default:
     break;
   }

@@ -138,15 +138,18 @@ private:
     if (G::IfStmtContext *s = ctx->ifStmt())
       return ifStmt(s);
     if (G::ForStmtContext *s = ctx->forStmt()) {
-      ast::ExprPtr lo, hi, iter;
+      ast::ExprPtr lo, hi, step, iter;
       if (s->range) {
         lo = expr(s->range->lo);
         hi = expr(s->range->hi);
+        if (s->range->step)
+          step = expr(s->range->step);
       } else {
         iter = expr(s->iter);
       }
       return std::make_unique<ast::ForStmt>(loc(s), s->var->getText(), loc(s->var), std::move(lo),
-                                            std::move(hi), std::move(iter), block(s->block()));
+                                            std::move(hi), std::move(step), std::move(iter),
+                                            block(s->block()));
     }
     if (G::InvokeStmtContext *s = ctx->invokeStmt())
       return std::make_unique<ast::InvokeStmt>(loc(s), s->name ? s->name->getText() : "",
@@ -183,6 +186,8 @@ private:
                            .Case("-", ast::BinaryOp::Sub)
                            .Case("*", ast::BinaryOp::Mul)
                            .Case("/", ast::BinaryOp::Div)
+                           .Case("//", ast::BinaryOp::FloorDiv)
+                           .Case("%", ast::BinaryOp::Mod)
                            .Case("@", ast::BinaryOp::MatMul)
                            .Case("<", ast::BinaryOp::Lt)
                            .Case("<=", ast::BinaryOp::Le)

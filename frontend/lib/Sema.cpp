@@ -52,6 +52,8 @@ std::vector<std::string> Checker::visibleNames() const {
     llvm::append_range(names, scope.order);
   for (const auto &[name, decl] : params)
     names.push_back(name);
+  for (const auto &[name, size] : arch.dimensionNames())
+    names.push_back(name);
   for (const char *f :
        {"sum",         "mean", "max",     "min",   "argmax", "argmin",     "softmax",
         "log_softmax", "exp",  "log",     "sqrt",  "abs",    "relu",       "gelu",
@@ -186,14 +188,23 @@ LogicalResult Checker::checkParam(ast::ParamDecl &p) {
 }
 
 LogicalResult Checker::checkTrace(ast::TraceDecl &trace) {
-  if (failed(unrollRangeLoops(trace.body)))
+  // Loop bounds are evaluated like any expression of the trace (model dimension names, integer
+  // arithmetic, the variables of enclosing loops) before any of its names is bound.
+  scopes.assign(1, Scope{Scope::Kind::Trace, {}, {}});
+  ctx = StmtContext();
+  // Unrolling destroys the loops whose bounds it evaluated, and a later copy may be allocated
+  // where one of their expressions was: no entry of `checked` may outlive an evaluation.
+  auto evaluate = [&](ast::Expr &e, StringRef what) {
+    FailureOr<int64_t> v = constantInt(e, what);
+    checked.clear();
+    return v;
+  };
+  if (failed(unrollRangeLoops(trace.body, evaluate)))
     return failure();
   order.clear();
   savedNames.clear();
   stops.clear();
   checked.clear();
-  scopes.assign(1, Scope{Scope::Kind::Trace, {}, {}});
-  ctx = StmtContext();
   ctx.trace = trace.name.empty() ? "main" : trace.name;
   ctx.traceHasInvokes = llvm::any_of(
       trace.body.stmts, [](const ast::StmtPtr &s) { return isa<ast::InvokeStmt>(s.get()); });

@@ -225,8 +225,17 @@ LogicalResult Checker::value(ast::Expr &e, Avail &avail) {
     e.sema.type = siteType(site);
     return success();
   }
-  case Entity::Module:
   case Entity::Layers:
+    // The name `layers` is also the model dimension: the layer count, as in `layers[layers - 1]`.
+    if (auto *n = dyn_cast<ast::NameExpr>(&e); n && n->name == "layers") {
+      e.sema.entity = Entity::Value;
+      e.sema.type = scalar(ElemType::I64);
+      e.sema.constant = arch.config().layers;
+      e.sema.source = ast::NameSource::Constant;
+      return success();
+    }
+    [[fallthrough]];
+  case Entity::Module:
     emitError(e.loc()) << describe(e) << " is not a value; read one of its sites, as in '.output'";
     return failure();
   case Entity::Steps:
@@ -272,6 +281,15 @@ LogicalResult Checker::name(ast::NameExpr &e, Avail &avail) {
   if (int module = arch.findModule("model." + e.name); module >= 0) {
     e.sema.module = module;
     e.sema.entity = Entity::Module;
+    return success();
+  }
+  // A model dimension (`hidden`, `heads`, ...): an integer constant of the model compiled for.
+  std::map<std::string, int64_t> dims = arch.dimensionNames();
+  if (auto it = dims.find(e.name); it != dims.end()) {
+    e.sema.entity = Entity::Value;
+    e.sema.type = scalar(ElemType::I64);
+    e.sema.constant = it->second;
+    e.sema.source = ast::NameSource::Constant;
     return success();
   }
   if (e.name == "logits" || e.name == "samples" || e.name == "result") {
@@ -396,12 +414,52 @@ LogicalResult Checker::member(ast::MemberExpr &e, Avail &avail) {
   }
 }
 
+bool isIntConstant(const ast::Expr &e) {
+  return e.sema.constant && e.sema.type.elem == ElemType::I64;
+}
+
+void explainNotConstant(const ast::Expr &e, InFlightDiagnostic &diag) {
+  const ast::Expr *part = &e;
+  // Down to the operand that is not an integer constant.
+  while (true) {
+    if (auto *u = dyn_cast<ast::UnaryExpr>(part); u && !isIntConstant(*u->operand)) {
+      part = u->operand.get();
+      continue;
+    }
+    if (auto *b = dyn_cast<ast::BinaryExpr>(part)) {
+      if (!isIntConstant(*b->lhs) || !isIntConstant(*b->rhs)) {
+        part = isIntConstant(*b->lhs) ? b->rhs.get() : b->lhs.get();
+        continue;
+      }
+      if (b->op == ast::BinaryOp::Div)
+        diag << "; '/' is true division, whose result is a float (as in Python and torch): use "
+                "'//' for integer division";
+      return;
+    }
+    break;
+  }
+  const ast::ExprSema &s = part->sema;
+  if (auto *n = dyn_cast<ast::NameExpr>(part)) {
+    if (s.source == ast::NameSource::Param)
+      diag << "; '" << n->name << "' is a param, whose value is known only when the program runs";
+    else if (s.source == ast::NameSource::Local || s.source == ast::NameSource::Step)
+      diag << "; '" << n->name << "' is computed when the program runs";
+  } else if (s.constantFloat || s.type.elem == ElemType::F32) {
+    diag << "; it is a float";
+  } else if (s.type.elem == ElemType::Bool) {
+    diag << "; it is a bool";
+  } else if (s.site >= 0 || isa<ast::IndexExpr, ast::CallExpr, ast::MemberExpr>(part)) {
+    diag << "; it is computed when the program runs";
+  }
+}
+
 FailureOr<int64_t> Checker::constantInt(ast::Expr &e, StringRef what) {
   Avail ignored;
   if (failed(value(e, ignored)))
     return failure();
-  if (!e.sema.constant || e.sema.type.elem != ElemType::I64) {
-    emitError(e.loc()) << what << " must be an integer constant";
+  if (!isIntConstant(e)) {
+    InFlightDiagnostic diag = emitError(e.loc()) << what << " must be an integer constant";
+    explainNotConstant(e, diag);
     return failure();
   }
   return *e.sema.constant;

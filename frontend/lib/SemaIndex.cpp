@@ -3,6 +3,9 @@
 #include "Checker.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <limits>
 
 using namespace mlir;
 
@@ -148,8 +151,13 @@ LogicalResult Checker::unary(ast::UnaryExpr &e, Avail &avail) {
     emitError(e.loc()) << "unary '-' needs a number; got " << x.type.str();
     return failure();
   }
-  if (x.constant)
+  if (x.constant) {
+    if (*x.constant == std::numeric_limits<int64_t>::min()) {
+      emitError(e.loc()) << "integer overflow in unary '-'";
+      return failure();
+    }
     e.sema.constant = -*x.constant;
+  }
   if (x.constantFloat)
     e.sema.constantFloat = -*x.constantFloat;
   return success();
@@ -211,17 +219,56 @@ LogicalResult Checker::binary(ast::BinaryExpr &e, Avail &avail) {
   ElemType common = promote(l.elem, r.elem);
   e.sema.type.elem = compare ? ElemType::Bool : (e.op == Op::Div ? ElemType::F32 : common);
   bool ints = l.elem != ElemType::F32 && r.elem != ElemType::F32;
+  if (e.op == Op::FloorDiv || e.op == Op::Mod) {
+    // Compile-time integer arithmetic only (sizes, indices, loop bounds): `//` and `%` have no
+    // run-time kernels.
+    for (ast::Expr *operand : {e.lhs.get(), e.rhs.get()}) {
+      if (!isIntConstant(*operand)) {
+        InFlightDiagnostic diag = emitError(operand->loc())
+                                  << "'" << ast::spelling(e.op)
+                                  << "' takes integer constants, as in 'hidden // 2'";
+        explainNotConstant(*operand, diag);
+        return failure();
+      }
+    }
+    if (*rc == 0) {
+      emitError(e.loc()) << "division by zero in '" << *lc << " " << ast::spelling(e.op) << " 0'";
+      return failure();
+    }
+  }
+  int64_t folded = 0;
+  bool overflow = false;
   if (lc && rc && ints) {
     switch (e.op) {
     case Op::Add:
-      e.sema.constant = *lc + *rc;
+      overflow = llvm::AddOverflow(*lc, *rc, folded);
+      e.sema.constant = folded;
       break;
     case Op::Sub:
-      e.sema.constant = *lc - *rc;
+      overflow = llvm::SubOverflow(*lc, *rc, folded);
+      e.sema.constant = folded;
       break;
     case Op::Mul:
-      e.sema.constant = *lc * *rc;
+      overflow = llvm::MulOverflow(*lc, *rc, folded);
+      e.sema.constant = folded;
       break;
+    case Op::FloorDiv: {
+      // Python's `//`: the quotient rounded toward negative infinity.
+      overflow = *lc == std::numeric_limits<int64_t>::min() && *rc == -1;
+      int64_t q = overflow ? 0 : *lc / *rc;
+      if (!overflow && *lc % *rc != 0 && (*lc < 0) != (*rc < 0))
+        --q;
+      e.sema.constant = q;
+      break;
+    }
+    case Op::Mod: {
+      // Python's `%`: the remainder has the sign of the divisor.
+      int64_t m = *rc == -1 ? 0 : *lc % *rc;
+      if (m != 0 && (m < 0) != (*rc < 0))
+        m += *rc;
+      e.sema.constant = m;
+      break;
+    }
     case Op::Lt:
       e.sema.constant = *lc < *rc;
       break;
@@ -243,6 +290,11 @@ LogicalResult Checker::binary(ast::BinaryExpr &e, Avail &avail) {
     default:
       break;
     }
+  }
+  if (overflow) {
+    emitError(e.loc()) << "integer overflow in '" << *lc << " " << ast::spelling(e.op) << " " << *rc
+                       << "'";
+    return failure();
   }
   return success();
 }

@@ -32,16 +32,11 @@ std::string sizesText(llvm::ArrayRef<int64_t> sizes) {
 } // namespace
 
 FailureOr<int64_t> Checker::shapeSize(ast::Expr &e) {
-  // A model dimension name (`heads`, `head_dim`, ...) unless a local or param shadows it.
-  if (auto *n = dyn_cast<ast::NameExpr>(&e); n && !lookup(n->name) && !params.count(n->name)) {
-    std::map<std::string, int64_t> names = arch.dimensionNames();
-    if (auto it = names.find(n->name); it != names.end()) {
-      e.sema.entity = ast::Entity::Value;
-      e.sema.type = {ElemType::I64, {}};
-      e.sema.constant = it->second;
-      checked.try_emplace(&e, Avail{});
-      return it->second;
-    }
+  // A name that is no value, a model dimension (`heads`, `head_dim`, ...) or a language name
+  // gets the list of sizes a name can be.
+  std::map<std::string, int64_t> names = arch.dimensionNames();
+  if (auto *n = dyn_cast<ast::NameExpr>(&e);
+      n && !lookup(n->name) && !params.count(n->name) && !names.count(n->name)) {
     std::vector<std::string> candidates;
     for (auto &[name, size] : names)
       candidates.push_back(name);

@@ -114,9 +114,9 @@ public:
     }
     case ast::Stmt::Kind::For: {
       auto *f = cast<ast::ForStmt>(s);
-      result =
-          std::make_unique<ast::ForStmt>(f->loc(), f->var, f->varLoc, expr(f->lo.get()),
-                                         expr(f->hi.get()), expr(f->iter.get()), block(f->body));
+      result = std::make_unique<ast::ForStmt>(f->loc(), f->var, f->varLoc, expr(f->lo.get()),
+                                              expr(f->hi.get()), expr(f->step.get()),
+                                              expr(f->iter.get()), block(f->body));
       break;
     }
     case ast::Stmt::Kind::Invoke: {
@@ -135,80 +135,84 @@ private:
   std::string suffix;
 };
 
-/// Evaluates a loop bound: integer literals with + - * and unary minus.
-std::optional<int64_t> constantBound(const ast::Expr *e) {
-  if (auto *i = dyn_cast<ast::IntLitExpr>(e))
-    return i->value;
-  if (auto *u = dyn_cast<ast::UnaryExpr>(e); u && u->op == ast::UnaryOp::Neg)
-    if (auto v = constantBound(u->operand.get()))
-      return -*v;
-  if (auto *b = dyn_cast<ast::BinaryExpr>(e)) {
-    auto l = constantBound(b->lhs.get()), r = constantBound(b->rhs.get());
-    if (l && r && std::abs(*l) < (int64_t(1) << 31) && std::abs(*r) < (int64_t(1) << 31)) {
-      switch (b->op) {
-      case ast::BinaryOp::Add:
-        return *l + *r;
-      case ast::BinaryOp::Sub:
-        return *l - *r;
-      case ast::BinaryOp::Mul:
-        return *l * *r;
-      default:
-        break;
-      }
-    }
-  }
-  return std::nullopt;
+/// The copies a loop `lo..hi:step` makes, as Python's range(lo, hi, step) counts them; bounds
+/// may be anywhere in int64_t, so the distance is taken unsigned (no overflow).
+uint64_t iterationCount(int64_t lo, int64_t hi, int64_t step) {
+  if (step > 0 ? hi <= lo : hi >= lo)
+    return 0;
+  uint64_t distance = step > 0 ? uint64_t(hi) - uint64_t(lo) : uint64_t(lo) - uint64_t(hi);
+  uint64_t stride = step > 0 ? uint64_t(step) : uint64_t(-(step + 1)) + 1;
+  return distance / stride + (distance % stride != 0);
+}
+
+/// The loop as the user wrote it, with its bounds evaluated: "for i in 0..30:2".
+std::string loopText(const ast::ForStmt &f, int64_t lo, int64_t hi, int64_t step) {
+  std::string text = "for " + f.var + " in " + std::to_string(lo) + ".." + std::to_string(hi);
+  if (f.step)
+    text += ":" + std::to_string(step);
+  return text;
 }
 
 /// unrollRangeLoops with the statements still allowed to be made (`budget`); false once it is
 /// spent (reported once, at the loop that spent it).
-LogicalResult unroll(ast::Block &block, int64_t &budget) {
+LogicalResult unroll(ast::Block &block, int64_t &budget, BoundEvaluator evaluate) {
   bool ok = true;
   std::vector<ast::StmtPtr> result;
   for (ast::StmtPtr &s : block.stmts) {
     if (budget < 0)
       return failure();
     if (auto *i = dyn_cast<ast::IfStmt>(s.get())) {
-      ok &= succeeded(unroll(i->thenBlock, budget));
+      ok &= succeeded(unroll(i->thenBlock, budget, evaluate));
       if (i->elseBlock)
-        ok &= succeeded(unroll(*i->elseBlock, budget));
+        ok &= succeeded(unroll(*i->elseBlock, budget, evaluate));
     } else if (auto *inv = dyn_cast<ast::InvokeStmt>(s.get())) {
-      ok &= succeeded(unroll(inv->body, budget));
+      ok &= succeeded(unroll(inv->body, budget, evaluate));
     }
     auto *f = dyn_cast<ast::ForStmt>(s.get());
     if (!f || !f->isRange()) {
       if (f)
-        ok &= succeeded(unroll(f->body, budget));
+        ok &= succeeded(unroll(f->body, budget, evaluate));
       result.push_back(std::move(s));
       continue;
     }
-    std::optional<int64_t> lo = constantBound(f->lo.get()), hi = constantBound(f->hi.get());
-    if (!lo || !hi) {
-      emitError((lo ? f->hi : f->lo)->loc())
-          << "loop bounds must be integer constants, as in 'for " << f->var << " in 0..16'";
+    FailureOr<int64_t> lo = evaluate(*f->lo, "a loop bound");
+    FailureOr<int64_t> hi = failure();
+    if (succeeded(lo))
+      hi = evaluate(*f->hi, "a loop bound");
+    FailureOr<int64_t> step = int64_t(1);
+    if (succeeded(hi) && f->step)
+      step = evaluate(*f->step, "a loop step");
+    if (failed(step)) {
       ok = false;
       continue;
     }
-    // Bounds may be anywhere in int64_t: compare before subtracting (no overflow).
-    if (*hi > *lo && (*lo < 0 ? *hi > *lo + kMaxIterations : *hi - *lo > kMaxIterations)) {
-      emitError(f->loc()) << "loop 'for " << f->var << " in " << *lo << ".." << *hi
-                          << "' unrolls to " << (uint64_t(*hi) - uint64_t(*lo))
+    if (*step == 0) {
+      emitError(f->step->loc()) << "a loop step must not be zero";
+      ok = false;
+      continue;
+    }
+    uint64_t count = iterationCount(*lo, *hi, *step);
+    if (count > uint64_t(kMaxIterations)) {
+      emitError(f->loc()) << "loop '" << loopText(*f, *lo, *hi, *step) << "' unrolls to " << count
                           << " copies; at most " << kMaxIterations << " are allowed";
       ok = false;
       continue;
     }
-    for (int64_t i = *lo; i < *hi; ++i) {
+    for (int64_t k = 0; k < int64_t(count); ++k) {
+      // The value lies between the bounds; unsigned arithmetic keeps k * step from overflowing
+      // on the way.
+      int64_t i = int64_t(uint64_t(*lo) + uint64_t(k) * uint64_t(*step));
       Cloner cloner(f->var, i, f->unrollSuffix + "." + std::to_string(i));
       ast::Block copy = cloner.block(f->body);
       // Loops nested in the copy see the substituted value in their bounds.
       const int64_t before = budget;
-      ok &= succeeded(unroll(copy, budget));
+      ok &= succeeded(unroll(copy, budget, evaluate));
       if (budget < 0)
         return failure(); // reported by the nested loop that spent it
       // Statements of nested loops were charged by those loops; charge the rest of the copy.
       budget -= std::max<int64_t>(int64_t(copy.stmts.size()) - (before - budget), 0);
       if (budget < 0) {
-        emitError(f->loc()) << "loop 'for " << f->var << " in " << *lo << ".." << *hi
+        emitError(f->loc()) << "loop '" << loopText(*f, *lo, *hi, *step)
                             << "' makes the trace more than " << kMaxUnrolledStatements
                             << " statements long once unrolled (nested loops multiply)";
         return failure();
@@ -223,9 +227,9 @@ LogicalResult unroll(ast::Block &block, int64_t &budget) {
 
 } // namespace
 
-LogicalResult unrollRangeLoops(ast::Block &block) {
+LogicalResult unrollRangeLoops(ast::Block &block, BoundEvaluator evaluate) {
   int64_t budget = kMaxUnrolledStatements;
-  return unroll(block, budget);
+  return unroll(block, budget, evaluate);
 }
 
 } // namespace nnsc

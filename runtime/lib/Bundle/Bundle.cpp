@@ -37,6 +37,18 @@ size_t dtypeBytes(nnsc_dtype dtype) {
   return 0;
 }
 
+std::string errorMessage(const char *message, int64_t arg0, int64_t arg1) {
+  std::string text = message ? message : "error";
+  const std::string args[2] = {std::to_string(arg0), std::to_string(arg1)};
+  for (int i = 0; i < 2; ++i) {
+    const std::string placeholder = "{" + std::to_string(i) + "}";
+    for (size_t at = text.find(placeholder); at != std::string::npos;
+         at = text.find(placeholder, at + args[i].size()))
+      text.replace(at, placeholder.size(), args[i]);
+  }
+  return text;
+}
+
 std::string describeType(nnsc_dtype dtype, const std::vector<int64_t> &shape) {
   std::string s = std::string(dtypeName(dtype)) + "[";
   for (size_t i = 0; i < shape.size(); ++i)

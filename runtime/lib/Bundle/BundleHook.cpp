@@ -163,9 +163,10 @@ int32_t BundleHook::callModule(void *ctx, int32_t module, const nnsc_tensor *inp
   return 1;
 }
 
-void BundleHook::reportError(void *ctx, void *request, const char *message) {
+void BundleHook::reportError(void *ctx, void *request, const char *message, int64_t arg0,
+                             int64_t arg1) {
   auto *self = static_cast<BundleHook *>(ctx);
-  std::string text = message ? message : "error";
+  std::string text = errorMessage(message, arg0, arg1);
   // call_module has no request to fail: its reason waits for the kernel's report.
   if (!self->moduleError.empty()) {
     text += ": " + self->moduleError;

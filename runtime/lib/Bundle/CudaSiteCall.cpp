@@ -46,7 +46,8 @@ public:
       if (event.index < 0 || event.index >= code.num_messages)
         return "an error event names message " + std::to_string(event.index) + " of " +
                std::to_string(code.num_messages);
-      rt.report_error(rt.ctx, event.request, code.messages[event.index]);
+      rt.report_error(rt.ctx, event.request, code.messages[event.index], event.error_args[0],
+                      event.error_args[1]);
       return "";
     case NNSC_CUDA_EVENT_SAVE: {
       nnsc_tensor value = event.value;

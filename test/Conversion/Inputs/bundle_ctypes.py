@@ -60,7 +60,7 @@ class Group(C.Structure):
 
 
 CALL_MODULE = C.CFUNCTYPE(C.c_int32, C.c_void_p, C.c_int32, C.POINTER(Tensor), C.POINTER(Tensor))
-REPORT = C.CFUNCTYPE(None, C.c_void_p, C.c_void_p, C.c_char_p)
+REPORT = C.CFUNCTYPE(None, C.c_void_p, C.c_void_p, C.c_char_p, C.c_int64, C.c_int64)
 SAVE = C.CFUNCTYPE(None, C.c_void_p, C.c_void_p, C.c_int32, C.c_int64, C.POINTER(Tensor))
 REQ = C.CFUNCTYPE(None, C.c_void_p, C.c_void_p)
 
@@ -120,8 +120,10 @@ class BundleRunner:
         target.copy_(y)
         return 0
 
-    def _report(self, ctx, request, message):
-        self.errors.append((request, message.decode()))
+    def _report(self, ctx, request, message, arg0, arg1):
+        # {0} and {1} stand for the numbers (nnsc::errorMessage in the runtime).
+        text = message.decode().replace("{0}", str(arg0)).replace("{1}", str(arg1))
+        self.errors.append((request, text))
 
     def _save(self, ctx, request, index, step, value):
         self.saves.append((request, index, step, from_desc(value.contents)))

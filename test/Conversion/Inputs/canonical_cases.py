@@ -144,7 +144,7 @@ def ban():
     want[1, V - 5] = -1e9
     p.tick()
     p.call("logits", x, want, groups(spans, [1, 2, 7], [0, 7, 2]))
-    p.error(7, "index out of range")
+    p.error(7, f"index {V} is out of range for dimension 0 of size {V} at site 'logits'")
 
 
 def conditional():
@@ -194,7 +194,8 @@ def patching(failing_corrupt=False):
     logits, lspans = logits_site(2)
     p.call("logits", logits, logits, groups(lspans, [1, 1], [0, 0], [0, 1]))
     p.save(1, "diff", logits[1, tok_a] - logits[1, tok_b])
-    p.error(4, "index out of range")
+    p.error(4, "index 5 is out of range for dimension 0 of size 3 at site "
+            "'model.layers.6.output'")
 
 
 if sys.argv[3:] == ["invoke-error"]:

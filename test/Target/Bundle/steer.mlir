@@ -91,14 +91,16 @@ module attributes {nns.manifest = #nns.manifest<
           }
         }
       } else {
-        // rt->report_error(rt->ctx, group->request, message)
+        // rt->report_error(rt->ctx, group->request, message, 0, 0): no numbers in the message
         %ctx = llvm.load %rt : !llvm.ptr -> !llvm.ptr
         %fn_p = llvm.getelementptr inbounds %rt[16] : (!llvm.ptr) -> !llvm.ptr, i8
         %fn = llvm.load %fn_p : !llvm.ptr -> !llvm.ptr
         %req_p = llvm.getelementptr inbounds %group[56] : (!llvm.ptr) -> !llvm.ptr, i8
         %req = llvm.load %req_p : !llvm.ptr -> !llvm.ptr
         %msg = llvm.mlir.addressof @steer_bad_param : !llvm.ptr
-        llvm.call %fn(%ctx, %req, %msg) : !llvm.ptr, (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+        %none = llvm.mlir.constant(0 : i64) : i64
+        llvm.call %fn(%ctx, %req, %msg, %none, %none)
+            : !llvm.ptr, (!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64) -> ()
       }
     }
     return %ok : i32

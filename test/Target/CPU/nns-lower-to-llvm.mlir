@@ -8,7 +8,7 @@
 // CHECK:         %[[DATA:.*]] = llvm.load %arg0 : !llvm.ptr -> !llvm.ptr
 // CHECK:         llvm.getelementptr %[[DATA]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK:         llvm.fadd %{{.*}}, %{{.*}} : f32
-// CHECK:         llvm.call %{{.*}}(%{{.*}}, %{{.*}}, %{{.*}}) : !llvm.ptr, (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+// CHECK:         llvm.call %{{.*}}(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : !llvm.ptr, (!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64) -> ()
 // CHECK:         llvm.return %{{.*}} : i32
 // CHECK-NOT: memref.
 // CHECK-NOT: scf.

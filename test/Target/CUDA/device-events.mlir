@@ -68,7 +68,8 @@ module attributes {nns.manifest = #nns.manifest<
         %err_p = llvm.getelementptr inbounds %rt[16] : (!llvm.ptr) -> !llvm.ptr, i8
         %err = llvm.load %err_p : !llvm.ptr -> !llvm.ptr
         %msg = llvm.mlir.addressof @events.msg0 : !llvm.ptr
-        llvm.call %err(%ctx, %req, %msg) : !llvm.ptr, (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+        llvm.call %err(%ctx, %req, %msg, %rows, %zero)
+            : !llvm.ptr, (!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64) -> ()
       } else {
         %call_p = llvm.getelementptr inbounds %rt[8] : (!llvm.ptr) -> !llvm.ptr, i8
         %call = llvm.load %call_p : !llvm.ptr -> !llvm.ptr
@@ -79,7 +80,8 @@ module attributes {nns.manifest = #nns.manifest<
           %err_p = llvm.getelementptr inbounds %rt[16] : (!llvm.ptr) -> !llvm.ptr, i8
           %err = llvm.load %err_p : !llvm.ptr -> !llvm.ptr
           %msg = llvm.mlir.addressof @events.msg1 : !llvm.ptr
-          llvm.call %err(%ctx, %req, %msg) : !llvm.ptr, (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+          llvm.call %err(%ctx, %req, %msg, %step, %rows)
+              : !llvm.ptr, (!llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64) -> ()
         } else {
           %save_p = llvm.getelementptr inbounds %rt[24] : (!llvm.ptr) -> !llvm.ptr, i8
           %save = llvm.load %save_p : !llvm.ptr -> !llvm.ptr

@@ -54,7 +54,7 @@ Recorder *recorderOf(void *ctx) { return static_cast<Recorder *>(ctx); }
 nnsc_runtime makeRuntime(Recorder &recorder) {
   nnsc_runtime rt{};
   rt.ctx = &recorder;
-  rt.report_error = [](void *ctx, void *request, const char *message) {
+  rt.report_error = [](void *ctx, void *request, const char *message, int64_t, int64_t) {
     recorderOf(ctx)->errors[reinterpret_cast<intptr_t>(request)] = message;
   };
   rt.save = [](void *ctx, void *request, int32_t saveIndex, int64_t step,

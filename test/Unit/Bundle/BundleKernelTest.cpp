@@ -31,7 +31,7 @@ Calls *callsOf(void *ctx) { return static_cast<Calls *>(ctx); }
 nnsc_runtime runtimeFor(Calls &calls) {
   nnsc_runtime rt{};
   rt.ctx = &calls;
-  rt.report_error = [](void *ctx, void *request, const char *message) {
+  rt.report_error = [](void *ctx, void *request, const char *message, int64_t, int64_t) {
     callsOf(ctx)->errors[reinterpret_cast<intptr_t>(request)] = message;
   };
   rt.save = [](void *ctx, void *request, int32_t index, int64_t step, const nnsc_tensor *value) {

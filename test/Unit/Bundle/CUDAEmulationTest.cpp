@@ -118,8 +118,10 @@ struct HostRuntime {
     std::memcpy(output->data, out.data(), out.size() * sizeof(float));
     return 0;
   }
-  static void reportError(void *ctx, void *request, const char *message) {
-    self(ctx).records.push_back({"error", request, 0, 0, message, {}});
+  static void reportError(void *ctx, void *request, const char *message, int64_t arg0,
+                          int64_t arg1) {
+    self(ctx).records.push_back(
+        {"error", request, 0, 0, nnsc::errorMessage(message, arg0, arg1), {}});
   }
   static void save(void *ctx, void *request, int32_t index, int64_t step,
                    const nnsc_tensor *value) {

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "nnsc/Runtime/Bundle/CudaSiteCall.h"
+#include "nnsc/Runtime/Bundle/Bundle.h"
 
 #include <gtest/gtest.h>
 
@@ -84,8 +85,8 @@ struct Calls {
                 static_cast<float *>(out->data)[i] = 10.0f * float(i + 1);
               return 7;
             },
-            [](void *ctx, void *, const char *message) {
-              of(ctx).log.push_back(std::string("error ") + message);
+            [](void *ctx, void *, const char *message, int64_t arg0, int64_t arg1) {
+              of(ctx).log.push_back("error " + nnsc::errorMessage(message, arg0, arg1));
             },
             [](void *ctx, void *, int32_t index, int64_t step, const nnsc_tensor *value) {
               of(ctx).log.push_back("save " + std::to_string(index) + "@" + std::to_string(step) +
@@ -97,7 +98,7 @@ struct Calls {
   }
 };
 
-const char *const kMessages[] = {"index out of range"};
+const char *const kMessages[] = {"index {0} is out of range for a size of {1}"};
 const nnsc_cuda_code kCode{"", "sm_90", 0, nullptr, 1, kMessages};
 
 nnsc_cuda_event event(nnsc_cuda_event_kind kind, int32_t index = 0) {
@@ -126,7 +127,11 @@ TEST(CudaSiteCall, ReplaysEventsRunsTheModuleCallAndResumes) {
     EXPECT_EQ(static_cast<float *>(s.module_output)[1], 20.0f);
     s.resume = 0;
     d.record(event(NNSC_CUDA_EVENT_SKIP));
-    d.record(event(NNSC_CUDA_EVENT_ERROR, 0));
+    // The error's numbers travel in the event.
+    nnsc_cuda_event error = event(NNSC_CUDA_EVENT_ERROR, 0);
+    error.error_args[0] = -1000000;
+    error.error_args[1] = 49152;
+    d.record(error);
     d.record(event(NNSC_CUDA_EVENT_STOP));
     d.record(event(NNSC_CUDA_EVENT_FINISH));
   });
@@ -136,7 +141,9 @@ TEST(CudaSiteCall, ReplaysEventsRunsTheModuleCallAndResumes) {
   EXPECT_EQ(nnsc::runCudaSiteCall(device, device.buffers, kCode, rt, 10, &launches), "");
   EXPECT_EQ(launches, 2);
   EXPECT_EQ(calls.log, (std::vector<std::string>{"save 2@0 1,2,3", "call_module 5 4,5", "skip",
-                                                 "error index out of range", "stop", "finish"}));
+                                                 "error index -1000000 is out of range for a "
+                                                 "size of 49152",
+                                                 "stop", "finish"}));
 }
 
 /// Each malformed launch fails the call with a reason, and nothing after it is replayed.

@@ -218,8 +218,9 @@ int32_t ProgramRunner::callModule(void *ctx, int32_t module, const nnsc_tensor *
   return 1;
 }
 
-void ProgramRunner::reportError(void *, void *request, const char *message) {
-  static_cast<Request *>(request)->state->fail(message ? message : "error");
+void ProgramRunner::reportError(void *, void *request, const char *message, int64_t arg0,
+                                int64_t arg1) {
+  static_cast<Request *>(request)->state->fail(errorMessage(message, arg0, arg1));
 }
 
 void ProgramRunner::save(void *, void *request, int32_t index, int64_t step,

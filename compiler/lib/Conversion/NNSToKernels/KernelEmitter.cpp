@@ -221,14 +221,14 @@ LogicalResult KernelEmitter::emitSiteView() {
   return success();
 }
 
-void KernelEmitter::check(Value ok, const llvm::Twine &message, Location loc) {
+void KernelEmitter::check(Value ok, const llvm::Twine &message, Location loc, ValueRange args) {
   if (auto constant = ok.getDefiningOp<arith::ConstantIntOp>(); constant && constant.value())
     return;
   auto branch = scf::IfOp::create(builder, loc, ok, /*withElseRegion=*/true);
   builder.setInsertionPoint(branch.elseBlock()->getTerminator());
   std::string text = message.str();
   if (!text.empty())
-    abi.reportError(request, where(loc) + text);
+    abi.reportError(request, where(loc) + text, args);
   memref::StoreOp::create(
       builder, loc, arith::ConstantIntOp::create(builder, loc, builder.getI1Type(), 1), failedFlag);
   freeScope();

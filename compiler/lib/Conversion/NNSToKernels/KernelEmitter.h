@@ -43,8 +43,10 @@ private:
   mlir::Value guardCondition(mlir::Attribute guard, int64_t invoke);
   mlir::LogicalResult emitSiteView();
   /// Continues in a branch taken when `ok` holds; the other branch reports `message` (unless
-  /// empty), marks the group failed and frees the current scope's buffers.
-  void check(mlir::Value ok, const llvm::Twine &message, mlir::Location loc);
+  /// empty; `{0}` and `{1}` in it stand for the i64 `args`), marks the group failed and frees
+  /// the current scope's buffers.
+  void check(mlir::Value ok, const llvm::Twine &message, mlir::Location loc,
+             mlir::ValueRange args = {});
   void freeScope();
   std::string where(mlir::Location loc) const;
 

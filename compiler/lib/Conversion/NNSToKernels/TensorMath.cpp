@@ -190,10 +190,14 @@ Value KernelEmitter::emitSelect(Value source, Value indexTensor, int64_t axis, L
   Value inRange = arith::AndIOp::create(
       builder, loc, arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::sge, at, index(0)),
       arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::slt, at, length));
+  Type i64 = builder.getI64Type();
   check(inRange,
-        "index out of range for dimension " + llvm::Twine(axis) +
-            " (an index must lie in [-size, size) of the tokens or features present)",
-        loc);
+        "index {0} is out of range for dimension " + llvm::Twine(axis) + " of size {1} at site '" +
+            kernel.getPath() +
+            "' (an index must lie in [-size, size) of the tokens or features present)",
+        loc,
+        {arith::IndexCastOp::create(builder, loc, i64, raw),
+         arith::IndexCastOp::create(builder, loc, i64, length)});
   SmallVector<OpFoldResult> offsets, sizes, strides(rank, builder.getIndexAttr(1));
   for (int64_t d = 0; d < rank; ++d) {
     offsets.push_back(d == axis ? OpFoldResult(at) : builder.getIndexAttr(0));

@@ -253,13 +253,20 @@ Value ABIBuilder::messageGlobal(StringRef message) {
   return LLVM::AddressOfOp::create(builder, loc, ptrType(builder), name);
 }
 
-void ABIBuilder::reportError(Value request, StringRef message) {
+void ABIBuilder::reportError(Value request, StringRef message, ValueRange args) {
+  assert(args.size() <= 2 && "report_error takes two numbers");
   Type ptr = ptrType(builder);
-  auto type =
-      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(builder.getContext()), {ptr, ptr, ptr});
+  Type i64 = builder.getI64Type();
+  auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(builder.getContext()),
+                                          {ptr, ptr, ptr, i64, i64});
   Value ctx = loadField(kernelArgs.runtime, abi::runtime::kCtx, ptr);
   Value fn = callback(abi::runtime::kReportError);
-  LLVM::CallOp::create(builder, loc, type, ValueRange{fn, ctx, request, messageGlobal(message)});
+  Value numbers[2];
+  for (int i = 0; i < 2; ++i)
+    numbers[i] = i < int(args.size()) ? args[i] : LLVM::ConstantOp::create(builder, loc, i64, 0);
+  LLVM::CallOp::create(
+      builder, loc, type,
+      ValueRange{fn, ctx, request, messageGlobal(message), numbers[0], numbers[1]});
 }
 
 void ABIBuilder::save(Value request, int32_t saveIndex, Value step, Value tensor) {

@@ -24,7 +24,8 @@ namespace {
 /// Placeholders: {0}-{4} nnsc_tensor dtype, rank, shape, strides, size; {5}-{10}
 /// nnsc_cuda_event index, request, step, value, output, size; {11}-{19} nnsc_cuda_status
 /// num_events, event_capacity, events, sink, sink_bytes, sink_used, module_output,
-/// module_status, resume; {20}-{24} the event kinds error, save, stop, finish, call_module.
+/// module_status, resume; {20}-{25} the event kinds error, save, stop, finish, call_module,
+/// skip; {26} nnsc_cuda_event error_args.
 constexpr const char *kSource = R"mlir(
 // Bytes per element of an nnsc_dtype: f32 4, bf16 2, f16 2, i64 8, bool 1.
 func.func private @nnsc_cuda_dtype_size(%dtype: i32) -> i64 {{
@@ -214,11 +215,19 @@ func.func private @nnsc_cuda_record(%status: !llvm.ptr, %dst: !llvm.ptr, %t: !ll
 }
 
 func.func private @nnsc_cuda_report_error(%status: !llvm.ptr, %request: !llvm.ptr,
-                                          %message: i32) {{
+                                          %message: i32, %arg0: i64, %arg1: i64) {{
   %kind = arith.constant {20} : i32
   %z = arith.constant 0 : i64
+  %null = llvm.mlir.zero : !llvm.ptr
   %e = func.call @nnsc_cuda_event(%status, %kind, %message, %request, %z)
       : (!llvm.ptr, i32, i32, !llvm.ptr, i64) -> !llvm.ptr
+  %ok = llvm.icmp "ne" %e, %null : !llvm.ptr
+  scf.if %ok {{
+    %args_p = llvm.getelementptr inbounds %e[{26}] : (!llvm.ptr) -> !llvm.ptr, i8
+    llvm.store %arg0, %args_p : i64, !llvm.ptr
+    %arg1_p = llvm.getelementptr inbounds %args_p[8] : (!llvm.ptr) -> !llvm.ptr, i8
+    llvm.store %arg1, %arg1_p : i64, !llvm.ptr
+  }
   return
 }
 
@@ -306,7 +315,8 @@ LogicalResult addDeviceRuntime(Block &body, MLIRContext *context) {
       e::kStep, e::kValue, e::kOutput, e::kSize, s::kNumEvents, s::kEventCapacity, s::kEvents,
       s::kSink, s::kSinkBytes, s::kSinkUsed, s::kModuleOutput, s::kModuleStatus, s::kResume,
       kind(abi::CUDAEvent::Error), kind(abi::CUDAEvent::Save), kind(abi::CUDAEvent::Stop),
-      kind(abi::CUDAEvent::Finish), kind(abi::CUDAEvent::CallModule), kind(abi::CUDAEvent::Skip));
+      kind(abi::CUDAEvent::Finish), kind(abi::CUDAEvent::CallModule), kind(abi::CUDAEvent::Skip),
+      e::kErrorArgs);
   return parseSourceString(source, &body, ParserConfig(context));
 }
 

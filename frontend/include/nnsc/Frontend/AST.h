@@ -81,7 +81,8 @@ enum class Entity {
   Steps,    ///< `steps`, iterable only by a for loop
 };
 
-/// How a name that denotes a value gets its value.
+/// How a name that denotes a value gets its value; Constant: a model dimension name (`hidden`,
+/// `layers`), whose value is ExprSema::constant.
 enum class NameSource { None, Local, Param, Step, Constant };
 
 /// Sema's annotations on an expression.
@@ -237,7 +238,8 @@ public:
   ExprPtr operand;
 };
 
-enum class BinaryOp { Add, Sub, Mul, Div, MatMul, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
+/// FloorDiv and Mod are Python's `//` and `%` on integer constants (Sema folds them).
+enum class BinaryOp { Add, Sub, Mul, Div, FloorDiv, Mod, MatMul, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
 
 /// The source spelling of an operator ("+", "@", "and").
 const char *spelling(BinaryOp op);
@@ -340,15 +342,16 @@ public:
 class ForStmt : public Stmt {
 public:
   ForStmt(mlir::Location loc, std::string var, mlir::Location varLoc, ExprPtr lo, ExprPtr hi,
-          ExprPtr iter, Block body)
+          ExprPtr step, ExprPtr iter, Block body)
       : Stmt(Kind::For, loc), var(std::move(var)), varLoc(varLoc), lo(std::move(lo)),
-        hi(std::move(hi)), iter(std::move(iter)), body(std::move(body)) {}
+        hi(std::move(hi)), step(std::move(step)), iter(std::move(iter)), body(std::move(body)) {}
   static bool classof(const Stmt *s) { return s->getKind() == Kind::For; }
   bool isRange() const { return lo != nullptr; }
 
   std::string var;
   mlir::Location varLoc;
   ExprPtr lo, hi; // range form
+  ExprPtr step;   // range form, optional (`a..b:step`)
   ExprPtr iter;   // steps form
   Block body;
   /// Steps selected by the loop, set by Sema: start, optional stop, stride.

@@ -25,7 +25,7 @@ extern "C" {
 
 /* Bumped on any change to the layout or meaning of the structures below. The runtime refuses
  * a bundle whose abi_version differs from its own. */
-#define NNSC_BUNDLE_ABI_VERSION 4u
+#define NNSC_BUNDLE_ABI_VERSION 5u
 
 #define NNSC_BUNDLE_QUERY_SYMBOL "nnsc_bundle_query"
 
@@ -160,7 +160,7 @@ typedef struct nnsc_cuda_code {
 } nnsc_cuda_code;
 
 typedef enum nnsc_cuda_event_kind {
-  NNSC_CUDA_EVENT_ERROR = 0,  /* report_error(request, messages[index]) */
+  NNSC_CUDA_EVENT_ERROR = 0,  /* report_error(request, messages[index], error_args...) */
   NNSC_CUDA_EVENT_SAVE = 1,   /* save(request, index, step, value); value.data in the sink */
   NNSC_CUDA_EVENT_STOP = 2,   /* stop(request) */
   NNSC_CUDA_EVENT_FINISH = 3, /* finish(request) */
@@ -175,8 +175,9 @@ typedef struct nnsc_cuda_event {
   int32_t index; /* message, save or module index */
   void *request; /* the group's request handle (NULL for CALL_MODULE) */
   int64_t step;
-  nnsc_tensor value;  /* contiguous; data NULL when the sink overflowed */
-  nnsc_tensor output; /* CALL_MODULE: dtype and shape of the module's output */
+  nnsc_tensor value;     /* contiguous; data NULL when the sink overflowed */
+  nnsc_tensor output;    /* CALL_MODULE: dtype and shape of the module's output */
+  int64_t error_args[2]; /* ERROR: report_error's arg0 and arg1 */
 } nnsc_cuda_event;
 
 /* In device memory, set up by the host before the first launch of a site call. */
@@ -225,8 +226,10 @@ typedef struct nnsc_runtime {
   /* Applies a module of the model (schema module index) to `input`, without firing hooks,
    * writing `output` (allocated by the caller with the module's output shape). 0 on success. */
   int32_t (*call_module)(void *ctx, int32_t module, const nnsc_tensor *input, nnsc_tensor *output);
-  /* Fails one request with a message; its other work in this batch is skipped. */
-  void (*report_error)(void *ctx, void *request, const char *message);
+  /* Fails one request with a message; its other work in this batch is skipped. `{0}` and `{1}`
+   * in the message stand for the decimal values of arg0 and arg1 (numbers known only when the
+   * kernel runs, such as an index and the size it must lie within); the runtime puts them in. */
+  void (*report_error)(void *ctx, void *request, const char *message, int64_t arg0, int64_t arg1);
   /* Copies `value` into the request's results under save `save_index` (at `step` for
    * NNSC_SAVE_PER_STEP saves). */
   void (*save)(void *ctx, void *request, int32_t save_index, int64_t step,

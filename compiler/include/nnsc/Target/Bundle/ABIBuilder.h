@@ -83,7 +83,9 @@ public:
   /// call_module. The slot is allocated once in the entry block and refilled here.
   mlir::Value describe(mlir::Value memref, abi::DType dtype);
 
-  void reportError(mlir::Value request, llvm::StringRef message);
+  /// report_error(request, message, arg0, arg1): `args` (at most two i64 values, missing ones
+  /// 0) are the numbers `{0}` and `{1}` in `message` stand for.
+  void reportError(mlir::Value request, llvm::StringRef message, mlir::ValueRange args = {});
   void save(mlir::Value request, int32_t saveIndex, mlir::Value step, mlir::Value tensor);
   void stop(mlir::Value request);
   /// rt->skip(rt->ctx, request): this firing skips the module for the request.

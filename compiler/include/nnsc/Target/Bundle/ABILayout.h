@@ -173,7 +173,9 @@ constexpr int64_t kKind = offsetof(nnsc_cuda_event, kind),
                   kRequest = offsetof(nnsc_cuda_event, request),
                   kStep = offsetof(nnsc_cuda_event, step),
                   kValue = offsetof(nnsc_cuda_event, value),
-                  kOutput = offsetof(nnsc_cuda_event, output), kSize = sizeof(nnsc_cuda_event);
+                  kOutput = offsetof(nnsc_cuda_event, output),
+                  kErrorArgs = offsetof(nnsc_cuda_event, error_args),
+                  kSize = sizeof(nnsc_cuda_event);
 } // namespace cuda_event
 
 /// struct nnsc_cuda_status

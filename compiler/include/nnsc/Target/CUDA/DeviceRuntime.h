@@ -17,12 +17,13 @@
 namespace nnsc::cuda {
 
 /// Names of the device functions (func.func, all `(status, ...)`).
-constexpr const char *kReportErrorFn = "nnsc_cuda_report_error"; ///< (request, message index)
-constexpr const char *kSaveFn = "nnsc_cuda_save";                ///< (request, save, step, tensor)
-constexpr const char *kStopFn = "nnsc_cuda_stop";                ///< (request)
-constexpr const char *kFinishFn = "nnsc_cuda_finish";            ///< (request)
-constexpr const char *kSkipFn = "nnsc_cuda_skip";                ///< (request)
-constexpr const char *kCallModuleFn = "nnsc_cuda_call_module";   ///< (module, input, output)
+/// (request, message index, arg0, arg1)
+constexpr const char *kReportErrorFn = "nnsc_cuda_report_error";
+constexpr const char *kSaveFn = "nnsc_cuda_save";              ///< (request, save, step, tensor)
+constexpr const char *kStopFn = "nnsc_cuda_stop";              ///< (request)
+constexpr const char *kFinishFn = "nnsc_cuda_finish";          ///< (request)
+constexpr const char *kSkipFn = "nnsc_cuda_skip";              ///< (request)
+constexpr const char *kCallModuleFn = "nnsc_cuda_call_module"; ///< (module, input, output)
 constexpr const char *kModuleResultFn = "nnsc_cuda_module_result"; ///< (output) -> i32
 
 /// Parses the device functions into `body` (a gpu.module's body).

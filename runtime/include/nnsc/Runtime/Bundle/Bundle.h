@@ -25,6 +25,8 @@ const char *dtypeName(nnsc_dtype dtype);
 size_t dtypeBytes(nnsc_dtype dtype);
 /// "f32[576]", "i64[]", "f32[T, 576]".
 std::string describeType(nnsc_dtype dtype, const std::vector<int64_t> &shape);
+/// A report_error message with `{0}` and `{1}` replaced by `arg0` and `arg1` in decimal.
+std::string errorMessage(const char *message, int64_t arg0, int64_t arg1);
 
 struct BundleParam {
   std::string name;

@@ -68,7 +68,8 @@ public:
 private:
   static int32_t callModule(void *ctx, int32_t module, const nnsc_tensor *input,
                             nnsc_tensor *output);
-  static void reportError(void *ctx, void *request, const char *message);
+  static void reportError(void *ctx, void *request, const char *message, int64_t arg0,
+                          int64_t arg1);
   static void save(void *ctx, void *request, int32_t index, int64_t step, const nnsc_tensor *value);
   static void stop(void *ctx, void *request);
   static void finish(void *ctx, void *request);
