@@ -5,7 +5,7 @@
     steer = llm.compile("param steer: f32[hidden]\\n"
                         "trace { for step in steps { layers[12].output += 4.0 * steer } }")
     out = llm.generate(["The capital of France is"], steer, params={"steer": v},
-                       max_tokens=8, temperature=0)
+                       max_tokens=8)                  # greedy by default
     out[0].text, out[0].saves
 
 `LLM` runs the engine in this process; `Client` sends the same requests to an `nns-serve`.

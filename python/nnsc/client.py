@@ -67,8 +67,8 @@ class Client:
         return payload if raw else json.loads(payload)
 
     def generate(self, prompts, program=None, params=None, *, trace=None, bundle=None,
-                 max_tokens=16, temperature=1.0, top_k=0, top_p=1.0, seed=None,
-                 ignore_eos=False, stop_token_ids=None, use_tqdm=True):
+                 max_tokens=None, temperature=None, top_k=None, top_p=None, seed=None,
+                 ignore_eos=None, stop_token_ids=None, use_tqdm=True):
         """As LLM.generate. `program` is .nns source, a path to a .nns file or a Program
         compiled from source; `bundle` names a bundle registered with nns-serve --bundle.
         With a multi-invoke program, pass a list of prompts per request; the server checks
@@ -81,9 +81,14 @@ class Client:
         bodies = []
         for i, (request, given) in enumerate(zip(requests, params)):
             body = {"model": self.model, "prompt": request[0] if len(request) == 1 else request,
-                    "max_tokens": int(max_tokens), "temperature": float(temperature),
-                    "top_p": float(top_p), "top_k": int(top_k), "ignore_eos": bool(ignore_eos),
                     "return_token_ids": True}
+            # A field not given is left to the server, whose defaults are every door's.
+            for name, value, kind in (("max_tokens", max_tokens, int),
+                                      ("temperature", temperature, float),
+                                      ("top_p", top_p, float), ("top_k", top_k, int),
+                                      ("ignore_eos", ignore_eos, bool)):
+                if value is not None:
+                    body[name] = kind(value)
             if seed is not None:
                 body["seed"] = int(seed)
             if stop_token_ids:

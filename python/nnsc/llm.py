@@ -14,19 +14,14 @@ from .program import Program
 from .requests import normalize_params, normalize_prompts, param_tensor
 from .result import Completion, Result
 
-# Engine options and their defaults (nns-run's --max-num-seqs, ...).
-ENGINE_OPTIONS = {
-    "device": "cpu",
-    "weights": "packed",
-    "seed": 0,
-    "threads": None,
-    "max_num_seqs": 256,
-    "max_num_batched_tokens": 8192,
-    "max_model_len": 2048,
-    "num_blocks": 1024,
-    "block_size": 16,
-    "enable_prefix_caching": True,
-}
+# Engine options and their defaults (nns-run's --max-num-seqs, ...): the scheduler's are the
+# C++ SchedulerConfig's, read from the extension so they are stated once.
+_DEFAULTS = _nnsc.defaults()
+ENGINE_OPTIONS = dict({"device": "cpu", "weights": "packed", "seed": 0, "threads": None},
+                      **_DEFAULTS["scheduler"])
+# Sampling defaults of generate(): the C++ SamplingParams' (greedy), shared by nns-run and
+# nns-serve.
+SAMPLING_DEFAULTS = dict(_DEFAULTS["sampling"])
 
 _DTYPES = {"float32": "fp32", "fp32": "fp32", torch.float32: "fp32",
            "bfloat16": "bf16", "bf16": "bf16", torch.bfloat16: "bf16"}
@@ -162,15 +157,16 @@ class LLM:
 
     # --- generation -------------------------------------------------------------------------
 
-    def generate(self, prompts, program=None, params=None, *, trace=None, max_tokens=16,
-                 temperature=1.0, top_k=0, top_p=1.0, seed=None, ignore_eos=False,
+    def generate(self, prompts, program=None, params=None, *, trace=None, max_tokens=None,
+                 temperature=None, top_k=None, top_p=None, seed=None, ignore_eos=None,
                  stop_token_ids=None, use_tqdm=True):
         """Runs every request in one continuous batch and returns one Result per request, in
         order. `prompts`: a string or token ids (one request) or a list of them; with a
         multi-invoke trace, a list of prompts per request (one per invoke). `program`: a
         Program, .nns source or a path. `params`: {name: value} for every request, or a list of
         such dicts (one per request); values are torch tensors, numpy arrays, numbers or lists.
-        Sampling as vLLM's SamplingParams (temperature 0 is greedy)."""
+        Sampling as vLLM's SamplingParams; a field not given takes SAMPLING_DEFAULTS, the
+        engine's own (greedy, 16 tokens), as in nns-run and nns-serve."""
         program = self._program(program)
         bundle = self._bundle(program) if program is not None else None
         invokes = program.trace(trace)["invokes"] if program is not None else 1
@@ -180,9 +176,11 @@ class LLM:
             raise ValueError("params are given but there is no program to take them")
         tokenized = [[self._token_ids(p, "request %d" % i) for p in request]
                      for i, request in enumerate(requests)]
-        sampling = dict(temperature=float(temperature), top_k=int(top_k), top_p=float(top_p),
-                        seed=seed, max_tokens=int(max_tokens), ignore_eos=bool(ignore_eos),
-                        stop_token_ids=[int(t) for t in (stop_token_ids or [])])
+        given = dict(temperature=temperature, top_k=top_k, top_p=top_p,
+                     max_tokens=max_tokens, ignore_eos=ignore_eos)
+        sampling = {k: type(SAMPLING_DEFAULTS[k])(v if v is not None else SAMPLING_DEFAULTS[k])
+                    for k, v in given.items()}
+        sampling.update(seed=seed, stop_token_ids=[int(t) for t in (stop_token_ids or [])])
         with self._lock:
             queued = []
             try:

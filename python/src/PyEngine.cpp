@@ -115,6 +115,30 @@ SamplingParams samplingParams(float temperature, int64_t topK, float topP,
 } // namespace
 
 void bindEngine(nb::module_ &m) {
+  m.def(
+      "defaults",
+      []() {
+        const SamplingParams sampling;
+        const SchedulerConfig scheduler;
+        nb::dict s, e;
+        s["temperature"] = sampling.temperature;
+        s["top_k"] = sampling.topK;
+        s["top_p"] = sampling.topP;
+        s["max_tokens"] = sampling.maxTokens;
+        s["ignore_eos"] = sampling.ignoreEos;
+        e["max_num_seqs"] = scheduler.maxNumSeqs;
+        e["max_num_batched_tokens"] = scheduler.maxNumBatchedTokens;
+        e["max_model_len"] = scheduler.maxModelLen;
+        e["num_blocks"] = scheduler.numBlocks;
+        e["block_size"] = scheduler.blockSize;
+        e["enable_prefix_caching"] = scheduler.enablePrefixCaching;
+        nb::dict out;
+        out["sampling"] = s;
+        out["scheduler"] = e;
+        return out;
+      },
+      "The C++ defaults every front door shares: {'sampling': SamplingParams' fields, "
+      "'scheduler': SchedulerConfig's}.");
   nb::class_<PyRequest>(m, "Request")
       .def_ro("ids", &PyRequest::ids)
       .def_prop_ro("error",

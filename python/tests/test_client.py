@@ -99,3 +99,20 @@ def test_bad_requests_raise_and_the_server_keeps_serving(client):
     with pytest.raises(nnsc.ServerError, match=r"401"):
         nnsc.Client(client.base_url, api_key="wrong")
     assert client.generate(PROMPTS[0], max_tokens=2, use_tqdm=False)[0].finish_reason == "length"
+
+
+def test_sampling_defaults_agree_across_doors(client, llm):
+    """No sampling argument anywhere: nns-run, nnsc.LLM and nns-serve (through Client) take the
+    one C++ default (SamplingParams: greedy, 16 tokens), so they print the same tokens, and
+    those are the greedy ones."""
+    from conftest import nns_run
+    defaults = nnsc.llm.SAMPLING_DEFAULTS
+    assert defaults["temperature"] == 0.0
+    cli = [record["ids"] for record, _ in
+           nns_run([arg for p in PROMPTS for arg in ("--prompt", p)])]
+    a = [r.token_ids for r in client.generate(PROMPTS, use_tqdm=False)]
+    b = [r.token_ids for r in llm.generate(PROMPTS, use_tqdm=False)]
+    greedy = [r.token_ids for r in llm.generate(PROMPTS, temperature=0, seed=7, use_tqdm=False)]
+    assert a == b == cli == greedy
+    assert all(len(ids) <= defaults["max_tokens"] for ids in a)
+    assert any(len(ids) == defaults["max_tokens"] for ids in a)

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <unistd.h>
 
 namespace nnsrun {
@@ -37,6 +38,18 @@ void setErrorRank(int rank) { errorRank = rank; }
 
 namespace {
 
+/// The sampling flags with their defaults, which are SamplingParams' own (every front door's).
+std::string samplingDefaults() {
+  const nnsc::SamplingParams d;
+  std::ostringstream out;
+  out << "  --max-tokens N             completion tokens per request (default " << d.maxTokens
+      << ")\n"
+      << "  --temperature T            0 is greedy (default " << d.temperature << ")\n"
+      << "  --top-k K, --top-p P       (default " << d.topK << ": all, " << d.topP
+      << ": all), --seed S, --ignore-eos\n";
+  return out.str();
+}
+
 void usage() {
   std::cout <<
       R"(USAGE: nns-run [options]
@@ -49,10 +62,8 @@ Runs prompts through the paged-attention engine with continuous batching.
   --prompts FILE.jsonl       one request per line: {"prompt": ...} or {"ids": [...]},
                              optionally with "max_tokens" and "bundle": false (run plain)
   --chat                     wrap each text prompt in the model's chat template
-  --max-tokens N             completion tokens per request (default 64)
-  --temperature T            0 is greedy (default 0)
-  --top-k K, --top-p P, --seed S, --ignore-eos
-  --dtype fp32|bf16          compute dtype (default fp32)
+)" << samplingDefaults()
+            << R"(  --dtype fp32|bf16          compute dtype (default fp32)
   --weights packed|blocks    a GGUF file's weights in memory (default packed): its blocks
                              plus a packed copy for prefill, or its blocks only (prefill
                              widens tiles: under half the memory, prefill up to 1.15x slower)
@@ -129,8 +140,6 @@ void readJsonl(const std::string &path, std::vector<Prompt> &prompts) {
 
 Options parseOptions(int argc, char **argv) {
   Options o;
-  o.sampling.temperature = 0;
-  o.sampling.maxTokens = 64;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {

@@ -2,9 +2,12 @@
 
 #include "Options.h"
 
+#include "nnsc/Runtime/Engine/SamplingParams.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 namespace nnsserve {
 
@@ -14,6 +17,16 @@ void fail(const std::string &message) {
 }
 
 namespace {
+
+/// A request's sampling fields default to SamplingParams' values, as in every front door.
+std::string samplingDefaults() {
+  const nnsc::SamplingParams d;
+  std::ostringstream out;
+  out << "\nSampling: a request's fields default to temperature " << d.temperature
+      << " (greedy), max_tokens " << d.maxTokens << ", top_k " << d.topK << ", top_p " << d.topP
+      << ",\nas in nns-run and nnsc.LLM (vLLM and OpenAI default to temperature 1; send it)\n";
+  return out.str();
+}
 
 void usage() {
   std::cout << R"(usage: nns-serve [options]
@@ -57,7 +70,7 @@ Limits (bytes):
   --saves-store-bytes N      memory for saves behind handles (default 2 GiB)
   --saves-ttl SECONDS        how long a handle lives (default 600)
   --compile-cache N          compiled programs kept (default 256)
-)";
+)" << samplingDefaults();
 }
 
 } // namespace

@@ -15,9 +15,14 @@
 namespace nnsc {
 
 /// Sampling and stopping parameters of one request (vLLM's meaning for every field).
+///
+/// The member initializers are the defaults of every front door: nns-run's flags, nns-serve's
+/// request fields and `nnsc.LLM.generate` / `nnsc.Client.generate` (which read them from the
+/// extension). Greedy, because an experiment expects the same tokens on every run; vLLM and
+/// OpenAI default to temperature 1.0 (docs/Server.md, "Sampling defaults").
 struct SamplingParams {
   /// Softmax temperature; 0 selects greedy decoding (argmax, ties to the lowest id).
-  float temperature = 1.0f;
+  float temperature = 0.0f;
   /// Keep only the K most likely tokens; 0 keeps all.
   int64_t topK = 0;
   /// Keep the smallest set of most likely tokens whose probability reaches P; 1 keeps all.
