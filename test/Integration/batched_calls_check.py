@@ -28,13 +28,13 @@ NNS_RUN, GGUF, WORK = sys.argv[1:4]
 PROGRAM = """\
 param t: f32 = 0.0
 trace {
-    for i in 0..30 { top = lm_head(norm(layers[i].output[-1])).argmax().save() }
     whole = lm_head(norm(layers[5].output)).log_softmax().save()
     h = layers[10].output[-1]
     if h.sum() > t { n = norm(h).save() }
-    for step in steps[1:3] { late = lm_head(norm(layers[20].output[-1])).log_softmax().save() }
     x = layers[12].output[-1]
     kept = (layers[12].mlp(x) + x).sum().save()
+    for step in steps[1:3] { late = lm_head(norm(layers[20].output[-1])).log_softmax().save() }
+    for i in 21..30 { top = lm_head(norm(layers[i].output[-1])).argmax().save() }
 }
 """
 PROMPTS = [[1, 504, 3458, 314, 4649, 314], [1, 9690, 28, 2683, 1151],
