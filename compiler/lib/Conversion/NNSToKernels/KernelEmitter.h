@@ -38,6 +38,13 @@ private:
   // Structure (KernelEmitter.cpp).
   mlir::LogicalResult emitRun(llvm::ArrayRef<mlir::Operation *> ops, mlir::Attribute guard,
                               int64_t invoke);
+  /// A run's top-level module call, made once for every group that reaches it.
+  struct BatchedCall;
+  /// After the group loop that reached `call`: stacks the groups' inputs, calls the module once
+  /// and sets where each group's rows of the output lie.
+  void emitBatchedCall(BatchedCall &call, mlir::Value numGroups);
+  /// Inside the next group loop: the group's rows of the call's output.
+  mlir::Value batchedOutput(const BatchedCall &call, mlir::Value groupIndex);
   mlir::LogicalResult emitBlock(llvm::ArrayRef<mlir::Operation *> ops);
   mlir::LogicalResult emitIf(nns::IfOp op);
   mlir::Value guardCondition(mlir::Attribute guard, int64_t invoke);
@@ -48,6 +55,12 @@ private:
   void check(mlir::Value ok, const llvm::Twine &message, mlir::Location loc,
              mlir::ValueRange args = {});
   void freeScope();
+  /// Keeps a heap copy of `value` (of nns type `type`) beyond the current group or branch: its
+  /// address and sizes go to `slot[prefix..., 0 .. rank]` (a memref of index).
+  void keepCopy(mlir::Value value, mlir::RankedTensorType type, mlir::Value slot,
+                mlir::ValueRange prefix);
+  /// The copy kept by keepCopy, as a view; freeing it frees the copy.
+  mlir::Value keptView(mlir::Value slot, mlir::ValueRange prefix, mlir::RankedTensorType type);
   std::string where(mlir::Location loc) const;
 
   // Ops (TensorMath.cpp, Reductions.cpp, ShapeOps.cpp, SiteOps.cpp).

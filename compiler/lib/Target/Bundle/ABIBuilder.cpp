@@ -60,6 +60,10 @@ Value ABIBuilder::loadField(Value base, int64_t offset, Type type) {
 }
 
 void ABIBuilder::forEachGroup(function_ref<void(Value group)> body) {
+  forEachGroup([&](Value group, Value) { body(group); });
+}
+
+void ABIBuilder::forEachGroup(function_ref<void(Value group, Value index)> body) {
   Value lower = arith::ConstantIndexOp::create(builder, loc, 0);
   Value one = arith::ConstantIndexOp::create(builder, loc, 1);
   Value upper =
@@ -74,7 +78,7 @@ void ABIBuilder::forEachGroup(function_ref<void(Value group)> body) {
       ArrayRef<LLVM::GEPArg>{
           arith::MulIOp::create(builder, loc, index, i64(abi::group::kSize)).getResult()},
       LLVM::GEPNoWrapFlags::inbounds);
-  body(group);
+  body(group, loop.getInductionVar());
 }
 
 Value ABIBuilder::load(Value group, GroupField field) {

@@ -46,6 +46,9 @@ public:
   /// Emits `scf.for` over the groups; `body` receives the !llvm.ptr of each nnsc_group with the
   /// builder inside the loop.
   void forEachGroup(llvm::function_ref<void(mlir::Value group)> body);
+  /// The same loop; `body` also receives the group's index (an `index` value), for per-group
+  /// storage that a later loop of the same kernel reads.
+  void forEachGroup(llvm::function_ref<void(mlir::Value group, mlir::Value index)> body);
 
   /// Loads a group field: i64 for row/rows/position/step, i32 for invoke, !llvm.ptr otherwise.
   mlir::Value load(mlir::Value group, GroupField field);
