@@ -181,7 +181,7 @@ LogicalResult Checker::builtin(ast::CallExpr &e, Builtin fn, ast::Expr *receiver
   case Builtin::LogSoftmax: {
     if (!arity(1, 2, {"dim"}) || failed(value(*pos[0], avail)))
       return failure();
-    // Unlike the reductions, softmax keeps dim=-1 as its default (LANGUAGE.md v2).
+    // Unlike the reductions, softmax keeps dim=-1 as its default (docs/LanguageSpec.md v2).
     FailureOr<int64_t> dim = dimArg(1, pos[0]->sema.type);
     if (failed(dim))
       return failure();

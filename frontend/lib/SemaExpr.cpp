@@ -22,8 +22,8 @@ struct BuiltinName {
   bool method;   ///< callable as `x.name(...)`
 };
 
-// `norm` as a free function is the alias of `model.norm` (LANGUAGE.md: `lm_head(norm(h))`), so
-// torch's norm is a method only.
+// `norm` as a free function is the alias of `model.norm` (docs/LanguageSpec.md:
+// `lm_head(norm(h))`), so torch's norm is a method only.
 const BuiltinName kBuiltins[] = {
     {"sum", Builtin::Sum, true, true},
     {"mean", Builtin::Mean, true, true},

@@ -1,6 +1,6 @@
 //===- SemaReduce.cpp - checks of reductions --------------------*- C++ -*-===//
 //
-// Reductions have torch's meaning (LANGUAGE.md v2): `x.sum(dim)` removes `dim`, `x.sum()`
+// Reductions have torch's meaning (docs/LanguageSpec.md v2): `x.sum(dim)` removes `dim`, `x.sum()`
 // reduces every dimension to a scalar, and `keepdim=True` keeps the reduced dimensions with
 // size 1. `argmax()` without a dim is the index into the flattened value, as in torch.
 //

@@ -69,11 +69,12 @@ std::shared_ptr<PyRequest> PyEngine::add(std::vector<std::vector<int32_t>> promp
     tables.push_back(std::make_shared<HookTable>(arch));
     hook->bindSites(*tables.back(), *request->state);
   }
-  if (invokes == 1)
+  if (invokes == 1) {
     request->ids.push_back(engine->addRequest(std::move(prompts.front()), sampling, tables[0]));
-  else
+  } else {
     std::vector<SamplingParams> each(prompts.size(), sampling);
-  request->ids = engine->addGang(std::move(prompts), each, tables);
+    request->ids = engine->addGang(std::move(prompts), each, tables);
+  }
   for (size_t k = 0; k < request->ids.size(); ++k)
     hook->attach(request->ids[k], request->state, int32_t(k));
   return request;

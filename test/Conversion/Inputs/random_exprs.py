@@ -188,7 +188,7 @@ class ExprGen:
             x = self.f32(ctx, (T, r.choice([D, K, I])), d)
             if x is None:
                 return None
-            # Not "": without a dim a reduction reduces every dimension (LANGUAGE.md v2).
+            # Not "": without a dim a reduction reduces every dimension (docs/LanguageSpec.md v2).
             dim, arg = -1, r.choice(["dim=-1, keepdim=False", "-1", "dim=-1"])
         elif len(shape) == 1:
             base = self.f32(ctx, (T,) + shape, d)

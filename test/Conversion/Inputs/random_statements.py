@@ -106,7 +106,7 @@ class Gen(ExprGen):
             x = self.argmax_operand(ctx, shape, 2)
             if x is None:
                 return None
-            # The last dimension: without a dim, argmax is over every dimension (LANGUAGE.md v2).
+            # The last dimension: without a dim, argmax is over every dimension (docs/LanguageSpec.md v2).
             dim = -1
             text = f"{name} = {x.text}.argmax(-1).save()"
             fn = lambda s: x.fn(s).argmax(dim)

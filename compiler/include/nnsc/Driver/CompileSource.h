@@ -3,7 +3,7 @@
 // The whole compiler as one call, for programs that embed it (nns-serve compiles the programs
 // its requests carry, the Python package compiles for its LLM): `.nns` source text to a
 // bundle file for one model. The header is plain C++ on purpose: a caller built with LibTorch's
-// flags includes it without ever seeing an MLIR or LLVM header (DESIGN.md: the two meet only
+// flags includes it without ever seeing an MLIR or LLVM header (docs/Design.md: the two meet only
 // at the bundle ABI).
 //
 //===----------------------------------------------------------------------===//

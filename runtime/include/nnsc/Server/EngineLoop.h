@@ -1,7 +1,7 @@
 //===- EngineLoop.h - the one thread that runs the model --------*- C++ -*-===//
 //
 // nns-serve's engine: one thread owns the LLMEngine and runs continuous batching over
-// everything that arrives (DESIGN.md: HTTP threads never touch the model). HTTP threads hand
+// everything that arrives (docs/Design.md: HTTP threads never touch the model). HTTP threads hand
 // it requests and aborts through a locked inbox; between steps it admits what arrived,
 // aborts what was given up, runs one step, and feeds each request's RequestStream. When there
 // is nothing to do it sleeps on a condition variable.
