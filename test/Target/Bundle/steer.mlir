@@ -5,7 +5,7 @@
 // RUN: nns-bundle-emit %s -emit=bundle -o %t.nnsb
 // RUN: nns-bundle-info %t.nnsb | FileCheck %s
 
-// CHECK:      abi_version: 4
+// CHECK:      abi_version: 5
 // CHECK-NEXT: source_hash: 5f1c0ffee0ddba11
 // CHECK-NEXT: arch: llama
 // CHECK-NEXT: schema_hash: 17293822569102704642
