@@ -7,7 +7,7 @@
 // CHECK-DAG: %nnsc_bundle = type { i32, ptr, ptr, i64, i64, i64, i64, i64, i64, i64, i64, i32, ptr, ptr }
 // CHECK-DAG: %nnsc_trace_desc = type { ptr, i32, ptr, i32, i64, i32, ptr, i32, ptr, i32, ptr, i32, ptr }
 // CHECK-DAG: %nnsc_site_entry = type { i32, ptr, i32, i32, ptr }
-// CHECK-DAG: @nnsc_bundle = private unnamed_addr constant %nnsc_bundle { i32 4, ptr @nnsc_source_hash, ptr @nnsc_arch, i64 -1152921504606846974, i64 576, i64 1536, i64 30, i64 9, i64 3, i64 64, i64 49152, i32 1, ptr @nnsc_trace_descs, ptr null }
+// CHECK-DAG: @nnsc_bundle = private unnamed_addr constant %nnsc_bundle { i32 5, ptr @nnsc_source_hash, ptr @nnsc_arch, i64 -1152921504606846974, i64 576, i64 1536, i64 30, i64 9, i64 3, i64 64, i64 49152, i32 1, ptr @nnsc_trace_descs, ptr null }
 // CHECK-DAG: @nnsc_trace0.sites = private unnamed_addr constant [1 x %nnsc_site_entry] [%nnsc_site_entry { i32 28, ptr @nnsc_trace0.site0, i32 0, i32 3, ptr @steer }]
 // CHECK-DAG: @nnsc_trace0.default0 = private unnamed_addr constant [2304 x i8] c"\00\00\00?\00\00\00?
 // CHECK-DAG: define internal {{.*}}i32 @steer(ptr
