@@ -38,7 +38,7 @@ import tempfile
 import time
 
 from model_bench import parameter_count
-from nnsrun import ROOT, log, nns_run
+from nnsrun import ROOT, log, nns_run, print_table
 
 HIDDEN, LAYERS = 576, 30
 
@@ -339,10 +339,7 @@ def main():
         header += ["nnsight 0.8.1, one prompt per trace", "speedup", "greedy tokens equal"]
         for size in [int(s) for s in a.nnsight_batch.split(",") if s]:
             header += ["nnsight batched by %d" % size, "speedup", "greedy tokens equal"]
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
+    print_table(header, rows)
     print("\nWhole-workload efficiency: the workload's useful work (%.1f GFLOP for the %d "
           "prompts) over each side's time, against the best GEMM rate measured in this run "
           "(nnsc-bench-gemm, 2 threads: fp32 %.0f GFLOP/s, bf16 %.0f GFLOP/s; probes %s).\n"
@@ -351,10 +348,7 @@ def main():
     header = ["experiment", "nns-run GFLOP/s (fp32)", "of the best fp32 GEMM"]
     if not a.skip_nnsight and sizes:
         header += ["nnsight batched by %d GFLOP/s" % max(sizes), "of the best fp32 GEMM"]
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for row in efficiency:
-        print("| " + " | ".join(row) + " |")
+    print_table(header, efficiency)
     if not a.skip_nnsight and diverging:
         print("\nPlain continuations that differ from transformers: first differing step, "
               "the two tokens (engine vs transformers), each side's logit margin of its own "

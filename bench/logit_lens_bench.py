@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 
-from nnsrun import ROOT, log, nns_run
+from nnsrun import ROOT, log, nns_run, print_load_average, print_table
 
 LAYERS = 30
 PROGRAM = ("trace { for i in 0..%d { lens = lm_head(norm(layers[i].output[-1])).argmax().save() "
@@ -138,11 +138,8 @@ def main():
                     "%.2fx" % (theirs_s / ours_s), "%d/%d" % (same, count * LAYERS)]
         rows.append(row)
 
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
-    print("\nload average during the run: %s" % open("/proc/loadavg").read().split()[:3])
+    print_table(header, rows)
+    print_load_average()
 
 
 if __name__ == "__main__":

@@ -18,6 +18,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _NUMBER = r"([0-9.e+-]+)"
 
 
+def print_table(header, rows):
+    """Prints a Markdown table of `rows` (lists of strings) under `header`."""
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
+def print_load_average():
+    print("\nload average during the run: %s" % open("/proc/loadavg").read().split()[:3])
+
+
 def log(msg, tag="bench"):
     print("[%s] %s" % (tag, msg), file=sys.stderr, flush=True)
 

@@ -112,11 +112,8 @@ def main():
         print("nnsc.LLM's time for the first %d prompts is its median time for all %d scaled by"
               " %d/%d.\n" % (n, a.prompts, n, a.prompts))
 
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
-    print("\nload average during the run: %s" % open("/proc/loadavg").read().split()[:3])
+    print_table(header, rows)
+    print_load_average()
 
 
 if __name__ == "__main__":
