@@ -52,9 +52,6 @@ def normalize_prompts(prompts, invokes):
             raise ValueError("request %d: the trace has %d invokes and takes a list of %d prompts "
                              "per request, one per invoke (e.g. [[clean, corrupt], ...])"
                              % (i, invokes, invokes))
-        if invokes is not None and len(request) != invokes:
-            raise ValueError("request %d: the trace has %d invokes and takes %d prompts per "
-                             "request, one per invoke; got %d" % (i, invokes, invokes, len(request)))
         requests.append([_one_prompt(p, "request %d, prompt %d" % (i, k))
                          for k, p in enumerate(request)])
     return requests

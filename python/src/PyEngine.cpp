@@ -4,6 +4,7 @@
 #include "TensorConvert.h"
 
 #include "nnsc/Runtime/Support/Error.h"
+#include "nnsc/Session/Submit.h"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -19,8 +20,7 @@ namespace nb = nanobind;
 
 namespace nnsc::python {
 
-PyEngine::PyEngine(PyModel &m, SchedulerConfig config, uint64_t seed)
-    : model(m.loaded.model), arch(m.loaded.backend->architecture()) {
+PyEngine::PyEngine(PyModel &m, SchedulerConfig config, uint64_t seed) {
   config.eosTokenIds = m.loaded.eosTokenIds;
   if (int64_t positions = m.loaded.backend->config().maxPositions; positions > 0)
     config.maxModelLen = std::min(config.maxModelLen, positions);
@@ -31,52 +31,36 @@ std::shared_ptr<PyRequest> PyEngine::add(std::vector<std::vector<int32_t>> promp
                                          const SamplingParams &sampling, PyBundle *bundle,
                                          const std::string &traceName,
                                          const std::vector<NamedParam> &params) {
-  auto request = std::make_shared<PyRequest>();
+  session::Submission s;
+  s.prompts = std::move(prompts);
+  s.sampling = {sampling};
   if (!bundle) {
-    if (prompts.size() != 1)
+    if (s.prompts.size() != 1)
       throw nnsc::InvalidInput("a request without a program takes one prompt, got " +
-                               std::to_string(prompts.size()));
+                               std::to_string(s.prompts.size()));
     if (!params.empty())
       throw nnsc::InvalidInput("params are given but there is no program to take them");
-    request->ids.push_back(engine->addRequest(std::move(prompts.front()), sampling));
-    return request;
-  }
-  const BundleTrace &trace = bundle->trace(traceName);
-  const size_t invokes = size_t(std::max(trace.numInvokes, 1));
-  if (prompts.size() != invokes) {
-    std::string names;
-    for (const std::string &n : trace.invokeNames)
-      names += (names.empty() ? "'" : ", '") + n + "'";
-    throw nnsc::InvalidInput(
-        invokes == 1
-            ? "trace '" + trace.name + "' takes one prompt per request, got " +
-                  std::to_string(prompts.size())
-            : "trace '" + trace.name + "' has " + std::to_string(invokes) + " invokes (" + names +
-                  ") and takes a list of " + std::to_string(invokes) +
-                  " prompts per request, one per invoke; got " + std::to_string(prompts.size()));
-  }
-  std::string error;
-  std::optional<std::vector<torch::Tensor>> bound = bindParamValues(
-      trace, params,
-      [](const std::string &name) { return "give it with params={'" + name + "': VALUE}"; }, error);
-  if (!bound)
-    throw nnsc::InvalidInput(error);
-  std::shared_ptr<BundleHook> hook = bundle->hook(trace);
-  request->bundle = bundle->bundle;
-  request->state = std::make_shared<BundleRequest>(trace, std::move(*bound));
-  std::vector<std::shared_ptr<HookTable>> tables;
-  for (size_t k = 0; k < invokes; ++k) {
-    tables.push_back(std::make_shared<HookTable>(arch));
-    hook->bindSites(*tables.back(), *request->state);
-  }
-  if (invokes == 1) {
-    request->ids.push_back(engine->addRequest(std::move(prompts.front()), sampling, tables[0]));
   } else {
-    std::vector<SamplingParams> each(prompts.size(), sampling);
-    request->ids = engine->addGang(std::move(prompts), each, tables);
+    session::BoundTrace bound;
+    bound.program = bundle->program;
+    std::string error;
+    bound.trace = bound.program->findTrace(traceName, "trace=NAME", error);
+    if (!bound.trace)
+      throw nnsc::InvalidInput(error);
+    std::optional<std::vector<torch::Tensor>> values = bindParamValues(
+        *bound.trace, params,
+        [](const std::string &name) { return "give it with params={'" + name + "': VALUE}"; },
+        error);
+    if (!values)
+      throw nnsc::InvalidInput(error);
+    bound.params = std::move(*values);
+    s.program = std::move(bound);
   }
-  for (size_t k = 0; k < request->ids.size(); ++k)
-    hook->attach(request->ids[k], request->state, int32_t(k));
+  auto request = std::make_shared<PyRequest>();
+  request->ids = session::submit(*engine, s);
+  if (bundle)
+    request->bundle = bundle->program->sharedBundle();
+  request->state = std::move(s.state);
   return request;
 }
 

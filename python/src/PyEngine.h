@@ -2,7 +2,8 @@
 //
 // `_nnsc.Engine`: one LLMEngine over a loaded model. Python queues requests (plain, or bound to
 // a trace of a loaded bundle with its params; a multi-invoke trace takes one prompt per invoke
-// and runs them as a gang, as nns-run does) and then calls `run` repeatedly: each call runs
+// and runs them as a gang: session::submit, as nns-run and nns-serve) and then calls `run`
+// repeatedly: each call runs
 // engine steps with the GIL released for up to a time slice and returns the requests that
 // finished, so Python can update a progress bar and notice Ctrl-C between slices.
 //
@@ -53,8 +54,6 @@ public:
   const SchedulerConfig &config() const { return engine->getScheduler().config(); }
 
 private:
-  std::shared_ptr<const CausalLM> model;
-  const schema::Architecture &arch;
   std::unique_ptr<LLMEngine> engine;
 };
 

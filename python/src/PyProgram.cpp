@@ -2,47 +2,19 @@
 
 #include "PyProgram.h"
 
-#include "nnsc/Runtime/Bundle/BundleLoader.h"
-#include "nnsc/Runtime/Bundle/BundleRequest.h"
 #include "nnsc/Runtime/Support/Error.h"
 
 #include <nanobind/stl/string.h>
-
-#include <stdexcept>
 
 namespace nb = nanobind;
 
 namespace nnsc::python {
 
-PyBundle::PyBundle(const PyModel &m, const std::string &path) : path(path), model(m.loaded.model) {
-  if (!model || !m.loaded.backend->capabilities().bundleKernels)
-    throw nnsc::InvalidInput("programs run on the CPU backend only; load the LLM with "
-                             "device='cpu'");
+PyBundle::PyBundle(const PyModel &m, const std::string &path) : path(path) {
   std::string error;
-  std::unique_ptr<Bundle> loaded = loadBundle(path, model->architecture(), error);
-  if (!loaded)
-    throw nnsc::InvalidInput("'" + path + "': " + error);
-  bundle = std::move(loaded);
-}
-
-const BundleTrace &PyBundle::trace(const std::string &name) const {
-  if (const BundleTrace *t = bundle->findTrace(name))
-    return *t;
-  if (name.empty() && bundle->traces().size() == 1)
-    return bundle->traces().front();
-  std::string names;
-  for (const BundleTrace &t : bundle->traces())
-    names += (names.empty() ? "'" : ", '") + t.name + "'";
-  throw nnsc::InvalidInput(
-      name.empty() ? "the program has several traces (" + names + "); choose one with trace=NAME"
-                   : "the program has no trace '" + name + "' (its traces: " + names + ")");
-}
-
-std::shared_ptr<BundleHook> PyBundle::hook(const BundleTrace &trace) {
-  std::shared_ptr<BundleHook> &h = hooks[&trace];
-  if (!h)
-    h = std::make_shared<BundleHook>(bundle, trace, model);
-  return h;
+  program = session::Program::load(path, *m.loaded.backend, error);
+  if (!program)
+    throw nnsc::InvalidInput(error);
 }
 
 namespace {
@@ -58,7 +30,7 @@ nb::list shapeList(const std::vector<int64_t> &shape) {
 /// per_step}]} of every trace.
 nb::list describeTraces(const PyBundle &b) {
   nb::list traces;
-  for (const BundleTrace &t : b.bundle->traces()) {
+  for (const BundleTrace &t : b.program->bundle().traces()) {
     nb::dict d;
     d["name"] = t.name;
     d["invokes"] = std::max(t.numInvokes, 1);

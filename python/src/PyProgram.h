@@ -1,8 +1,7 @@
 //===- PyProgram.h - a bundle loaded for a model ----------------*- C++ -*-===//
 //
-// `_nnsc.Bundle`: a `.nnsb` loaded and checked against one loaded model (loadBundle, the same
-// checks as nns-run --bundle), its traces described for Python, and one BundleHook per trace
-// shared by every request that binds it (as nns-serve's ProgramRegistry does).
+// `_nnsc.Bundle`: a `.nnsb` loaded and checked against one loaded model (session::Program,
+// as nns-run and nns-serve load theirs), its traces described for Python.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,12 +10,10 @@
 
 #include "PyModel.h"
 
-#include "nnsc/Runtime/Bundle/Bundle.h"
-#include "nnsc/Runtime/Bundle/BundleHook.h"
+#include "nnsc/Session/Program.h"
 
 #include <nanobind/nanobind.h>
 
-#include <map>
 #include <memory>
 #include <string>
 
@@ -26,16 +23,8 @@ struct PyBundle {
   /// Loads `path` for `model`; throws InvalidInput with the loader's message.
   PyBundle(const PyModel &model, const std::string &path);
 
-  /// The trace named `name`, or the only one when `name` is empty; throws
-  /// InvalidInput naming the traces there are.
-  const BundleTrace &trace(const std::string &name) const;
-  /// The hook of `trace` (one of ours), made on first use.
-  std::shared_ptr<BundleHook> hook(const BundleTrace &trace);
-
   std::string path;
-  std::shared_ptr<const CausalLM> model;
-  std::shared_ptr<Bundle> bundle;
-  std::map<const BundleTrace *, std::shared_ptr<BundleHook>> hooks;
+  std::shared_ptr<const session::Program> program;
 };
 
 void bindProgram(nanobind::module_ &m);

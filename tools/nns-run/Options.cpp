@@ -93,7 +93,7 @@ Runs prompts through the paged-attention engine with continuous batching.
                              and exit
 
 Interventions (docs/Runtime.md, "Bundles in the engine"):
-  --trace FILE.nns           compile a trace with the nnsc next to nns-run and bind it to every
+  --trace FILE.nns           compile a trace (in-process, for the model) and bind it to every
                              request
   --bundle FILE.nnsb         bind a compiled bundle instead
   --trace-name NAME          which trace of the bundle (default: the unnamed or only one)

@@ -4,7 +4,9 @@
 
 #include "Options.h"
 
+#include "nnsc/Runtime/Support/RuntimeOptions.h"
 #include <arpa/inet.h>
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -104,8 +106,8 @@ std::optional<DistributedOptions> startTensorParallel(int size, char **argv) {
   o.masterPort = port && *port ? std::atoi(port) : freePort(o.masterAddr);
   if (o.masterPort < 1 || o.masterPort > 65535)
     fail(std::string("MASTER_PORT='") + port + "' is not a TCP port");
-  if (const char *t = std::getenv("NNSC_DIST_TIMEOUT"); t && *t)
-    o.timeout = std::chrono::seconds(std::max(1, std::atoi(t)));
+  if (const std::optional<int64_t> t = nnsc::RuntimeOptions::get().distTimeoutSeconds)
+    o.timeout = std::chrono::seconds(*t);
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);

@@ -86,32 +86,6 @@ void tokenizePrompts(Options &o, const tokenizer::Tokenizer *tok) {
   }
 }
 
-/// Queues every prompt: bound to the trace (--trace/--bundle), or plain with the edit and
-/// nns-run's own hooks. A prompt the engine refuses exits with its index and the reason.
-void queueRequests(const Options &o, LLMEngine &engine, BoundTrace *bound, BoundTrace *edit,
-                   FlagHooks &flagHooks, const schema::Architecture &arch) {
-  for (size_t i = 0; i < o.prompts.size(); ++i) {
-    SamplingParams params = o.sampling;
-    params.maxTokens = o.prompts[i].maxTokens.value_or(o.sampling.maxTokens);
-    try {
-      if (bound) {
-        addBundledRequest(*bound, edit, engine, o.prompts[i], i, params);
-        continue;
-      }
-      std::shared_ptr<HookTable> hooks;
-      std::shared_ptr<BundleRequest> editState;
-      if (edit) {
-        hooks = std::make_shared<HookTable>(arch);
-        editState = bindEdit(edit, *hooks);
-      }
-      flagHooks.bind(hooks, i);
-      attachEdit(edit, engine.addRequest(o.prompts[i].ids, params, hooks), i, editState);
-    } catch (const nnsc::InvalidInput &e) {
-      fail("prompt " + std::to_string(i) + ": " + e.what());
-    }
-  }
-}
-
 /// Steps the engine until every request is done; streams the text of `decoder`'s request.
 /// Returns the finished requests in request order.
 std::vector<RequestResult> runToCompletion(LLMEngine &engine, tokenizer::StreamingDecoder *decoder,
@@ -176,8 +150,9 @@ int main(int argc, char **argv) {
     o.scheduler.maxModelLen = std::min(o.scheduler.maxModelLen, backend->config().maxPositions);
 
   // The bundle is checked and its params bound before any request runs.
-  std::unique_ptr<BoundTrace> bound = loadTrace(o, *backend);
-  std::unique_ptr<BoundTrace> edit = loadEdit(o, *backend);
+  std::unique_ptr<session::ProgramRegistry> programs = makeProgramRegistry(o, backend);
+  std::unique_ptr<BundledRun> bound = loadTrace(o, *programs);
+  std::unique_ptr<BundledRun> edit = loadEdit(o, *programs);
   FlagHooks flagHooks(o, backend->architecture(), o.prompts.size());
   std::unique_ptr<LLMEngine> engine;
   try {
@@ -185,7 +160,7 @@ int main(int argc, char **argv) {
   } catch (const nnsc::InvalidInput &e) {
     fail(e.what());
   }
-  queueRequests(o, *engine, bound.get(), edit.get(), flagHooks, backend->architecture());
+  queueRequests(o, *engine, bound.get(), edit.get(), flagHooks);
 
   // One request streams its text; several print in order when all are done.
   const bool stream = primary && o.prompts.size() == 1 && tok && !o.json;
@@ -201,8 +176,8 @@ int main(int argc, char **argv) {
     std::cout << decoder->flush() << "\n";
 
   std::vector<std::string> invokes;
-  if (bound && bound->invokes > 1)
-    invokes = bound->hook->trace().invokeNames;
+  if (bound && bound->trace.invokes() > 1)
+    invokes = bound->trace.trace->invokeNames;
   printCompletions(o, results, invokes, tok.get(), stream);
   flagHooks.write(o);
   int failed = bound ? writeResults(o.saveDir, o.prompts, results, bound.get(), tok.get()) : 0;

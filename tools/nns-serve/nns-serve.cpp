@@ -10,11 +10,10 @@
 
 #ifdef NNSC_HAVE_COMPILER
 #include "nnsc/Driver/CompileSource.h"
-#include "nnsc/Runtime/Support/Error.h"
 #endif
 #include "nnsc/Runtime/Backend/BackendError.h"
 #include "nnsc/Runtime/Backend/ModelLoader.h"
-#include "nnsc/Runtime/Bundle/BundleParams.h"
+#include "nnsc/Runtime/Support/Error.h"
 #include "nnsc/Server/OpenAIServer.h"
 #include "nnsc/Support/ThreadPolicy.h"
 
@@ -96,46 +95,32 @@ int main(int argc, char **argv) {
   server::Metrics metrics;
   std::error_code ec;
   const std::filesystem::path workDir = std::filesystem::temp_directory_path(ec);
-  server::ProgramRegistry::Compiler compiler;
+  session::ProgramRegistry::Compiler compiler;
 #ifdef NNSC_HAVE_COMPILER
   driver::SourceCompileOptions compileOptions;
   compileOptions.maxSourceBytes = o.server.maxProgramBytes;
-  compiler = [&arch = loaded.model->architecture(), compileOptions](
-                 const std::string &source, const std::string &output, std::string &diagnostics) {
-    driver::SourceCompileResult r =
-        driver::compileSource(source, "program.nns", arch, compileOptions, output);
-    diagnostics = std::move(r.diagnostics);
-    return r.ok;
-  };
+  compiler = driver::programCompiler(loaded.model->architecture(), compileOptions);
 #else
   // A runtime-only build (NNSC_RUNTIME_ONLY) has no compiler: registered bundles only.
   o.server.allowPrograms = false;
 #endif
-  server::ProgramRegistry programs(loaded.model, std::move(compiler), metrics,
-                                   o.compileCacheEntries, workDir.string());
+  session::ProgramRegistry programs(loaded.backend, std::move(compiler), o.compileCacheEntries,
+                                    workDir.string());
   for (const auto &[name, path] : o.bundles) {
     std::string error;
     if (!programs.registerBundle(name, path, error))
       fail("--bundle " + name + ": " + error);
   }
-  std::optional<server::PersistentEdit> edit;
+  std::optional<session::BoundTrace> edit;
   if (!o.editFile.empty()) {
-    std::string error;
-    edit.emplace();
-    edit->program = programs.loadFile(o.editFile, error);
-    if (!edit->program)
-      fail("--edit " + error);
-    edit->trace = edit->program->findTrace("", error);
-    if (!edit->trace)
-      fail("--edit '" + o.editFile + "': " + error);
-    if (edit->trace->numInvokes > 1)
-      fail("--edit '" + o.editFile + "': an edit applies to each request on its own; its trace '" +
-           edit->trace->name + "' has invokes");
-    std::optional<std::vector<torch::Tensor>> params =
-        bindParams(*edit->trace, o.editParams, error, "--edit-param");
-    if (!params)
-      fail("--edit " + error);
-    edit->params = std::move(*params);
+    try {
+      edit = session::bindFile(programs, o.editFile, "", "--edit of one trace", o.editParams,
+                               "--edit-param");
+    } catch (const nnsc::InvalidInput &e) {
+      fail(std::string("--edit ") + e.what());
+    }
+    if (std::string why = session::checkEdit(*edit); !why.empty())
+      fail("--edit '" + o.editFile + "': " + why);
   }
   server::SaveHandleStore saves(o.savesStoreBytes, std::chrono::seconds(o.savesTtlSeconds));
 

@@ -60,8 +60,20 @@ SourceCompileResult compileSource(std::string_view source, const std::string &bu
   bundle::BundleOptions backend;
   backend.cpu.cpu = options.cpu;
   backend.cpu.optLevel = options.optLevel;
+  if (options.cuda)
+    backend.target = bundle::TargetKind::CUDA;
   result.ok = mlir::succeeded(bundle::writeBundle(*module, backend, outputPath));
   return result;
+}
+
+std::function<bool(const std::string &, const std::string &, const std::string &, std::string &)>
+programCompiler(const schema::Architecture &arch, SourceCompileOptions options) {
+  return [&arch, options](const std::string &source, const std::string &bufferName,
+                          const std::string &outputPath, std::string &diagnostics) {
+    SourceCompileResult r = compileSource(source, bufferName, arch, options, outputPath);
+    diagnostics = std::move(r.diagnostics);
+    return r.ok;
+  };
 }
 
 } // namespace nnsc::driver

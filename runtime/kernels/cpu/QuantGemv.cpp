@@ -9,6 +9,7 @@
 
 #include "QuantGemvIsa.h"
 #include "nnsc/Runtime/Support/Error.h"
+#include "nnsc/Runtime/Support/RuntimeOptions.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -95,19 +96,11 @@ void joinQuantRows(QuantFormat format, const uint8_t *src, uint8_t *dst, int64_t
 bool quantIsaSupported(QuantIsa isa) {
   static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                            __builtin_cpu_supports("f16c");
-  // NNSC_QUANT_AVX512=0 keeps an AVX-512 CPU on the AVX2 kernels, for A/B measurements.
-  static const bool optOut = [] {
-    const char *v = std::getenv("NNSC_QUANT_AVX512");
-    return v && std::string(v) == "0";
-  }();
-  static const bool avx512 = avx2 && !optOut && __builtin_cpu_supports("avx512f") &&
-                             __builtin_cpu_supports("avx512bw") &&
-                             __builtin_cpu_supports("avx512vl");
-  // NNSC_QUANT_BF16DOT=0 keeps bf16 decode on the widening AVX-512 kernels, for A/B runs.
-  static const bool bf16Dot = avx512 && __builtin_cpu_supports("avx512bf16") && [] {
-    const char *v = std::getenv("NNSC_QUANT_BF16DOT");
-    return !v || std::string(v) != "0";
-  }();
+  static const bool avx512 =
+      avx2 && RuntimeOptions::get().quantAvx512 && __builtin_cpu_supports("avx512f") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  static const bool bf16Dot =
+      avx512 && __builtin_cpu_supports("avx512bf16") && RuntimeOptions::get().quantBf16Dot;
   switch (isa) {
   case QuantIsa::Avx2:
     return avx2;

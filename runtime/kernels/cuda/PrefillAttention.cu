@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "nnsc/Runtime/Kernels/PrefillAttentionCuda.h"
+#include "nnsc/Runtime/Support/RuntimeOptions.h"
 
 #include "PagedAttentionCommon.cuh"
 #include "PrefillTiles.cuh"
@@ -50,14 +51,8 @@ bool hasBf16TensorCores() {
   return has;
 }
 
-/// NNSC_CUDA_PREFILL=simt keeps bf16 off the tensor-core kernel (for comparisons).
-bool tensorCoresAllowed() {
-  static const bool allowed = [] {
-    const char *choice = std::getenv("NNSC_CUDA_PREFILL");
-    return !(choice && std::string_view(choice) == "simt");
-  }();
-  return allowed;
-}
+/// NNSC_CUDA_PREFILL=simt keeps bf16 off the tensor-core kernel (RuntimeOptions).
+bool tensorCoresAllowed() { return !RuntimeOptions::get().cudaPrefillSimt; }
 
 template <typename T>
 __global__ void __launch_bounds__(kAttentionThreads)

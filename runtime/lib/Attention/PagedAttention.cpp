@@ -15,6 +15,7 @@
 
 #include "AttentionKernels.h"
 #include "nnsc/Runtime/Kernels/ThreadPool.h"
+#include "nnsc/Runtime/Support/RuntimeOptions.h"
 
 #include <ATen/Parallel.h>
 
@@ -35,10 +36,8 @@ bool attention::avx512Usable(int64_t headDim) {
 }
 
 bool attention::bf16DotUsable() {
-  static const bool usable = __builtin_cpu_supports("avx512bf16") && [] {
-    const char *v = std::getenv("NNSC_ATTENTION_BF16DOT");
-    return !v || std::string(v) != "0";
-  }();
+  static const bool usable =
+      __builtin_cpu_supports("avx512bf16") && RuntimeOptions::get().attentionBf16Dot;
   return usable;
 }
 

@@ -2,6 +2,7 @@
 
 #include "nnsc/Runtime/Backend/HostAllocator.h"
 
+#include "nnsc/Runtime/Support/RuntimeOptions.h"
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
@@ -112,8 +113,7 @@ size_t HostAllocator::liveBytes() const {
 
 HostAllocator *installHostAllocator() {
   static HostAllocator *installed = [] {
-    const char *choice = std::getenv("NNSC_HOST_ALLOCATOR");
-    if (choice && std::strcmp(choice, "system") == 0)
+    if (RuntimeOptions::get().systemAllocator)
       return static_cast<HostAllocator *>(nullptr);
     // Priority above LibTorch's default (0), so a later default registration cannot undo it.
     c10::SetCPUAllocator(&HostAllocator::get(), /*priority=*/1);

@@ -305,11 +305,9 @@ std::vector<Sequence *> Scheduler::postprocess(const ScheduledBatch &batch,
         seq->appendToken(token);
       if (seq->endAfterStep != FinishReason::None)
         seq->finishReason = seq->endAfterStep;
-      else if (!keeps)
-        seq->finishReason = FinishReason::Length;
-      else if (isStopToken(*seq, token))
+      else if (keeps && isStopToken(*seq, token))
         seq->finishReason = FinishReason::Stop;
-      else if (seq->numCompletionTokens() >= seq->samplingParams().maxTokens ||
+      else if (!keeps || seq->numCompletionTokens() >= seq->samplingParams().maxTokens ||
                seq->numTokens() >= cfg.maxModelLen)
         seq->finishReason = FinishReason::Length;
     } else {

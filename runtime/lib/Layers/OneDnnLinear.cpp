@@ -2,6 +2,7 @@
 
 #include "nnsc/Runtime/Layers/OneDnnLinear.h"
 
+#include "nnsc/Runtime/Support/RuntimeOptions.h"
 #include <ATen/Parallel.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
@@ -118,12 +119,8 @@ std::optional<c10::OperatorHandle> findOp(const char *name, const char *overload
   return c10::Dispatcher::singleton().findSchema({name, overload});
 }
 
-/// NNSC_GEMM=libtorch sends every product to at::linear, as before oneDNN was used, so the
-/// two can be compared on the same build and machine state.
-bool libTorchGemmRequested() {
-  const char *v = std::getenv("NNSC_GEMM");
-  return v && std::string(v) == "libtorch";
-}
+/// NNSC_GEMM=libtorch sends every product to at::linear (RuntimeOptions).
+bool libTorchGemmRequested() { return RuntimeOptions::get().libTorchGemm; }
 
 /// oneDNN serves products only on CPUs with AVX-512 (BW, VL, DQ): its bf16 path needs it
 /// (_reorder_linear_weight refuses bf16 weights elsewhere; LibTorch's mkldnn_bf16_device_check,

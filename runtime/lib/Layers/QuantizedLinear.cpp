@@ -5,6 +5,7 @@
 #include "nnsc/Runtime/Kernels/Dequantize.h"
 #include "nnsc/Runtime/Layers/RowSpans.h"
 #include "nnsc/Runtime/Support/Error.h"
+#include "nnsc/Runtime/Support/RuntimeOptions.h"
 
 #include <sys/mman.h>
 
@@ -19,24 +20,6 @@
 namespace nnsc {
 
 namespace {
-
-/// NNSC_QUANT_DECODE as a row limit, or nullopt for the per-dtype defaults.
-std::optional<int64_t> parseMaxRows(const char *value) {
-  if (!value || std::string(value) == "on" || std::string(value).empty())
-    return std::nullopt;
-  const std::string v(value);
-  if (v == "off")
-    return 0;
-  size_t used = 0;
-  long long n = -1;
-  try {
-    n = std::stoll(v, &used);
-  } catch (const std::exception &) {
-  }
-  if (used != v.size() || n < 0)
-    throw InvalidInput("NNSC_QUANT_DECODE must be on, off or a row count, got '" + v + "'");
-  return n;
-}
 
 int64_t alignUp(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
 
@@ -73,8 +56,7 @@ void product(const torch::Tensor &in, const QuantizedMatrix &w, const torch::Ten
 } // namespace
 
 int64_t quantDecodeMaxRows(torch::ScalarType dtype, bool tiled) {
-  static const std::optional<int64_t> rows = parseMaxRows(std::getenv("NNSC_QUANT_DECODE"));
-  if (rows)
+  if (const std::optional<int64_t> &rows = RuntimeOptions::get().quantDecodeMaxRows)
     return *rows;
   if (dtype == torch::kBFloat16)
     return tiled ? QuantDecodeTiledMaxRowsBF16 : QuantDecodeDefaultMaxRowsBF16;

@@ -9,6 +9,7 @@
 #include "nnsc/Runtime/Layers/OneDnnLinear.h"
 #include "nnsc/Runtime/Models/PhaseProfile.h"
 #include "nnsc/Runtime/Support/Error.h"
+#include "nnsc/Runtime/Support/RuntimeOptions.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -21,13 +22,9 @@ namespace {
 
 /// Whether DecoderLayer::runOnRows can run these weights' unhooked layers: on the CPU, every
 /// product on blocks the quantized kernels read (`allQuantized`, with a bias of the compute
-/// dtype), one rank, no q_norm/k_norm; NNSC_ROW_LANE=off turns it off (to compare the lanes).
+/// dtype), one rank, no q_norm/k_norm; NNSC_ROW_LANE=off turns it off (RuntimeOptions).
 bool rowLaneServes(const ModelWeights &w, bool allQuantized, int ranks) {
-  const char *env = std::getenv("NNSC_ROW_LANE");
-  const std::string setting = env ? env : "on";
-  if (setting != "on" && setting != "off")
-    throw InvalidInput("NNSC_ROW_LANE must be on or off, got '" + setting + "'");
-  if (setting == "off" || ranks > 1 || w.config.qkNorm || !allQuantized ||
+  if (!RuntimeOptions::get().rowLane || ranks > 1 || w.config.qkNorm || !allQuantized ||
       !w.norm.device().is_cpu() || !kernels::quantIsaSupported(kernels::QuantIsa::Avx2))
     return false;
   for (const LayerWeights &l : w.layers)

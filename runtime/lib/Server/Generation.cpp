@@ -100,8 +100,8 @@ json logprobsJson(const tokenizer::Tokenizer *tok, bool chat, const std::vector<
 
 /// Names the invoke choice `i` ran as, when the prompts are the invokes of one request.
 void addInvokeName(const PreparedRequest &p, size_t i, json &choice) {
-  if (p.gang && p.trace && i < p.trace->invokeNames.size())
-    choice["invoke"] = p.trace->invokeNames[i];
+  if (p.hasProgram() && p.bound.invokes() > 1 && i < p.bound.trace->invokeNames.size())
+    choice["invoke"] = p.bound.trace->invokeNames[i];
 }
 
 /// Puts `saves` into `nns`: inline as tensors or as one base64 safetensors file, or behind a
@@ -200,8 +200,9 @@ void respondWhole(OpenAIServer &server, const PreparedRequest &p,
                                     [](const std::vector<int32_t> &t) { return !t.empty(); });
   if (c.error) {
     sendError(server.metricsSink(), res,
-              p.program && (anyToken || stream->bundle()->error()) ? runtimeError(*c.error)
-                                                                   : invalidField("", *c.error));
+              p.hasProgram() && (anyToken || stream->bundle()->error())
+                  ? runtimeError(*c.error)
+                  : invalidField("", *c.error));
     return;
   }
   const GenerationRequest &r = p.request;
@@ -268,7 +269,7 @@ public:
     for (ChoiceDelta &d : u->choices)
       tokens[d.index].insert(tokens[d.index].end(), d.tokens.begin(), d.tokens.end());
     if (u->error) {
-      ApiError e = p.program ? runtimeError(*u->error) : invalidField("", *u->error);
+      ApiError e = p.hasProgram() ? runtimeError(*u->error) : invalidField("", *u->error);
       if (!write(sink, "data: " + e.body().dump() + "\n\n"))
         return false;
     }
@@ -405,8 +406,8 @@ void handleGeneration(OpenAIServer &server, const httplib::Request &req, httplib
   const PreparedRequest &p = *prepared;
   using Transport = InterventionSpec::SavesTransport;
   std::shared_ptr<BundleRequest> bundle;
-  if (p.program) {
-    bundle = std::make_shared<BundleRequest>(*p.trace, p.params);
+  if (p.hasProgram()) {
+    bundle = p.bound.newState();
     bundle->setSaveLimit(server.options().maxSaveBytes);
   }
   RequestStream::Config config;
@@ -416,9 +417,9 @@ void handleGeneration(OpenAIServer &server, const httplib::Request &req, httplib
   config.bundle = bundle;
   config.streamStepSaves =
       p.request.stream && p.request.nns && p.request.nns->savesTransport != Transport::Handle;
-  if (const std::optional<PersistentEdit> &edit = server.served().edit)
+  if (const std::optional<session::BoundTrace> &edit = server.served().edit)
     for (size_t k = 0; k < p.prompts.size(); ++k)
-      config.edits.push_back(std::make_shared<BundleRequest>(*edit->trace, edit->params));
+      config.edits.push_back(edit->newState());
   std::vector<std::shared_ptr<BundleRequest>> edits = config.edits;
   auto stream = std::make_shared<RequestStream>(std::move(config));
   server.engine().submit(stream, admitRequest(p, server.served(), bundle, std::move(edits)));

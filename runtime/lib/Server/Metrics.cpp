@@ -17,11 +17,6 @@ void Metrics::addTokens(int64_t prompt, int64_t generated) {
   generatedTokens += generated;
 }
 
-void Metrics::countCompile(bool hit) {
-  std::lock_guard<std::mutex> lock(mutex);
-  ++(hit ? compileHits : compileMisses);
-}
-
 void Metrics::observeStep(double seconds) {
   std::lock_guard<std::mutex> lock(mutex);
   for (size_t i = 0; i < kStepBuckets.size(); ++i)
@@ -41,7 +36,7 @@ EngineGauges Metrics::gauges() const {
   return engine;
 }
 
-std::string Metrics::render() const {
+std::string Metrics::render(const session::ProgramRegistry::CacheCounts &compiles) const {
   std::lock_guard<std::mutex> lock(mutex);
   std::ostringstream os;
   auto family = [&os](const char *name, const char *type, const char *help) {
@@ -76,8 +71,8 @@ std::string Metrics::render() const {
      << "nnsc_engine_step_seconds_sum " << stepSum << "\n"
      << "nnsc_engine_step_seconds_count " << stepCount << "\n";
   family("nnsc_compile_cache_total", "counter", "Program compile-cache lookups by result.");
-  os << "nnsc_compile_cache_total{result=\"hit\"} " << compileHits << "\n"
-     << "nnsc_compile_cache_total{result=\"miss\"} " << compileMisses << "\n";
+  os << "nnsc_compile_cache_total{result=\"hit\"} " << compiles.hits << "\n"
+     << "nnsc_compile_cache_total{result=\"miss\"} " << compiles.misses << "\n";
   return os.str();
 }
 

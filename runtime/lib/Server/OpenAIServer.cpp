@@ -18,7 +18,8 @@ void sendError(Metrics &metrics, httplib::Response &res, const ApiError &error) 
 }
 
 OpenAIServer::OpenAIServer(ServerOptions options, ServedModel served, EngineLoop &loop,
-                           ProgramRegistry &programs, SaveHandleStore &saves, Metrics &metrics)
+                           session::ProgramRegistry &programs, SaveHandleStore &saves,
+                           Metrics &metrics)
     : opts(std::move(options)), model(std::move(served)), loop(loop), registry(programs),
       saves(saves), metrics(metrics), http(std::make_unique<httplib::Server>()) {
   const int threads = std::max(opts.httpThreads, 2);
@@ -106,7 +107,7 @@ void OpenAIServer::addRoutes() {
     res.set_content("", "text/plain");
   });
   http->Get("/metrics", [this](const httplib::Request &, httplib::Response &res) {
-    res.set_content(metrics.render(), "text/plain; version=0.0.4");
+    res.set_content(metrics.render(registry.cacheCounts()), "text/plain; version=0.0.4");
   });
   http->Get("/v1/models", [this](const httplib::Request &, httplib::Response &res) {
     json entry = {{"id", opts.servedModelName},

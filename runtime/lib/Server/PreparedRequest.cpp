@@ -5,6 +5,7 @@
 #include "nnsc/Runtime/Bundle/BundleParams.h"
 #include "nnsc/Runtime/Support/Error.h"
 #include "nnsc/Server/TensorJson.h"
+#include "nnsc/Session/Submit.h"
 
 namespace nnsc::server {
 
@@ -18,8 +19,8 @@ bool resolveProgram(OpenAIServer &server, const InterventionSpec &spec, Prepared
   const ServerOptions &opts = server.options();
   std::string message;
   if (spec.bundle) {
-    p.program = server.programs().bundle(*spec.bundle);
-    if (!p.program) {
+    p.bound.program = server.programs().bundle(*spec.bundle);
+    if (!p.bound.program) {
       error = invalidField("nns.bundle", "no bundle '" + *spec.bundle +
                                              "' is registered (registered: " +
                                              server.programs().bundleNames() + ")");
@@ -42,15 +43,15 @@ bool resolveProgram(OpenAIServer &server, const InterventionSpec &spec, Prepared
       error.code = "program_too_large";
       return false;
     }
-    p.program = server.programs().compile(*spec.program, message);
-    if (!p.program) {
+    p.bound.program = server.programs().compile(*spec.program, message);
+    if (!p.bound.program) {
       error = invalidField("nns.program", "the program does not compile:\n" + message);
       error.code = "compile_error";
       return false;
     }
   }
-  p.trace = p.program->findTrace(spec.trace, message);
-  if (!p.trace) {
+  p.bound.trace = p.bound.program->findTrace(spec.trace, "'nns.trace'", message);
+  if (!p.bound.trace) {
     error = invalidField("nns.trace", message);
     return false;
   }
@@ -72,14 +73,14 @@ bool bindParams(const OpenAIServer &server, const InterventionSpec &spec, Prepar
     given.emplace_back(name, *t);
   }
   std::optional<std::vector<torch::Tensor>> bound = bindParamValues(
-      *p.trace, given,
+      *p.bound.trace, given,
       [](const std::string &name) { return "give it in 'nns.params' as \"" + name + "\""; },
       message);
   if (!bound) {
     error = invalidField("nns.params", message);
     return false;
   }
-  p.params = std::move(*bound);
+  p.bound.params = std::move(*bound);
   return true;
 }
 
@@ -173,27 +174,11 @@ std::optional<PreparedRequest> prepareRequest(OpenAIServer &server, const std::s
   }
   if (!tokenize(server, p, error))
     return std::nullopt;
-  if (p.trace && p.trace->numInvokes > 1) {
-    const size_t n = size_t(p.trace->numInvokes);
-    if (p.prompts.size() != n) {
-      std::string names;
-      for (const std::string &name : p.trace->invokeNames)
-        names += (names.empty() ? "'" : ", '") + name + "'";
-      error = invalidField(r.chat ? "messages" : "prompt",
-                           "trace '" + p.trace->name + "' has " + std::to_string(n) + " invokes (" +
-                               names +
-                               ") and takes one prompt per invoke as a "
-                               "list; got " +
-                               std::to_string(p.prompts.size()));
+  if (p.hasProgram())
+    if (std::string why = session::checkInvokes(*p.bound.trace, p.prompts.size()); !why.empty()) {
+      error = invalidField(r.chat ? "messages" : "prompt", why);
       return std::nullopt;
     }
-    p.gang = true;
-  } else if (p.trace && p.prompts.size() != 1) {
-    error = invalidField("prompt", "a request with a program takes one prompt (or one per "
-                                   "invoke of a multi-invoke trace); got " +
-                                       std::to_string(p.prompts.size()));
-    return std::nullopt;
-  }
   p.sampling = r.sampling;
   if (!r.maxTokensGiven) {
     // OpenAI's default for completions; for chat, vLLM's: what is left of the context.
@@ -214,47 +199,15 @@ std::optional<PreparedRequest> prepareRequest(OpenAIServer &server, const std::s
 EngineLoop::Admit admitRequest(const PreparedRequest &prepared, const ServedModel &served,
                                std::shared_ptr<BundleRequest> bundle,
                                std::vector<std::shared_ptr<BundleRequest>> edits) {
-  std::shared_ptr<BundleHook> hook =
-      prepared.program ? prepared.program->hook(*prepared.trace) : nullptr;
-  std::shared_ptr<BundleHook> editHook =
-      served.edit ? served.edit->program->hook(*served.edit->trace) : nullptr;
-  return
-      [prompts = prepared.prompts, sampling = prepared.sampling, gang = prepared.gang,
-       hook = std::move(hook), bundle = std::move(bundle), editHook = std::move(editHook),
-       edits = std::move(edits), &arch = served.model->architecture()](LLMEngine &engine) mutable {
-        std::vector<std::shared_ptr<HookTable>> tables(prompts.size());
-        for (size_t k = 0; k < prompts.size(); ++k) {
-          if (!editHook && !hook)
-            continue;
-          tables[k] = std::make_shared<HookTable>(arch);
-          if (editHook)
-            editHook->bindSites(*tables[k], *edits[k]);
-          if (hook)
-            hook->bindSites(*tables[k], *bundle);
-        }
-        std::vector<int64_t> ids;
-        if (gang) {
-          std::vector<SamplingParams> each(prompts.size(), sampling);
-          ids = engine.addGang(std::move(prompts), each, tables);
-        } else {
-          try {
-            for (size_t k = 0; k < prompts.size(); ++k)
-              ids.push_back(engine.addRequest(std::move(prompts[k]), sampling, tables[k]));
-          } catch (...) {
-            // Results of the ones added reach the loop with no stream to go to.
-            for (int64_t id : ids)
-              engine.abortRequest(id);
-            throw;
-          }
-        }
-        for (size_t k = 0; k < ids.size(); ++k) {
-          if (editHook)
-            editHook->attach(ids[k], edits[k]);
-          if (hook)
-            hook->attach(ids[k], bundle, int32_t(k));
-        }
-        return ids;
-      };
+  session::Submission s;
+  s.prompts = prepared.prompts;
+  s.sampling = {prepared.sampling};
+  if (prepared.hasProgram())
+    s.program = prepared.bound;
+  s.state = std::move(bundle);
+  s.edit = served.edit;
+  s.edits = std::move(edits);
+  return [s = std::move(s)](LLMEngine &engine) mutable { return session::submit(engine, s); };
 }
 
 } // namespace nnsc::server

@@ -25,12 +25,9 @@ struct PreparedRequest {
   /// One per choice: the prompts of a batch, or the invokes of a multi-invoke trace.
   std::vector<std::vector<int32_t>> prompts;
   SamplingParams sampling;
-  /// The program the request binds, or null for a plain request.
-  std::shared_ptr<const ServedProgram> program;
-  const BundleTrace *trace = nullptr;
-  std::vector<torch::Tensor> params;
-  /// The prompts are the invokes of one request (they run as a gang).
-  bool gang = false;
+  /// The trace the request binds with its params; no program for a plain request.
+  session::BoundTrace bound;
+  bool hasProgram() const { return bool(bound.program); }
 };
 
 /// Parses and checks `body` for the completions (`chat` false) or chat endpoint. Returns
@@ -38,9 +35,9 @@ struct PreparedRequest {
 std::optional<PreparedRequest> prepareRequest(OpenAIServer &server, const std::string &body,
                                               bool chat, ApiError &error);
 
-/// The engine-thread step that adds the request's sequences, bound to `bundle` (the
-/// request's program state; null for a plain request) and, first, to the server's edit with
-/// `edits` (its state, one per prompt; empty without an edit).
+/// The engine-thread step that submits the request's sequences (session::submit), bound to
+/// `bundle` (the request's program state; null for a plain request) and, first, to the
+/// server's edit with `edits` (its state, one per prompt; empty without an edit).
 EngineLoop::Admit admitRequest(const PreparedRequest &prepared, const ServedModel &served,
                                std::shared_ptr<BundleRequest> bundle,
                                std::vector<std::shared_ptr<BundleRequest>> edits);

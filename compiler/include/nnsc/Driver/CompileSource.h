@@ -14,6 +14,7 @@
 #include "nnsc/Schema/Architecture.h"
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -27,6 +28,8 @@ struct SourceCompileOptions {
   unsigned optLevel = 3;
   /// Largest accepted source, in bytes; 0 for no limit.
   size_t maxSourceBytes = 0;
+  /// Also the kernels' device copies (nnsc --target=cuda).
+  bool cuda = false;
 };
 
 /// Outcome of compileSource: success, or the diagnostics as nnsc prints them
@@ -43,6 +46,11 @@ SourceCompileResult compileSource(std::string_view source, const std::string &bu
                                   const schema::Architecture &arch,
                                   const SourceCompileOptions &options,
                                   const std::string &outputPath);
+
+/// compileSource for `arch` as the function a program registry takes
+/// (nnsc/Session/ProgramRegistry.h): (source, bufferName, outputPath, diagnostics) -> compiled.
+std::function<bool(const std::string &, const std::string &, const std::string &, std::string &)>
+programCompiler(const schema::Architecture &arch, SourceCompileOptions options);
 
 } // namespace nnsc::driver
 

@@ -11,6 +11,8 @@
 #ifndef NNSC_SERVER_METRICS_H
 #define NNSC_SERVER_METRICS_H
 
+#include "nnsc/Session/ProgramRegistry.h"
+
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -34,14 +36,14 @@ public:
   /// "error_5xx", "rejected_busy").
   void countRequest(const std::string &outcome);
   void addTokens(int64_t prompt, int64_t generated);
-  void countCompile(bool hit);
   /// One engine step of `seconds`.
   void observeStep(double seconds);
   void publish(const EngineGauges &gauges);
   EngineGauges gauges() const;
 
-  /// The Prometheus text exposition of every series.
-  std::string render() const;
+  /// The Prometheus text exposition of every series, with the program registry's
+  /// compile-cache lookups.
+  std::string render(const session::ProgramRegistry::CacheCounts &compiles) const;
 
 private:
   /// Upper bounds (seconds) of the step-latency buckets.
@@ -51,8 +53,6 @@ private:
   std::map<std::string, int64_t> requests;
   int64_t promptTokens = 0;
   int64_t generatedTokens = 0;
-  int64_t compileHits = 0;
-  int64_t compileMisses = 0;
   std::array<int64_t, kStepBuckets.size()> stepBuckets{};
   int64_t stepCount = 0;
   double stepSum = 0;

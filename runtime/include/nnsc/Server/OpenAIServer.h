@@ -15,8 +15,8 @@
 #include "nnsc/Runtime/Tokenizer/Tokenizer.h"
 #include "nnsc/Server/EngineLoop.h"
 #include "nnsc/Server/Metrics.h"
-#include "nnsc/Server/ProgramRegistry.h"
 #include "nnsc/Server/SaveHandleStore.h"
+#include "nnsc/Session/ProgramRegistry.h"
 
 #include <memory>
 #include <optional>
@@ -50,13 +50,6 @@ struct ServerOptions {
   int httpThreads = 64;
 };
 
-/// A persistent edit (`--edit`): a program bound to every request before its own.
-struct PersistentEdit {
-  std::shared_ptr<const ServedProgram> program;
-  const BundleTrace *trace = nullptr;
-  std::vector<torch::Tensor> params;
-};
-
 /// What the server serves: the model (for bundles), its tokenizer and chat template, its
 /// context length, and the edit every request gets, if any.
 struct ServedModel {
@@ -66,13 +59,14 @@ struct ServedModel {
   const tokenizer::ChatTemplate *chatTemplate = nullptr;
   int64_t maxModelLen = 0;
   int64_t vocab = 0;
-  std::optional<PersistentEdit> edit;
+  /// A persistent edit (`--edit`): a program bound to every request before its own.
+  std::optional<session::BoundTrace> edit;
 };
 
 class OpenAIServer {
 public:
   OpenAIServer(ServerOptions options, ServedModel served, EngineLoop &loop,
-               ProgramRegistry &programs, SaveHandleStore &saves, Metrics &metrics);
+               session::ProgramRegistry &programs, SaveHandleStore &saves, Metrics &metrics);
   ~OpenAIServer();
 
   /// Binds the address (port 0: any free port); false with `error` when it cannot.
@@ -87,7 +81,7 @@ public:
   const ServerOptions &options() const { return opts; }
   const ServedModel &served() const { return model; }
   EngineLoop &engine() { return loop; }
-  ProgramRegistry &programs() { return registry; }
+  session::ProgramRegistry &programs() { return registry; }
   SaveHandleStore &saveStore() { return saves; }
   Metrics &metricsSink() { return metrics; }
 
@@ -97,7 +91,7 @@ private:
   ServerOptions opts;
   ServedModel model;
   EngineLoop &loop;
-  ProgramRegistry &registry;
+  session::ProgramRegistry &registry;
   SaveHandleStore &saves;
   Metrics &metrics;
   std::unique_ptr<httplib::Server> http;

@@ -13,6 +13,8 @@
 #ifndef NNSC_RUNTIME_MODELS_PHASEPROFILE_H
 #define NNSC_RUNTIME_MODELS_PHASEPROFILE_H
 
+#include "nnsc/Runtime/Support/RuntimeOptions.h"
+
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -88,7 +90,7 @@ public:
 private:
   static constexpr size_t kNumPhases = static_cast<size_t>(Phase::NumPhases);
 
-  PhaseProfile() : on(std::getenv("NNSC_PROFILE") != nullptr) {}
+  PhaseProfile() : on(RuntimeOptions::get().profile) {}
 
   bool on;
   bool decodeStep = false;
