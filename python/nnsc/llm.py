@@ -157,6 +157,7 @@ class LLM:
         # Another Program of the same path (Program.load) shares the bundle, not its traces.
         if program._traces is None:
             program._traces = bundle.traces()
+            program._bundle = bundle
         return bundle
 
     # --- generation -------------------------------------------------------------------------

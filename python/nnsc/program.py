@@ -16,6 +16,7 @@ class Program:
         self.path = os.fspath(path)
         self.source = source
         self._traces = None
+        self._bundle = None  # the _nnsc.Bundle it was checked as
         self._keep = _keep  # the temporary directory of a compiled program's bundle
 
     @classmethod
@@ -31,20 +32,19 @@ class Program:
 
     @property
     def traces(self):
-        if self._traces is None:
-            raise RuntimeError("the program has not been checked against a model yet: "
-                               "run it, or load it with Program.load(path, llm)")
+        self._check()
         return self._traces
 
     def trace(self, name=None):
-        """The description of trace `name` (or of the only one)."""
-        for t in self.traces:
-            if t["name"] == (name or ""):
-                return t
-        if name is None and len(self.traces) == 1:
-            return self.traces[0]
-        raise ValueError("the program has no trace %r (its traces: %s)"
-                         % (name, ", ".join(repr(t["name"]) for t in self.traces)))
+        """The description of trace `name` (or of the only one), chosen as every front door
+        chooses (the runtime's session::Program::findTrace)."""
+        self._check()
+        return self._bundle.trace(name or "")
+
+    def _check(self):
+        if self._bundle is None:
+            raise RuntimeError("the program has not been checked against a model yet: "
+                               "run it, or load it with Program.load(path, llm)")
 
     def save(self, path):
         """Copies the bundle to `path` (it can be loaded later with Program.load)."""

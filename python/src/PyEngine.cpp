@@ -4,6 +4,7 @@
 #include "TensorConvert.h"
 
 #include "nnsc/Runtime/Support/Error.h"
+#include "nnsc/Session/EngineOptions.h"
 #include "nnsc/Session/Submit.h"
 
 #include <nanobind/stl/optional.h>
@@ -20,12 +21,8 @@ namespace nb = nanobind;
 
 namespace nnsc::python {
 
-PyEngine::PyEngine(PyModel &m, SchedulerConfig config, uint64_t seed) {
-  config.eosTokenIds = m.loaded.eosTokenIds;
-  if (int64_t positions = m.loaded.backend->config().maxPositions; positions > 0)
-    config.maxModelLen = std::min(config.maxModelLen, positions);
-  engine = std::make_unique<LLMEngine>(m.loaded.backend, config, seed);
-}
+PyEngine::PyEngine(PyModel &m, SchedulerConfig config, uint64_t seed)
+    : engine(session::startEngine(m.loaded, std::move(config), seed)) {}
 
 std::shared_ptr<PyRequest> PyEngine::add(std::vector<std::vector<int32_t>> prompts,
                                          const SamplingParams &sampling, PyBundle *bundle,
@@ -44,7 +41,7 @@ std::shared_ptr<PyRequest> PyEngine::add(std::vector<std::vector<int32_t>> promp
     session::BoundTrace bound;
     bound.program = bundle->program;
     std::string error;
-    bound.trace = bound.program->findTrace(traceName, "trace=NAME", error);
+    bound.trace = bound.program->findTrace(traceName, "choose one with trace=NAME", error);
     if (!bound.trace)
       throw nnsc::InvalidInput(error);
     std::optional<std::vector<torch::Tensor>> values = bindParamValues(

@@ -112,6 +112,22 @@ def test_bad_prompt_types(llm, still_works):
                      " invoke b { layers[1].output[0] = h }\n}", use_tqdm=False)
 
 
+def test_trace_choice_and_invoke_count_are_the_runtimes(llm, still_works):
+    two = llm.compile("trace lens { h = layers[1].output.save() }\n"
+                      "trace patch {\n invoke a { h = layers[1].output[0] }\n"
+                      " invoke b { layers[1].output[0] = h }\n}\n")
+    with pytest.raises(ValueError, match=r"several traces \('lens', 'patch'\); "
+                                         r"choose one with trace=NAME"):
+        llm.generate(PROMPT, two, use_tqdm=False)
+    with pytest.raises(ValueError, match=r"no trace 'lense' \(its traces: 'lens', 'patch'\)"):
+        two.trace("lense")
+    with pytest.raises(ValueError, match=r"request 0: trace 'patch' has 2 invokes \('a', 'b'\) "
+                                         r"and takes one prompt per invoke, in invoke order; "
+                                         r"got 3"):
+        llm.generate([["a", "b", "c"]], two, trace="patch", use_tqdm=False)
+    assert two.trace("lens")["saves"][0]["name"] == "h"
+
+
 def test_bad_sampling_params(llm, still_works):
     with pytest.raises(ValueError, match=r"top_p"):
         llm.generate(PROMPT, top_p=1.5, use_tqdm=False)

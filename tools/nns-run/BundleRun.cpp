@@ -39,7 +39,7 @@ namespace {
 
 /// `file` bound by `bindFile`; exits with `what` and the message when anything is wrong.
 std::unique_ptr<BundledRun> bindOrExit(session::ProgramRegistry &programs, const std::string &file,
-                                       const std::string &traceName,
+                                       const std::string &traceName, const std::string &chooseWith,
                                        const std::vector<std::string> &params,
                                        const std::string &paramFlag, const std::string &what,
                                        size_t prompts) {
@@ -48,7 +48,7 @@ std::unique_ptr<BundledRun> bindOrExit(session::ProgramRegistry &programs, const
          "': this build has no compiler; compile with nnsc -emit=bundle and use --bundle");
   auto run = std::make_unique<BundledRun>();
   try {
-    run->trace = session::bindFile(programs, file, traceName, "--trace-name", params, paramFlag);
+    run->trace = session::bindFile(programs, file, traceName, chooseWith, params, paramFlag);
   } catch (const InvalidInput &e) {
     fail(what + e.what());
   }
@@ -62,8 +62,8 @@ std::unique_ptr<BundledRun> loadTrace(const Options &o, session::ProgramRegistry
   if (o.traceFile.empty() && o.bundle.empty())
     return nullptr;
   std::unique_ptr<BundledRun> run =
-      bindOrExit(programs, o.bundle.empty() ? o.traceFile : o.bundle, o.traceName, o.params,
-                 "--param", "", o.prompts.size());
+      bindOrExit(programs, o.bundle.empty() ? o.traceFile : o.bundle, o.traceName,
+                 "choose one with --trace-name", o.params, "--param", "", o.prompts.size());
   const size_t n = run->trace.invokes();
   if (n > 1) {
     for (const Prompt &p : o.prompts)
@@ -81,8 +81,9 @@ std::unique_ptr<BundledRun> loadTrace(const Options &o, session::ProgramRegistry
 std::unique_ptr<BundledRun> loadEdit(const Options &o, session::ProgramRegistry &programs) {
   if (o.editFile.empty())
     return nullptr;
-  std::unique_ptr<BundledRun> edit = bindOrExit(programs, o.editFile, "", o.editParams,
-                                                "--edit-param", "--edit ", o.prompts.size());
+  std::unique_ptr<BundledRun> edit =
+      bindOrExit(programs, o.editFile, "", "an edit binds the only trace of its program",
+                 o.editParams, "--edit-param", "--edit ", o.prompts.size());
   if (std::string why = session::checkEdit(edit->trace); !why.empty())
     fail("--edit '" + o.editFile + "': " + why);
   return edit;

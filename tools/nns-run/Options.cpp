@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <unistd.h>
@@ -51,12 +52,12 @@ std::string samplingDefaults() {
 }
 
 void usage() {
-  std::cout <<
+  std::cout
+      <<
       R"(USAGE: nns-run [options]
 
 Runs prompts through the paged-attention engine with continuous batching.
 
-  --model PATH               .gguf file or Hugging Face model directory (default: SmolLM2-135M)
   --prompt TEXT              a prompt (repeatable)
   --prompt-ids 1,2,3         a prompt given as token ids (repeatable)
   --prompts FILE.jsonl       one request per line: {"prompt": ...} or {"ids": [...]},
@@ -66,19 +67,11 @@ Runs prompts through the paged-attention engine with continuous batching.
                              blank lines are skipped)
   --chat                     wrap each text prompt in the model's chat template
 )" << samplingDefaults()
-            << R"(  --dtype fp32|bf16          compute dtype (default fp32)
-  --weights packed|blocks    a GGUF file's weights in memory (default packed): its blocks
-                             plus a packed copy for prefill, or its blocks only (prefill
-                             widens tiles: under half the memory, prefill up to 1.15x slower)
-  --device cpu|cuda          model backend (default cpu); cuda needs a build with nvcc and a
-                             GPU, and bundles compiled with --target=cuda
-  --threads N                intra-op threads (default 2; per rank with tensor parallelism:
-                             the cores split over the ranks)
-  --tensor-parallel-size N   split the model over N ranks (processes, CPU, Gloo): started here,
+      << nnsc::session::engineFlagsUsage()
+      << R"(  --tensor-parallel-size N   split the model over N ranks (processes, CPU, Gloo): started here,
                              or joined through RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT when
-                             RANK is set (docs/Distributed.md). N must divide the heads.
-  --max-num-seqs N, --max-num-batched-tokens N, --max-model-len N,
-  --num-blocks N, --block-size N, --no-prefix-caching
+                             RANK is set (docs/Distributed.md). N must divide the heads; each
+                             rank's --threads default is the cores split over the ranks.
   --capture SITE             save a site's rows of every step (repeatable; 'all': every
                              forward-pass site) to the --save file: '<site>.<i>' holds
                              request i's rows, prefill then one per decode step (float32;
@@ -106,6 +99,19 @@ Interventions (docs/Runtime.md, "Bundles in the engine"):
                              touch it runs first. Its saves are not returned.
   --edit-param NAME=VALUE    a param of the edit, as --param (repeatable)
 )";
+}
+
+/// Applies an engine flag (nnsc/Session/EngineOptions.h); --seed also seeds the requests.
+bool engineFlag(const std::string &arg, const std::function<std::string()> &value, Options &o) {
+  try {
+    if (!nnsc::session::parseEngineFlag(arg, value, o))
+      return false;
+  } catch (const nnsc::InvalidInput &e) {
+    fail(e.what());
+  }
+  if (arg == "--seed")
+    o.sampling.seed = o.seed;
+  return true;
 }
 
 std::vector<int32_t> parseIds(const std::string &text) {
@@ -178,8 +184,8 @@ Options parseOptions(int argc, char **argv) {
     if (arg == "--help" || arg == "-h") {
       usage();
       std::exit(0);
-    } else if (arg == "--model") {
-      o.model = value();
+    } else if (engineFlag(arg, value, o)) {
+      continue;
     } else if (arg == "--prompt") {
       o.prompts.push_back({value(), {}});
     } else if (arg == "--prompt-ids") {
@@ -196,44 +202,13 @@ Options parseOptions(int argc, char **argv) {
       o.sampling.topK = integer();
     } else if (arg == "--top-p") {
       o.sampling.topP = float(number());
-    } else if (arg == "--seed") {
-      o.seed = uint64_t(integer());
-      o.sampling.seed = o.seed;
     } else if (arg == "--ignore-eos") {
       o.sampling.ignoreEos = true;
-    } else if (arg == "--dtype") {
-      o.dtype = value();
-      if (o.dtype != "fp32" && o.dtype != "bf16")
-        fail("--dtype must be fp32 or bf16, got '" + o.dtype + "'");
-    } else if (arg == "--weights") {
-      o.weights = value();
-      if (o.weights != "packed" && o.weights != "blocks")
-        fail("--weights must be packed or blocks, got '" + o.weights + "'");
-    } else if (arg == "--device") {
-      o.device = value();
-      if (o.device != "cpu" && o.device != "cuda")
-        fail("--device must be cpu or cuda, got '" + o.device + "'");
-    } else if (arg == "--threads") {
-      o.threads = int(integer());
-      if (o.threads < 1)
-        fail("--threads must be at least 1");
     } else if (arg == "--tensor-parallel-size") {
       int64_t n = integer();
       if (n < 1 || n > 256)
         fail("--tensor-parallel-size must be between 1 and 256, got " + std::to_string(n));
       o.tensorParallelSize = int(n);
-    } else if (arg == "--max-num-seqs") {
-      o.scheduler.maxNumSeqs = integer();
-    } else if (arg == "--max-num-batched-tokens") {
-      o.scheduler.maxNumBatchedTokens = integer();
-    } else if (arg == "--max-model-len") {
-      o.scheduler.maxModelLen = integer();
-    } else if (arg == "--num-blocks") {
-      o.scheduler.numBlocks = integer();
-    } else if (arg == "--block-size") {
-      o.scheduler.blockSize = integer();
-    } else if (arg == "--no-prefix-caching") {
-      o.scheduler.enablePrefixCaching = false;
     } else if (arg == "--json") {
       o.json = true;
     } else if (arg == "--dump-logits") {

@@ -8,7 +8,7 @@
 #define NNSC_TOOLS_NNSRUN_OPTIONS_H
 
 #include "nnsc/Runtime/Engine/SamplingParams.h"
-#include "nnsc/Runtime/Engine/Scheduler.h"
+#include "nnsc/Session/EngineOptions.h"
 
 #include "PromptsFile.h"
 
@@ -18,22 +18,16 @@
 
 namespace nnsrun {
 
-struct Options {
-  std::string model = NNSC_DEFAULT_MODEL;
+/// The engine's options (nnsc/Session/EngineOptions.h: model, dtype, weights, device, threads,
+/// seed, scheduler; threads 0 until given: 2, or the cores split over the ranks), then nns-run's.
+struct Options : nnsc::session::EngineOptions {
+  Options() { model = NNSC_DEFAULT_MODEL; }
+
   std::vector<Prompt> prompts;
   bool chat = false;
   nnsc::SamplingParams sampling;
-  std::string dtype = "fp32";
-  std::string weights = "packed";
-  /// "cpu" or "cuda": the model backend.
-  std::string device = "cpu";
-  /// Intra-op threads of this process (of each rank under tensor parallelism); 0 until
-  /// given: 2, or the cores split over the ranks.
-  int threads = 0;
   /// --tensor-parallel-size N: ranks the model is split over (docs/Distributed.md).
   int tensorParallelSize = 1;
-  uint64_t seed = 0;
-  nnsc::SchedulerConfig scheduler;
   bool json = false;
   std::string dumpLogits;
   /// Sites to save ("all": every forward-pass site) and sites to scale in place.

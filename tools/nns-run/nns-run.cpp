@@ -145,9 +145,6 @@ int main(int argc, char **argv) {
 
   std::unique_ptr<tokenizer::Tokenizer> tok = std::move(loaded.tokenizer);
   tokenizePrompts(o, tok.get());
-  o.scheduler.eosTokenIds = loaded.eosTokenIds;
-  if (backend->config().maxPositions > 0)
-    o.scheduler.maxModelLen = std::min(o.scheduler.maxModelLen, backend->config().maxPositions);
 
   // The bundle is checked and its params bound before any request runs.
   std::unique_ptr<session::ProgramRegistry> programs = makeProgramRegistry(o, backend);
@@ -156,7 +153,7 @@ int main(int argc, char **argv) {
   FlagHooks flagHooks(o, backend->architecture(), o.prompts.size());
   std::unique_ptr<LLMEngine> engine;
   try {
-    engine = std::make_unique<LLMEngine>(backend, o.scheduler, o.seed);
+    engine = session::startEngine(loaded, o.scheduler, o.seed);
   } catch (const nnsc::InvalidInput &e) {
     fail(e.what());
   }

@@ -3,9 +3,11 @@
 #include "Options.h"
 
 #include "nnsc/Runtime/Engine/SamplingParams.h"
+#include "nnsc/Runtime/Support/Error.h"
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
@@ -28,24 +30,27 @@ std::string samplingDefaults() {
   return out.str();
 }
 
+/// Applies an engine flag (nnsc/Session/EngineOptions.h).
+bool engineFlag(const std::string &arg, const std::function<std::string()> &value, Options &o) {
+  try {
+    return nnsc::session::parseEngineFlag(arg, value, o);
+  } catch (const nnsc::InvalidInput &e) {
+    fail(e.what());
+  }
+}
+
 void usage() {
-  std::cout << R"(usage: nns-serve [options]
+  std::cout
+      << R"(usage: nns-serve [options]
 
 An OpenAI-compatible server (docs/Server.md) where each request may carry an nns program
 ("nns": {"program": SOURCE} or {"bundle": NAME}) and gets its saves back.
 
 Model and engine (as nns-run):
-  --model PATH               .gguf file or Hugging Face directory (default: bundled SmolLM2)
   --served-model-name NAME   the name requests use (default: the model file's name)
-  --dtype fp32|bf16          compute dtype (default fp32)
-  --weights packed|blocks    a GGUF file's weights in memory (default packed), as nns-run
-  --device cpu|cuda          model backend (default cpu). On cuda requests run without
-                             program source (it compiles for the CPU): plain generation,
-                             --bundle files compiled with nnsc --target=cuda, --edit bundles
-  --threads N                compute threads (default 2)
-  --seed N                   sampler seed for requests without their own (default 0)
-  --max-num-seqs N, --max-num-batched-tokens N, --max-model-len N, --num-blocks N,
-  --block-size N, --no-prefix-caching        scheduler and KV cache, as nns-run
+)" << nnsc::session::engineFlagsUsage()
+      << R"(  On --device cuda, requests run without program source (it compiles for the CPU): plain
+  generation, --bundle files compiled with nnsc --target=cuda, --edit bundles.
 
 Serving:
   --host ADDR                address to listen on (default 127.0.0.1)
@@ -98,38 +103,10 @@ Options parseOptions(int argc, char **argv) {
     if (arg == "--help" || arg == "-h") {
       usage();
       std::exit(0);
-    } else if (arg == "--model") {
-      o.model = value();
+    } else if (engineFlag(arg, value, o)) {
+      continue;
     } else if (arg == "--served-model-name") {
       o.server.servedModelName = value();
-    } else if (arg == "--dtype") {
-      o.dtype = value();
-      if (o.dtype != "fp32" && o.dtype != "bf16")
-        fail("--dtype must be fp32 or bf16, got '" + o.dtype + "'");
-    } else if (arg == "--weights") {
-      o.weights = value();
-      if (o.weights != "packed" && o.weights != "blocks")
-        fail("--weights must be packed or blocks, got '" + o.weights + "'");
-    } else if (arg == "--threads") {
-      o.threads = int(integer(1));
-    } else if (arg == "--seed") {
-      o.seed = uint64_t(integer(0));
-    } else if (arg == "--max-num-seqs") {
-      o.scheduler.maxNumSeqs = integer(1);
-    } else if (arg == "--max-num-batched-tokens") {
-      o.scheduler.maxNumBatchedTokens = integer(1);
-    } else if (arg == "--max-model-len") {
-      o.scheduler.maxModelLen = integer(1);
-    } else if (arg == "--num-blocks") {
-      o.scheduler.numBlocks = integer(1);
-    } else if (arg == "--block-size") {
-      o.scheduler.blockSize = integer(1);
-    } else if (arg == "--no-prefix-caching") {
-      o.scheduler.enablePrefixCaching = false;
-    } else if (arg == "--device") {
-      o.device = value();
-      if (o.device != "cpu" && o.device != "cuda")
-        fail("--device must be cpu or cuda, got '" + o.device + "'");
     } else if (arg == "--host") {
       o.server.host = value();
     } else if (arg == "--port") {

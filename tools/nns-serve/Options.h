@@ -7,8 +7,8 @@
 #ifndef NNSC_TOOLS_NNSSERVE_OPTIONS_H
 #define NNSC_TOOLS_NNSSERVE_OPTIONS_H
 
-#include "nnsc/Runtime/Engine/Scheduler.h"
 #include "nnsc/Server/OpenAIServer.h"
+#include "nnsc/Session/EngineOptions.h"
 
 #include <string>
 #include <utility>
@@ -16,15 +16,13 @@
 
 namespace nnsserve {
 
-struct Options {
-  std::string model = NNSC_DEFAULT_MODEL;
-  std::string dtype = "fp32";
-  std::string weights = "packed";
-  /// --device cpu|cuda: the model backend.
-  std::string device = "cpu";
-  int threads = 2;
-  uint64_t seed = 0;
-  nnsc::SchedulerConfig scheduler;
+/// The engine's options (nnsc/Session/EngineOptions.h), then the server's.
+struct Options : nnsc::session::EngineOptions {
+  Options() {
+    model = NNSC_DEFAULT_MODEL;
+    threads = 2;
+  }
+
   nnsc::server::ServerOptions server;
   /// --bundle NAME=FILE.nnsb, registered at start.
   std::vector<std::pair<std::string, std::string>> bundles;

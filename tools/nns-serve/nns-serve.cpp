@@ -79,10 +79,6 @@ int main(int argc, char **argv) {
                 << o.device << " run\n";
     o.server.allowPrograms = false;
   }
-  o.scheduler.eosTokenIds = loaded.eosTokenIds;
-  if (loaded.backend->config().maxPositions > 0)
-    o.scheduler.maxModelLen =
-        std::min(o.scheduler.maxModelLen, loaded.backend->config().maxPositions);
 
   std::unique_ptr<tokenizer::ChatTemplate> chat;
   if (loaded.tokenizer && !loaded.tokenizer->chatTemplate().empty()) {
@@ -114,8 +110,9 @@ int main(int argc, char **argv) {
   std::optional<session::BoundTrace> edit;
   if (!o.editFile.empty()) {
     try {
-      edit = session::bindFile(programs, o.editFile, "", "--edit of one trace", o.editParams,
-                               "--edit-param");
+      edit =
+          session::bindFile(programs, o.editFile, "", "an edit binds the only trace of its program",
+                            o.editParams, "--edit-param");
     } catch (const nnsc::InvalidInput &e) {
       fail(std::string("--edit ") + e.what());
     }
@@ -126,17 +123,14 @@ int main(int argc, char **argv) {
 
   std::unique_ptr<LLMEngine> engine;
   try {
-    engine = std::make_unique<LLMEngine>(loaded.backend, o.scheduler, o.seed);
+    engine = session::startEngine(loaded, o.scheduler, o.seed);
   } catch (const nnsc::InvalidInput &e) {
     fail(e.what());
   }
+  const int64_t maxModelLen = engine->getScheduler().config().maxModelLen;
   server::EngineLoop loop(std::move(engine), metrics);
-  server::ServedModel served{loaded.model,
-                             loaded.tokenizer.get(),
-                             chat.get(),
-                             o.scheduler.maxModelLen,
-                             loaded.backend->config().vocab,
-                             std::move(edit)};
+  server::ServedModel served{loaded.model, loaded.tokenizer.get(),         chat.get(),
+                             maxModelLen,  loaded.backend->config().vocab, std::move(edit)};
   server::OpenAIServer http(o.server, served, loop, programs, saves, metrics);
   std::string error;
   if (!http.bind(error))

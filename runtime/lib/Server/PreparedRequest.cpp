@@ -50,7 +50,7 @@ bool resolveProgram(OpenAIServer &server, const InterventionSpec &spec, Prepared
       return false;
     }
   }
-  p.bound.trace = p.bound.program->findTrace(spec.trace, "'nns.trace'", message);
+  p.bound.trace = p.bound.program->findTrace(spec.trace, "choose one with 'nns.trace'", message);
   if (!p.bound.trace) {
     error = invalidField("nns.trace", message);
     return false;

@@ -43,9 +43,8 @@ const BundleTrace *Program::findTrace(const std::string &name, const std::string
   std::string names;
   for (const BundleTrace &t : loaded->traces())
     names += (names.empty() ? "'" : ", '") + t.name + "'";
-  error = name.empty()
-              ? "the program has several traces (" + names + "); choose one with " + chooseWith
-              : "the program has no trace '" + name + "' (its traces: " + names + ")";
+  error = name.empty() ? "the program has several traces (" + names + "); " + chooseWith
+                       : "the program has no trace '" + name + "' (its traces: " + names + ")";
   return nullptr;
 }
 

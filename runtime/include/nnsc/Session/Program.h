@@ -40,7 +40,8 @@ public:
   /// The model's module tree, which the hook tables of the program's requests are built on.
   const schema::Architecture &architecture() const { return model->architecture(); }
   /// The trace `name`, or the only trace when `name` is empty; null with `error` naming the
-  /// traces there are. `chooseWith` is how the door names a trace ("--trace-name").
+  /// traces there are, and, when `name` is empty, ending with `chooseWith` (how the door
+  /// names a trace: "choose one with --trace-name").
   const BundleTrace *findTrace(const std::string &name, const std::string &chooseWith,
                                std::string &error) const;
   /// The hook that runs `trace` (a trace of this program).

@@ -83,8 +83,8 @@ private:
   int64_t compiled = 0;
 };
 
-/// Loads (or compiles) the program in `path` from `registry`, picks trace `traceName` (named
-/// with option `chooseWith` when there are several) and binds `paramSpecs` ("NAME=VALUE",
+/// Loads (or compiles) the program in `path` from `registry`, picks trace `traceName` (see
+/// Program::findTrace for `chooseWith`) and binds `paramSpecs` ("NAME=VALUE",
 /// given with option `paramFlag`). Throws InvalidInput naming what is wrong.
 BoundTrace bindFile(ProgramRegistry &registry, const std::string &path,
                     const std::string &traceName, const std::string &chooseWith,
