@@ -69,7 +69,7 @@ std::unique_ptr<BundledRun> loadTrace(const Options &o, session::ProgramRegistry
     for (const Prompt &p : o.prompts)
       if (!p.bundled)
         fail("trace '" + run->trace.trace->name + "' has " + std::to_string(n) + " invokes (" +
-             session::invokeNameList(*run->trace.trace) +
+             session::quotedList(run->trace.trace->invokeNames) +
              "); its prompts cannot run plain (\"bundle\": false)");
     if (const size_t left = o.prompts.size() % n)
       fail("the last request (prompt " + std::to_string(o.prompts.size() - left) +

@@ -40,9 +40,10 @@ const BundleTrace *Program::findTrace(const std::string &name, const std::string
     return trace;
   if (name.empty() && loaded->traces().size() == 1)
     return &loaded->traces().front();
-  std::string names;
+  std::vector<std::string> traceNames;
   for (const BundleTrace &t : loaded->traces())
-    names += (names.empty() ? "'" : ", '") + t.name + "'";
+    traceNames.push_back(t.name);
+  const std::string names = quotedList(traceNames);
   error = name.empty() ? "the program has several traces (" + names + "); " + chooseWith
                        : "the program has no trace '" + name + "' (its traces: " + names + ")";
   return nullptr;
@@ -52,11 +53,11 @@ const std::shared_ptr<BundleHook> &Program::hook(const BundleTrace &trace) const
   return hooks.at(&trace);
 }
 
-std::string invokeNameList(const BundleTrace &trace) {
-  std::string names;
-  for (const std::string &name : trace.invokeNames)
-    names += (names.empty() ? "'" : ", '") + name + "'";
-  return names;
+std::string quotedList(const std::vector<std::string> &names) {
+  std::string list;
+  for (const std::string &name : names)
+    list += (list.empty() ? "'" : ", '") + name + "'";
+  return list;
 }
 
 std::string checkInvokes(const BundleTrace &trace, size_t prompts) {
@@ -67,8 +68,8 @@ std::string checkInvokes(const BundleTrace &trace, size_t prompts) {
     return "trace '" + trace.name + "' takes one prompt per request; got " +
            std::to_string(prompts);
   return "trace '" + trace.name + "' has " + std::to_string(invokes) + " invokes (" +
-         invokeNameList(trace) + ") and takes one prompt per invoke, in invoke order; got " +
-         std::to_string(prompts);
+         quotedList(trace.invokeNames) +
+         ") and takes one prompt per invoke, in invoke order; got " + std::to_string(prompts);
 }
 
 std::string checkEdit(const BoundTrace &edit) {

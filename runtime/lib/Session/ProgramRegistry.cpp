@@ -41,10 +41,10 @@ std::shared_ptr<const Program> ProgramRegistry::bundle(const std::string &name) 
 
 std::string ProgramRegistry::bundleNames() const {
   std::lock_guard<std::mutex> lock(mutex);
-  std::string names;
+  std::vector<std::string> names;
   for (const auto &[name, program] : bundles)
-    names += (names.empty() ? "'" : ", '") + name + "'";
-  return names.empty() ? "none" : names;
+    names.push_back(name);
+  return names.empty() ? "none" : quotedList(names);
 }
 
 std::shared_ptr<const Program> ProgramRegistry::loadFile(const std::string &path,

@@ -71,8 +71,8 @@ struct BoundTrace {
   }
 };
 
-/// "'clean', 'corrupt'": the invoke names of `trace`, for messages.
-std::string invokeNameList(const BundleTrace &trace);
+/// "'clean', 'corrupt'": `names` quoted for messages.
+std::string quotedList(const std::vector<std::string> &names);
 
 /// Empty when `prompts` prompts make one request of `trace` (one prompt per invoke), else why
 /// not, naming the trace, its invokes and the count given.
