@@ -34,6 +34,8 @@ config.substitutions.append(("%ref_python", config.python_executable))
 config.substitutions.append(
     ("%default_model",
      os.path.join(config.nnsc_src_root, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")))
+config.substitutions.append(
+    ("%gemma_model", os.path.join(config.nnsc_src_root, "models", "gemma-3-270m-q4_k_m.gguf")))
 
 # `nvcc`: the CUDA toolkit compiled the .cu kernels (every machine with /usr/local/cuda).
 # `cuda-gpu`: a GPU is present to run them (never on the development and CI machines).

@@ -66,7 +66,15 @@ template <typename T> struct Operands {
   /// kernel its queries and keys, the prefill kernel those and its probabilities and values;
   /// otherwise they widen them to float.
   bool bf16Dot = false;
+  /// Sliding window in positions, 0 for none: the query at position p sees (p - window, p].
+  int64_t window = 0;
 };
+
+/// Whether some query of the tile has keys outside its window (only the portable kernel
+/// masks them).
+template <typename T> bool reachesPastWindow(const Operands<T> &ops, const Tile &tile) {
+  return ops.window > 0 && tile.firstPos + tile.numQueries > ops.window;
+}
 
 /// Whether some position the tile's queries attend to is absent.
 template <typename T> bool attendsToAbsent(const Operands<T> &ops, const Tile &tile) {

@@ -43,7 +43,7 @@ void checkCache(const char *what, const torch::Tensor &cache, int64_t rows) {
 
 torch::Tensor attentionPattern(const torch::Tensor &q, const torch::Tensor &kCache,
                                const AttentionMetadata &meta, double scale,
-                               const torch::Tensor &absent) {
+                               const torch::Tensor &absent, int64_t window) {
   checkCache("attentionPattern", kCache, q.size(0));
   TORCH_CHECK(q.dim() == 3 && q.size(2) == kCache.size(3) && q.size(1) % kCache.size(2) == 0,
               "attentionPattern: q must be [tokens, heads, head_dim] with heads a multiple of the "
@@ -70,10 +70,12 @@ torch::Tensor attentionPattern(const torch::Tensor &q, const torch::Tensor &kCac
                            .reshape({rows, kvHeads, heads / kvHeads, headDim}); // [T, kv, group, D]
     torch::Tensor scores =
         torch::einsum("tkgd,skd->tkgs", {qi, k}).reshape({rows, heads, length}) * scale;
-    // Causal: the query at position p sees positions [0, p].
-    torch::Tensor queryPos = meta.positions.narrow(0, cuQ[i], rows).to(q.device());
-    torch::Tensor hidden =
-        torch::arange(length, queryPos.options()).unsqueeze(0) > queryPos.unsqueeze(1); // [T, S]
+    // Causal: the query at position p sees positions [0, p], or (p - window, p].
+    torch::Tensor queryPos = meta.positions.narrow(0, cuQ[i], rows).to(q.device()).unsqueeze(1);
+    torch::Tensor keyPos = torch::arange(length, queryPos.options()).unsqueeze(0);
+    torch::Tensor hidden = keyPos > queryPos; // [T, S]
+    if (window > 0)
+      hidden = hidden | (keyPos <= queryPos - window);
     if (absent.defined())
       hidden = hidden | absent.index_select(0, slots.to(absent.device()))
                             .to(torch::kBool)

@@ -125,19 +125,25 @@ template <typename T>
 void runTiles(const Operands<T> &ops, const std::vector<Tile> &tiles, bool decode) {
   const Dims &d = ops.dims;
   const auto numTiles = static_cast<int64_t>(tiles.size());
-  if (!attention::avx512Usable(d.headDim)) {
+  // The AVX-512 kernels have no sliding window: a tile whose keys reach past it runs portable.
+  const bool windowed = std::any_of(tiles.begin(), tiles.end(), [&](const Tile &tile) {
+    return attention::reachesPastWindow(ops, tile);
+  });
+  if (!attention::avx512Usable(d.headDim) || (decode && windowed)) {
     forEachItem(numTiles * d.numKvHeads, [&](int64_t item) {
       attention::attendTilePortable(ops, tiles[item / d.numKvHeads], item % d.numKvHeads);
     });
   } else if (decode) {
     runDecodeTiles(ops, tiles);
   } else {
-    // The prefill tiles have no absent-position mask; the rare tile that needs one (its
-    // sequence skipped this layer earlier) takes the portable kernel.
+    // The prefill tiles have no absent-position mask nor window; the rare tile that needs one
+    // (its sequence skipped this layer earlier, or reaches past a local layer's window) takes
+    // the portable kernel.
     std::vector<uint8_t> portable; // empty: no map, every tile on AVX-512
-    if (ops.absent)
+    if (ops.absent || windowed)
       for (const Tile &tile : tiles)
-        portable.push_back(attention::attendsToAbsent(ops, tile));
+        portable.push_back(attention::attendsToAbsent(ops, tile) ||
+                           attention::reachesPastWindow(ops, tile));
     forEachItem(numTiles * d.numKvHeads, [&](int64_t item) {
       const Tile &tile = tiles[item / d.numKvHeads];
       if (!portable.empty() && portable[item / d.numKvHeads])
@@ -196,7 +202,9 @@ void checkIndexTensor(const char *fn, const char *name, const torch::Tensor &t, 
 /// Runs the tiles (one-query tiles of decoding sequences if `decode`) into a new tensor.
 torch::Tensor dispatch(const char *fn, const torch::Tensor &q, const torch::Tensor &kCache,
                        const torch::Tensor &vCache, const torch::Tensor &absent,
-                       const std::vector<Tile> &tiles, const Dims &d, double scale, bool decode) {
+                       const std::vector<Tile> &tiles, const Dims &d, double scale, int64_t window,
+                       bool decode) {
+  TORCH_CHECK(window >= 0, fn, ": negative sliding window ", window);
   TORCH_CHECK(!absent.defined() ||
                   (absent.scalar_type() == torch::kUInt8 && absent.is_contiguous() &&
                    absent.device().is_cpu() && absent.numel() == d.numBlocks * d.blockSize),
@@ -207,12 +215,14 @@ torch::Tensor dispatch(const char *fn, const torch::Tensor &q, const torch::Tens
   torch::Tensor out = torch::empty_like(q);
   if (q.scalar_type() == torch::kFloat32) {
     runTiles(Operands<float>{q.data_ptr<float>(), out.data_ptr<float>(), kCache.data_ptr<float>(),
-                             vCache.data_ptr<float>(), d, static_cast<float>(scale), absentSlots},
+                             vCache.data_ptr<float>(), d, static_cast<float>(scale), absentSlots,
+                             false, window},
              tiles, decode);
   } else {
     auto bits = [](const torch::Tensor &t) { return static_cast<uint16_t *>(t.data_ptr()); };
     runTiles(Operands<uint16_t>{bits(q), bits(out), bits(kCache), bits(vCache), d,
-                                static_cast<float>(scale), absentSlots, attention::bf16DotUsable()},
+                                static_cast<float>(scale), absentSlots, attention::bf16DotUsable(),
+                                window},
              tiles, decode);
   }
   return out;
@@ -222,7 +232,7 @@ torch::Tensor dispatch(const char *fn, const torch::Tensor &q, const torch::Tens
 
 torch::Tensor prefillAttention(const torch::Tensor &query, const torch::Tensor &kCache,
                                const torch::Tensor &vCache, const AttentionMetadata &meta,
-                               double scale, const torch::Tensor &absent) {
+                               double scale, const torch::Tensor &absent, int64_t window) {
   const char *fn = "prefillAttention";
   Dims d = checkShapes(fn, query, kCache, vCache);
   checkIndexTensor(fn, "cuSeqlensQ", meta.cuSeqlensQ, 1);
@@ -253,13 +263,13 @@ torch::Tensor prefillAttention(const torch::Tensor &query, const torch::Tensor &
       tiles.push_back(
           {cuQ[i] + start, std::min(TileQueries, numQ - start), numK - numQ + start, table});
   }
-  return dispatch(fn, q, kCache, vCache, absent, tiles, d, scale, /*decode=*/false);
+  return dispatch(fn, q, kCache, vCache, absent, tiles, d, scale, window, /*decode=*/false);
 }
 
 torch::Tensor decodeAttention(const torch::Tensor &query, const torch::Tensor &kCache,
                               const torch::Tensor &vCache, const torch::Tensor &contextLens,
                               const torch::Tensor &blockTables, double scale,
-                              const torch::Tensor &absent) {
+                              const torch::Tensor &absent, int64_t window) {
   const char *fn = "decodeAttention";
   Dims d = checkShapes(fn, query, kCache, vCache);
   checkIndexTensor(fn, "contextLens", contextLens, 1);
@@ -277,15 +287,16 @@ torch::Tensor decodeAttention(const torch::Tensor &query, const torch::Tensor &k
     checkBlockTable(fn, blockTables, i, lens[i], d);
     tiles.push_back({i, 1, lens[i] - 1, blockTables.data_ptr<int32_t>() + i * blockTables.size(1)});
   }
-  return dispatch(fn, q, kCache, vCache, absent, tiles, d, scale, /*decode=*/true);
+  return dispatch(fn, q, kCache, vCache, absent, tiles, d, scale, window, /*decode=*/true);
 }
 
 torch::Tensor pagedAttention(const torch::Tensor &q, const torch::Tensor &kCache,
                              const torch::Tensor &vCache, const AttentionMetadata &meta,
-                             double scale, const torch::Tensor &absent) {
+                             double scale, const torch::Tensor &absent, int64_t window) {
   if (meta.isPrefill)
-    return prefillAttention(q, kCache, vCache, meta, scale, absent);
-  return decodeAttention(q, kCache, vCache, meta.contextLens, meta.blockTables, scale, absent);
+    return prefillAttention(q, kCache, vCache, meta, scale, absent, window);
+  return decodeAttention(q, kCache, vCache, meta.contextLens, meta.blockTables, scale, absent,
+                         window);
 }
 
 } // namespace nnsc

@@ -74,7 +74,7 @@ int64_t valueRows(const T *src, int64_t stride, int64_t rows, int64_t headDim,
 
 template <typename T>
 void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const uint8_t *absent,
-                const Tile &tile, int64_t kvHead, const Dims &d, float scale) {
+                const Tile &tile, int64_t kvHead, const Dims &d, float scale, int64_t window) {
   // Reused while the shape stays the same: a step calls this for many tiles.
   thread_local std::unique_ptr<Scratch> scratch;
   if (!scratch || scratch->rows != TileQueries * d.group() ||
@@ -99,7 +99,12 @@ void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const uint
 
   const int64_t numKeys = tile.firstPos + tile.numQueries;
   const int64_t tokenStride = d.numKvHeads * dim;
-  for (int64_t kb = 0; kb * d.blockSize < numKeys; ++kb) {
+  // A sliding window: the query at position p sees keys (p - window, p]; blocks before the
+  // first query's window hold nothing this tile sees.
+  auto firstVisible = [&](int64_t position) {
+    return window > 0 ? std::max<int64_t>(0, position - window + 1) : 0;
+  };
+  for (int64_t kb = firstVisible(tile.firstPos) / d.blockSize; kb * d.blockSize < numKeys; ++kb) {
     const int64_t blockStart = kb * d.blockSize;
     const int64_t inBlock = std::min(d.blockSize, numKeys - blockStart);
     const int64_t base =
@@ -119,9 +124,11 @@ void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const uint
         absent ? absent + static_cast<int64_t>(tile.blockTable[kb]) * d.blockSize : nullptr;
 
     for (int64_t qi = 0; qi < tile.numQueries; ++qi) {
-      // Causal: the query at position p sees keys [0, p].
+      // Causal: the query at position p sees keys [0, p], or its window's.
       int64_t visible = std::min(inBlock, tile.firstPos + qi - blockStart + 1);
-      if (visible <= 0)
+      const int64_t hiddenBefore =
+          std::max<int64_t>(0, firstVisible(tile.firstPos + qi) - blockStart);
+      if (visible <= hiddenBefore)
         continue;
       for (int64_t hj = 0; hj < group; ++hj) {
         int64_t ri = qi * group + hj;
@@ -145,6 +152,8 @@ void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const uint
           for (int64_t t = 0; t < visible; ++t)
             if (absentHere[t])
               scores[t] = -std::numeric_limits<float>::infinity();
+        for (int64_t t = 0; t < hiddenBefore; ++t)
+          scores[t] = -std::numeric_limits<float>::infinity();
         float blockMax = s.maxScore[ri];
         for (int64_t t = 0; t < visible; ++t)
           blockMax = std::max(blockMax, scores[t]);
@@ -182,7 +191,8 @@ void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const uint
 } // namespace
 
 void attendTilePortable(const Operands<float> &ops, const Tile &tile, int64_t kvHead) {
-  attendTile(ops.q, ops.out, ops.kCache, ops.vCache, ops.absent, tile, kvHead, ops.dims, ops.scale);
+  attendTile(ops.q, ops.out, ops.kCache, ops.vCache, ops.absent, tile, kvHead, ops.dims, ops.scale,
+             ops.window);
 }
 
 void attendTilePortable(const Operands<uint16_t> &ops, const Tile &tile, int64_t kvHead) {
@@ -190,7 +200,7 @@ void attendTilePortable(const Operands<uint16_t> &ops, const Tile &tile, int64_t
   static_assert(sizeof(BF16) == sizeof(uint16_t));
   attendTile(reinterpret_cast<const BF16 *>(ops.q), reinterpret_cast<BF16 *>(ops.out),
              reinterpret_cast<const BF16 *>(ops.kCache), reinterpret_cast<const BF16 *>(ops.vCache),
-             ops.absent, tile, kvHead, ops.dims, ops.scale);
+             ops.absent, tile, kvHead, ops.dims, ops.scale, ops.window);
 }
 
 } // namespace nnsc::attention

@@ -39,8 +39,9 @@ torch::Tensor CpuKernels::ropeAndStoreKV(const torch::Tensor &q, const torch::Te
 
 torch::Tensor CpuKernels::attention(const torch::Tensor &q, const torch::Tensor &kCache,
                                     const torch::Tensor &vCache, const AttentionMetadata &meta,
-                                    double scale, const torch::Tensor &absent) const {
-  return pagedAttention(q, kCache, vCache, meta, scale, absent);
+                                    double scale, const torch::Tensor &absent,
+                                    int64_t window) const {
+  return pagedAttention(q, kCache, vCache, meta, scale, absent, window);
 }
 
 } // namespace nnsc

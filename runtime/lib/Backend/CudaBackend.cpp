@@ -47,7 +47,7 @@ ModelWeights toDevice(ModelWeights w, torch::Device device) {
   w.lmHeadQuant = w.embedQuant = {};
   for (LayerWeights &l : w.layers) {
     for (torch::Tensor *t : {&l.inputNorm, &l.qkv, &l.qkvBias, &l.qNorm, &l.kNorm, &l.o,
-                             &l.postNorm, &l.gateUp, &l.down})
+                             &l.attnOutNorm, &l.postNorm, &l.gateUp, &l.down, &l.mlpOutNorm})
       move(*t);
     l.qkvQuant = l.oQuant = l.gateUpQuant = l.downQuant = {};
   }

@@ -152,8 +152,12 @@ void CudaKernels::storeKVCache(const torch::Tensor &key, const torch::Tensor &va
 
 torch::Tensor CudaKernels::attention(const torch::Tensor &q, const torch::Tensor &kCache,
                                      const torch::Tensor &vCache, const AttentionMetadata &meta,
-                                     double scale, const torch::Tensor &absent) const {
+                                     double scale, const torch::Tensor &absent,
+                                     int64_t window) const {
   const char *name = meta.isPrefill ? "prefillAttention" : "decodeAttention";
+  TORCH_CHECK(window == 0, name,
+              ": the CUDA kernels have no sliding window yet (a local layer of window ", window,
+              "); run this model on the CPU");
   TORCH_CHECK(!absent.defined() || (absent.scalar_type() == torch::kUInt8 &&
                                     absent.numel() == kCache.size(0) * kCache.size(1)),
               name, ": absent must be uint8 of num_blocks * block_size (",

@@ -15,10 +15,18 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <tuple>
 
 namespace nnsc {
 
 namespace {
+
+/// The config of the local layers' RoPE: their base, unscaled.
+schema::ModelConfig localRopeConfig(schema::ModelConfig config) {
+  config.ropeTheta = config.ropeLocalTheta;
+  config.ropeScaling = {};
+  return config;
+}
 
 /// Whether DecoderLayer::runOnRows can run these weights' unhooked layers: on the CPU, every
 /// product on blocks the quantized kernels read (`allQuantized`, with a bias of the compute
@@ -39,7 +47,12 @@ CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels,
                    std::shared_ptr<TensorParallelGroup> group)
     : w(std::move(weights)), allQuantized(w.allQuantized()), widenedDropped(w.widenedDropped()),
       local(w.config), kernels(&kernels), arch(w.config), rope(w.config, w.norm.device()),
-      scale(1.0 / std::sqrt(double(w.config.headDim))) {
+      localRope(localRopeConfig(w.config), w.norm.device()),
+      scale(1.0 / std::sqrt(w.config.queryPreAttnScalar > 0 ? w.config.queryPreAttnScalar
+                                                            : double(w.config.headDim))) {
+  if (w.config.traits().scaledEmbedding) // as transformers: a float32 scalar cast to the dtype
+    embedScale = torch::scalar_tensor(std::sqrt(double(w.config.hidden)), torch::kFloat32)
+                     .to(w.norm.device(), w.dtype);
   if (w.shard.heads == 0) // weights assembled by hand: the whole model
     w.shard = TensorShard::whole(w.config);
   const int ranks = group ? group->size() : 1;
@@ -90,8 +103,15 @@ CausalLM::CausalLM(ModelWeights weights, const DeviceKernels &kernels,
     s.oIn = in(p + ".self_attn.o_proj");
     s.oOut = out(p + ".self_attn.o_proj");
     s.pattern = arch.findSite(p + ".self_attn.pattern");
-    s.postNormIn = in(p + ".post_attention_layernorm");
-    s.postNormOut = out(p + ".post_attention_layernorm");
+    const bool sandwich = w.config.traits().sandwichNorms;
+    const std::string mlpNorm =
+        sandwich ? ".pre_feedforward_layernorm" : ".post_attention_layernorm";
+    s.postNormIn = in(p + mlpNorm);
+    s.postNormOut = out(p + mlpNorm);
+    s.attnOutNormIn = sandwich ? in(p + ".post_attention_layernorm") : -1;
+    s.attnOutNormOut = sandwich ? out(p + ".post_attention_layernorm") : -1;
+    s.mlpOutNormIn = in(p + ".post_feedforward_layernorm");
+    s.mlpOutNormOut = out(p + ".post_feedforward_layernorm");
     s.mlpIn = in(p + ".mlp");
     s.mlpOut = out(p + ".mlp");
     s.gateIn = in(p + ".mlp.gate_proj");
@@ -133,11 +153,15 @@ torch::Tensor CausalLM::attention(int64_t index, torch::Tensor q, torch::Tensor 
                                   StepState &step) const {
   torch::Tensor &kCache = step.cache.k[size_t(index)];
   torch::Tensor &vCache = step.cache.v[size_t(index)];
+  const bool localLayer = w.config.isLocalLayer(index);
   q = timed(Phase::RopeStore, [&] {
-    return kernels->ropeAndStoreKV(q, k, v, step.cos, step.sin, kCache, vCache, step.meta);
+    return kernels->ropeAndStoreKV(q, k, v, localLayer ? step.localCos : step.cos,
+                                   localLayer ? step.localSin : step.sin, kCache, vCache,
+                                   step.meta);
   });
   torch::Tensor out = timed(Phase::Attention, [&] {
-    return kernels->attention(q, kCache, vCache, step.meta, scale, step.cache.absentOf(index));
+    return kernels->attention(q, kCache, vCache, step.meta, scale, step.cache.absentOf(index),
+                              w.config.attentionWindow(index));
   });
   return out.reshape({out.size(0), -1});
 }
@@ -147,11 +171,15 @@ torch::Tensor CausalLM::patternAttention(int64_t index, int pattern, torch::Tens
                                          const HookDispatch &hooks) const {
   torch::Tensor &kCache = step.cache.k[size_t(index)];
   torch::Tensor &vCache = step.cache.v[size_t(index)];
+  const bool localLayer = w.config.isLocalLayer(index);
   q = timed(Phase::RopeStore, [&] {
-    return kernels->ropeAndStoreKV(q, k, v, step.cos, step.sin, kCache, vCache, step.meta);
+    return kernels->ropeAndStoreKV(q, k, v, localLayer ? step.localCos : step.cos,
+                                   localLayer ? step.localSin : step.sin, kCache, vCache,
+                                   step.meta);
   });
   torch::Tensor probs = timed(Phase::Attention, [&] {
-    return attentionPattern(q, kCache, step.meta, scale, step.cache.absentOf(index));
+    return attentionPattern(q, kCache, step.meta, scale, step.cache.absentOf(index),
+                            w.config.attentionWindow(index));
   });
   fireSharded(hooks, pattern, probs, 1, ShardAxis::Heads); // [tokens, heads, S]
   torch::Tensor out = timed(Phase::Attention, [&] {
@@ -177,7 +205,10 @@ torch::Tensor CausalLM::forward(const torch::Tensor &tokens, const AttentionMeta
     torch::Tensor ids = tokens.clone();
     hooks->fire(embedIn, ids);
   }
-  torch::Tensor x = timed(Phase::Embed, [&] { return embed(tokens); });
+  torch::Tensor x = timed(Phase::Embed, [&] {
+    torch::Tensor e = embed(tokens);
+    return embedScale.defined() ? e.mul_(embedScale) : e;
+  });
   if (hooks && hooks->bound(embedOut))
     hooks->fire(embedOut, x);
 
@@ -185,7 +216,9 @@ torch::Tensor CausalLM::forward(const torch::Tensor &tokens, const AttentionMeta
   // This step writes its rows' K/V in every layer; marks a skipping sequence left in these
   // slots before its blocks were freed no longer apply.
   cache.clearAbsent(meta.slotMapping);
-  StepState step{meta, cache, cos, sin};
+  StepState step{meta, cache, cos, sin, {}, {}};
+  if (w.config.slidingWindow > 0)
+    std::tie(step.localCos, step.localSin) = localRope.cosSin(meta.positions, w.dtype);
   // A decode-sized step runs every product on the thread pool: its workers wait for the next
   // one polling, through attention and hooks, instead of sleeping and being woken.
   std::optional<kernels::ThreadPool::KeepPolling> polling;

@@ -2,7 +2,7 @@
 //
 // The module calls of traces (`norm(h)`, `lm_head(x)`, `layers[3].mlp(x)`): the same weights,
 // kernels and arithmetic as the forward pass (linear() with the weight's GGUF blocks, the
-// device's RMSNorm, siluMul), on any [..., in] value, with no hooks and no cache.
+// device's RMSNorm, siluMul or GELU), on any [..., in] value, with no hooks and no cache.
 //
 //===----------------------------------------------------------------------===//
 
@@ -84,10 +84,20 @@ torch::Tensor CausalLM::applyModule(int module, const torch::Tensor &input) cons
     throw InvalidInput("module '" + m.path + "' cannot be called");
   const LayerWeights &l = w.layers[size_t(m.layer)];
   const std::string &name = m.name;
+  const bool sandwich = c.traits().sandwichNorms;
+  const bool silu = c.traits().activation == schema::Activation::Silu;
   if (name == "input_layernorm")
     return norm(l.inputNorm);
   if (name == "post_attention_layernorm")
+    return norm(sandwich ? l.attnOutNorm : l.postNorm);
+  if (name == "pre_feedforward_layernorm")
     return norm(l.postNorm);
+  if (name == "post_feedforward_layernorm")
+    return norm(l.mlpOutNorm);
+  if (name == "q_norm")
+    return norm(l.qNorm);
+  if (name == "k_norm")
+    return norm(l.kNorm);
   if (name == "q_proj")
     return columnParallel(rows(l.qkv, l.qkvBias, l.qkvQuant, 0, q), ShardAxis::Heads);
   if (name == "k_proj")
@@ -107,14 +117,15 @@ torch::Tensor CausalLM::applyModule(int module, const torch::Tensor &input) cons
     return rowParallel(input, l.down, l.downQuant, ShardAxis::Intermediate);
   }
   if (name == "act_fn")
-    return at::silu(input);
+    return silu ? at::silu(input) : at::gelu(input, "tanh");
   if (name == "mlp") {
     // The layer's MLP with every site unbound: gate/up in one GEMM, SiLU fused into the
     // product, down_proj's partial sums reduced.
     checkWidth(c.hidden);
     torch::Tensor gu =
         nnsc::linear(input.reshape({-1, c.hidden}).contiguous(), l.gateUp, {}, l.gateUpQuant);
-    torch::Tensor act = siluMul(gu.narrow(1, 0, inter), gu.narrow(1, inter, inter));
+    torch::Tensor gate = gu.narrow(1, 0, inter), up = gu.narrow(1, inter, inter);
+    torch::Tensor act = silu ? siluMul(gate, up) : at::gelu(gate, "tanh") * up;
     torch::Tensor out = nnsc::linear(act, l.down, {}, l.downQuant);
     reducePartial(out);
     return out.view(input.sizes());

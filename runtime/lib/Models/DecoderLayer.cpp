@@ -1,7 +1,8 @@
 //===- DecoderLayer.cpp - the one decoder-layer schedule --------*- C++ -*-===//
 //
-// CausalLM::decoderLayer: a Llama-family decoder layer as a schedule of named steps
-// (DecoderLayer::run), each step the transformers module it mirrors. Between steps sit the
+// CausalLM::decoderLayer: a decoder layer as a schedule of named steps (DecoderLayer::run),
+// each step the transformers module it mirrors; a family's differences (Gemma's norms around
+// each block, GELU, the order of q_norm/k_norm) are its FamilyTraits. Between steps sit the
 // hook sites, each one `bound()` branch when no request binds it. The fusions (q/k/v in one
 // GEMM, gate/up in one GEMM, SiLU and the up product in one pass, the residual add inside the
 // o_proj and down_proj GEMMs) stay on unless a bound site needs a value they hide; with no
@@ -29,11 +30,15 @@ public:
   DecoderLayer(const CausalLM &model, int64_t index, torch::Tensor &x, CausalLM::StepState &step,
                const HookDispatch *hooks)
       : m(model), l(model.w.layers[size_t(index)]), s(model.layerSites[size_t(index)]),
-        c(model.local), index(index), x(x), step(step), hooks(hooks), t(x.size(0)),
-        qWidth(c.heads * c.headDim), kvWidth(c.kvHeads * c.headDim), inter(c.intermediate) {}
+        c(model.local), traits(model.local.traits()), index(index), x(x), step(step), hooks(hooks),
+        t(x.size(0)), qWidth(c.heads * c.headDim), kvWidth(c.kvHeads * c.headDim),
+        inter(c.intermediate) {}
 
   /// The layer, in transformers' order:
   ///   x = x + self_attn(input_layernorm(x));  x = x + mlp(post_attention_layernorm(x))
+  /// or, with the norms around each block (Gemma):
+  ///   x = x + post_attention_layernorm(self_attn(input_layernorm(x)))
+  ///   x = x + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(x)))
   void run() {
     if (onRows()) {
       runOnRows();
@@ -49,14 +54,16 @@ public:
     if (!layerSkipped.empty() || !attnSkipped.empty())
       leaveNoKV({&layerSkipped, &attnSkipped});
     fireShard(s.oIn, attn, CausalLM::ShardAxis::Heads);
-    addToResidual(attn, l.o, l.oQuant, Phase::OProj, s.oOut, s.attnOut, attnSkipped);
+    addToResidual(attn, l.o, l.oQuant, Phase::OProj, s.oOut, s.attnOut, attnSkipped,
+                  {l.attnOutNorm, s.attnOutNormIn, s.attnOutNormOut});
 
     torch::Tensor h2 = norm(s.postNormIn, s.postNormOut, l.postNorm);
     fire(s.mlpIn, h2);
     const SkippedRows mlpSkipped = keepSkipped(s.mlpIn, h2);
     torch::Tensor product = gatedActivation(h2);
     fireShard(s.downIn, product, CausalLM::ShardAxis::Intermediate);
-    addToResidual(product, l.down, l.downQuant, Phase::DownProj, s.downOut, s.mlpOut, mlpSkipped);
+    addToResidual(product, l.down, l.downQuant, Phase::DownProj, s.downOut, s.mlpOut, mlpSkipped,
+                  {l.mlpOutNorm, s.mlpOutNormIn, s.mlpOutNormOut});
 
     restoreSkipped(x, layerSkipped);
     fire(s.layerOut, x);
@@ -134,7 +141,7 @@ private:
 
   //===--- The steps ------------------------------------------------------===//
 
-  /// input_layernorm / post_attention_layernorm of the residual stream.
+  /// input_layernorm / the MLP's input norm of the residual stream.
   torch::Tensor norm(int inSite, int outSite, const torch::Tensor &weight) {
     torch::Tensor h =
         timed(Phase::Norm, [&] { return m.rmsNorm(ownInput(inSite, x), weight, c.rmsNormEps); });
@@ -149,12 +156,26 @@ private:
     torch::Tensor qkv;
     if (!split)
       qkv = timed(Phase::QKVProj, [&] { return linear(h, l.qkv, l.qkvBias, l.qkvQuant); });
-    torch::Tensor q3 = heads(project(h, qkv, s.qIn, 0, qWidth, /*lastReader=*/false), s.qOut,
-                             s.qNormIn, s.qNormOut, l.qNorm, c.heads, ShardAxis::Heads);
-    torch::Tensor k3 = heads(project(h, qkv, s.kIn, qWidth, kvWidth, /*lastReader=*/false), s.kOut,
-                             s.kNormIn, s.kNormOut, l.kNorm, c.kvHeads, ShardAxis::KVHeads);
-    torch::Tensor vs = project(h, qkv, s.vIn, qWidth + kvWidth, kvWidth, /*lastReader=*/true);
-    fireShard(s.vOut, vs, ShardAxis::KVHeads);
+    torch::Tensor q3, k3, vs;
+    if (traits.headNormsAfterProjections) { // Gemma: q, k, v, then q_norm, k_norm
+      torch::Tensor qs = project(h, qkv, s.qIn, 0, qWidth, /*lastReader=*/false);
+      fireShard(s.qOut, qs, ShardAxis::Heads);
+      torch::Tensor ks = project(h, qkv, s.kIn, qWidth, kvWidth, /*lastReader=*/false);
+      fireShard(s.kOut, ks, ShardAxis::KVHeads);
+      vs = project(h, qkv, s.vIn, qWidth + kvWidth, kvWidth, /*lastReader=*/true);
+      fireShard(s.vOut, vs, ShardAxis::KVHeads);
+      q3 = headNorm(qs, s.qNormIn, s.qNormOut, l.qNorm, c.heads, ShardAxis::Heads);
+      k3 = headNorm(ks, s.kNormIn, s.kNormOut, l.kNorm, c.kvHeads, ShardAxis::KVHeads);
+    } else { // Llama, Qwen: each projection's norm (Qwen3) right after it
+      torch::Tensor qs = project(h, qkv, s.qIn, 0, qWidth, /*lastReader=*/false);
+      fireShard(s.qOut, qs, ShardAxis::Heads);
+      q3 = headNorm(qs, s.qNormIn, s.qNormOut, l.qNorm, c.heads, ShardAxis::Heads);
+      torch::Tensor ks = project(h, qkv, s.kIn, qWidth, kvWidth, /*lastReader=*/false);
+      fireShard(s.kOut, ks, ShardAxis::KVHeads);
+      k3 = headNorm(ks, s.kNormIn, s.kNormOut, l.kNorm, c.kvHeads, ShardAxis::KVHeads);
+      vs = project(h, qkv, s.vIn, qWidth + kvWidth, kvWidth, /*lastReader=*/true);
+      fireShard(s.vOut, vs, ShardAxis::KVHeads);
+    }
     torch::Tensor v3 = vs.view({t, c.kvHeads, c.headDim});
     return bound(s.pattern) ? m.patternAttention(index, s.pattern, q3, k3, v3, step, *hooks)
                             : m.attention(index, q3, k3, v3, step);
@@ -176,10 +197,9 @@ private:
   }
 
   /// q_proj's or k_proj's output [T, count * D] as [T, count, D], through q_norm/k_norm where
-  /// the model has them (Qwen3).
-  torch::Tensor heads(torch::Tensor projected, int outSite, int normIn, int normOut,
-                      const torch::Tensor &normWeight, int64_t count, ShardAxis axis) {
-    fireShard(outSite, projected, axis);
+  /// the model has them (Qwen3, Gemma 3).
+  torch::Tensor headNorm(const torch::Tensor &projected, int normIn, int normOut,
+                         const torch::Tensor &normWeight, int64_t count, ShardAxis axis) {
     torch::Tensor h3 = projected.view({t, count, c.headDim});
     if (c.qkNorm) {
       fireShard(normIn, h3, axis);
@@ -209,13 +229,21 @@ private:
       // act_fn's and up_proj's outputs are seen by nobody but the product: one pass. up_proj
       // runs before SiLU here, which only its input site (h2, unchanged by SiLU) could tell.
       torch::Tensor up = upProjection(h2, gateUp);
-      return timed(Phase::Activation, [&] { return siluMul(gate, up); });
+      return timed(Phase::Activation, [&] {
+        return traits.activation == schema::Activation::Silu ? siluMul(gate, up)
+                                                             : activation(gate) * up;
+      });
     }
-    torch::Tensor act = timed(Phase::Activation, [&] { return at::silu(gate); });
+    torch::Tensor act = timed(Phase::Activation, [&] { return activation(gate); });
     fireShard(s.actOut, act, ShardAxis::Intermediate);
     torch::Tensor up = upProjection(h2, gateUp);
     fireShard(s.upOut, up, ShardAxis::Intermediate);
     return timed(Phase::Activation, [&] { return act * up; });
+  }
+
+  /// act_fn: SiLU or GELU (tanh approximation), as the family's.
+  torch::Tensor activation(const torch::Tensor &gate) const {
+    return traits.activation == schema::Activation::Silu ? at::silu(gate) : at::gelu(gate, "tanh");
   }
 
   /// up_proj(h2): the second half of the fused gate/up output, or its own GEMM (h2's last
@@ -229,13 +257,20 @@ private:
     });
   }
 
-  /// o_proj / down_proj added to the residual. When nobody sees the projection's output on
-  /// its own (its site and the module's output site unbound, no skipped rows) the add happens
-  /// inside the GEMM.
+  /// A norm of a block's output before the residual add (Gemma's post_attention_layernorm and
+  /// post_feedforward_layernorm): its weight (undefined where the family has none) and sites.
+  struct OutputNorm {
+    const torch::Tensor &weight;
+    int inSite, outSite;
+  };
+
+  /// o_proj / down_proj added to the residual, through the block's output norm if the family
+  /// has one. When nobody sees the projection's output on its own (no output norm, its site
+  /// and the module's output site unbound, no skipped rows) the add happens inside the GEMM.
   void addToResidual(const torch::Tensor &input, const torch::Tensor &weight,
                      const QuantizedMatrix &quant, Phase phase, int projOut, int moduleOut,
-                     const SkippedRows &skipped) {
-    if (!bound(projOut) && !bound(moduleOut) && skipped.empty()) {
+                     const SkippedRows &skipped, const OutputNorm &outNorm) {
+    if (!outNorm.weight.defined() && !bound(projOut) && !bound(moduleOut) && skipped.empty()) {
       m.rowParallelAdd(x, input, weight, quant, phase);
       return;
     }
@@ -244,6 +279,11 @@ private:
     fire(projOut, out);
     restoreSkipped(out, skipped);
     fire(moduleOut, out);
+    if (outNorm.weight.defined()) {
+      fire(outNorm.inSite, out);
+      out = timed(Phase::Norm, [&] { return m.rmsNorm(out, outNorm.weight, c.rmsNormEps); });
+      fire(outNorm.outSite, out);
+    }
     x.add_(out);
   }
 
@@ -318,6 +358,7 @@ private:
   const LayerWeights &l;
   const CausalLM::LayerSites &s;
   const schema::ModelConfig &c; // this rank's sizes
+  const schema::FamilyTraits &traits;
   const int64_t index;
   torch::Tensor &x;
   CausalLM::StepState &step;

@@ -10,7 +10,7 @@
 
 namespace nnsc {
 
-std::optional<std::string> ggufTensorName(const std::string &hfName) {
+std::optional<std::string> ggufTensorName(const std::string &hfName, schema::ArchKind arch) {
   static const std::pair<const char *, const char *> kGlobal[] = {
       {"model.embed_tokens.weight", "token_embd.weight"},
       {"model.norm.weight", "output_norm.weight"},
@@ -27,10 +27,20 @@ std::optional<std::string> ggufTensorName(const std::string &hfName) {
       {"mlp.gate_proj", "ffn_gate"},       {"mlp.up_proj", "ffn_up"},
       {"mlp.down_proj", "ffn_down"},
   };
+  // Gemma's norms around each block (llama.cpp's convert_hf_to_gguf Gemma3Model).
+  static const std::pair<const char *, const char *> kSandwichNorms[] = {
+      {"post_attention_layernorm", "post_attention_norm"},
+      {"pre_feedforward_layernorm", "ffn_norm"},
+      {"post_feedforward_layernorm", "post_ffw_norm"},
+  };
   static const std::regex kPattern(R"(model\.layers\.(\d+)\.(.+)\.(weight|bias))");
   std::smatch m;
   if (!std::regex_match(hfName, m, kPattern))
     return std::nullopt;
+  if (schema::familyTraits(arch).sandwichNorms)
+    for (const auto &[hf, gg] : kSandwichNorms)
+      if (m[2] == hf)
+        return "blk." + m[1].str() + "." + gg + "." + m[3].str();
   for (const auto &[hf, gg] : kLayer)
     if (m[2] == hf)
       return "blk." + m[1].str() + "." + gg + "." + m[3].str();
@@ -119,7 +129,7 @@ static torch::Tensor unpermuteRows(const torch::Tensor &w, int64_t heads) {
 const gguf::TensorInfo *GGUFWeightSource::find(const std::string &hfName,
                                                const std::vector<int64_t> &shape,
                                                bool optional) const {
-  std::optional<std::string> name = ggufTensorName(hfName);
+  std::optional<std::string> name = ggufTensorName(hfName, config.arch);
   const gguf::TensorInfo *info = name ? file.findTensor(*name) : nullptr;
   if (!info) {
     if (optional)

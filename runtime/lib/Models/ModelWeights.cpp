@@ -57,6 +57,13 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
                  bool optional = false) {
     return take(source.get(name, shape, dtype, optional), s);
   };
+  // An RMSNorm's weight as the kernels multiply by it: 1 + weight for a family whose norm
+  // adds the 1 (Gemma) where the file holds the weight itself.
+  const bool addNormOffset = c.traits().normWeightOffset && !source.normsHoldOffset();
+  auto normWeight = [&](const std::string &name, int64_t size) {
+    torch::Tensor weight = get(name, {size});
+    return addNormOffset ? weight.add(1) : weight;
+  };
   auto quantPart = [&](const std::string &name, const std::vector<int64_t> &shape, Slice s) {
     QuantizedMatrix m = source.getQuantized(name, shape);
     if (!m.defined() || s.count < 0 || (s.begin == 0 && s.count == shape[size_t(s.dim)]))
@@ -111,7 +118,7 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
   for (int64_t i = 0; i < c.layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     LayerWeights l;
-    l.inputNorm = get(p + "input_layernorm.weight", {c.hidden});
+    l.inputNorm = normWeight(p + "input_layernorm.weight", c.hidden);
     projection({{p + "self_attn.q_proj.weight", {q, c.hidden}, qRows},
                 {p + "self_attn.k_proj.weight", {kv, c.hidden}, kvRows},
                 {p + "self_attn.v_proj.weight", {kv, c.hidden}, kvRows}},
@@ -121,11 +128,17 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
                               get(p + "self_attn.k_proj.bias", {kv}, kvRows),
                               get(p + "self_attn.v_proj.bias", {kv}, kvRows)});
     if (c.qkNorm) {
-      l.qNorm = get(p + "self_attn.q_norm.weight", {c.headDim});
-      l.kNorm = get(p + "self_attn.k_norm.weight", {c.headDim});
+      l.qNorm = normWeight(p + "self_attn.q_norm.weight", c.headDim);
+      l.kNorm = normWeight(p + "self_attn.k_norm.weight", c.headDim);
     }
     projection({{p + "self_attn.o_proj.weight", {c.hidden, q}, qCols}}, l.o, l.oQuant);
-    l.postNorm = get(p + "post_attention_layernorm.weight", {c.hidden});
+    if (c.traits().sandwichNorms) {
+      l.attnOutNorm = normWeight(p + "post_attention_layernorm.weight", c.hidden);
+      l.postNorm = normWeight(p + "pre_feedforward_layernorm.weight", c.hidden);
+      l.mlpOutNorm = normWeight(p + "post_feedforward_layernorm.weight", c.hidden);
+    } else {
+      l.postNorm = normWeight(p + "post_attention_layernorm.weight", c.hidden);
+    }
     projection({{p + "mlp.gate_proj.weight", {c.intermediate, c.hidden}, interRows},
                 {p + "mlp.up_proj.weight", {c.intermediate, c.hidden}, interRows}},
                l.gateUp, l.gateUpQuant);
@@ -134,7 +147,7 @@ ModelWeights assembleWeights(const schema::ModelConfig &c, WeightSource &source,
     w.layers.push_back(std::move(l));
     step();
   }
-  w.norm = get("model.norm.weight", {c.hidden});
+  w.norm = normWeight("model.norm.weight", c.hidden);
   step();
   // transformers ties lm_head to the embedding whenever the config says so, even if a file
   // also carries an lm_head tensor. An untied one with blocks is not widened where they serve

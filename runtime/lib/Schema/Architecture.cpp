@@ -1,8 +1,9 @@
 //===- Architecture.cpp - module tree and hook sites ------------*- C++ -*-===//
 //
 // The module tree mirrors transformers' LlamaForCausalLM / Qwen2ForCausalLM /
-// Qwen3ForCausalLM / MistralForCausalLM, and sites are added in the order their hooks fire in
-// those classes' forward methods. `model.rotary_emb` is left out: its output is a (cos, sin)
+// Qwen3ForCausalLM / MistralForCausalLM / Gemma3ForCausalLM, and sites are added in the order
+// their hooks fire in those classes' forward methods; the family's differences come from its
+// FamilyTraits. `model.rotary_emb` is left out: its output is a (cos, sin)
 // tuple, not an activation.
 //
 //===----------------------------------------------------------------------===//
@@ -12,20 +13,6 @@
 #include <cassert>
 
 namespace nnsc::schema {
-
-static std::string classPrefix(ArchKind arch) {
-  switch (arch) {
-  case ArchKind::Llama:
-    return "Llama";
-  case ArchKind::Qwen2:
-    return "Qwen2";
-  case ArchKind::Qwen3:
-    return "Qwen3";
-  case ArchKind::Mistral:
-    return "Mistral";
-  }
-  return "";
-}
 
 int Architecture::addModule(const std::string &name, const std::string &type, int parent, int layer,
                             bool callable) {
@@ -97,66 +84,79 @@ void Architecture::addLeafSites(int module, const std::vector<int64_t> &inShape,
 
 void Architecture::buildDecoderLayer(int layers, int index) {
   const ModelConfig &c = modelConfig;
-  const std::string prefix = classPrefix(c.arch);
+  const FamilyTraits &traits = c.traits();
+  const std::string prefix = traits.classPrefix;
+  const std::string norm = prefix + "RMSNorm";
   const std::vector<int64_t> hidden = {kTokens, c.hidden};
   const std::vector<int64_t> inter = {kTokens, c.intermediate};
   const std::vector<int64_t> qShape = {kTokens, c.heads * c.headDim};
   const std::vector<int64_t> kvShape = {kTokens, c.kvHeads * c.headDim};
+  // q_norm/k_norm normalize each head: the projection viewed as [T, heads, head_dim].
+  const std::vector<int64_t> qHeads = {kTokens, c.heads, c.headDim};
+  const std::vector<int64_t> kvHeads = {kTokens, c.kvHeads, c.headDim};
 
   int layer = addModule(std::to_string(index), prefix + "DecoderLayer", layers, index, false);
   addSite(layer, SiteKind::Input, hidden, ElementType::F32);
 
-  int inNorm = addModule("input_layernorm", prefix + "RMSNorm", layer, index, true);
+  int inNorm = addModule("input_layernorm", norm, layer, index, true);
   addLeafSites(inNorm, hidden, hidden);
 
   int attn = addModule("self_attn", prefix + "Attention", layer, index, false);
   addSite(attn, SiteKind::Input, hidden, ElementType::F32);
-  int q = addModule("q_proj", "Linear", attn, index, true);
-  addLeafSites(q, hidden, qShape);
-  if (c.qkNorm) {
-    // Qwen3 normalizes each head: the projection is viewed as [T, heads, head_dim] first.
-    int qNorm = addModule("q_norm", prefix + "RMSNorm", attn, index, true);
-    addLeafSites(qNorm, {kTokens, c.heads, c.headDim}, {kTokens, c.heads, c.headDim});
+  auto headNorm = [&](const char *name, const std::vector<int64_t> &shape) {
+    if (c.qkNorm)
+      addLeafSites(addModule(name, norm, attn, index, true), shape, shape);
+  };
+  addLeafSites(addModule("q_proj", "Linear", attn, index, true), hidden, qShape);
+  if (!traits.headNormsAfterProjections) // Qwen3: each norm right after its projection
+    headNorm("q_norm", qHeads);
+  addLeafSites(addModule("k_proj", "Linear", attn, index, true), hidden, kvShape);
+  if (!traits.headNormsAfterProjections)
+    headNorm("k_norm", kvHeads);
+  addLeafSites(addModule("v_proj", "Linear", attn, index, true), hidden, kvShape);
+  if (traits.headNormsAfterProjections) { // Gemma: both after v_proj
+    headNorm("q_norm", qHeads);
+    headNorm("k_norm", kvHeads);
   }
-  int k = addModule("k_proj", "Linear", attn, index, true);
-  addLeafSites(k, hidden, kvShape);
-  if (c.qkNorm) {
-    int kNorm = addModule("k_norm", prefix + "RMSNorm", attn, index, true);
-    addLeafSites(kNorm, {kTokens, c.kvHeads, c.headDim}, {kTokens, c.kvHeads, c.headDim});
-  }
-  int v = addModule("v_proj", "Linear", attn, index, true);
-  addLeafSites(v, hidden, kvShape);
   // The softmax of eager attention: after q/k/v, before o_proj sees the heads' outputs.
   addSite(attn, SiteKind::Pattern, {c.heads, kTokens, kContext}, ElementType::F32);
   int o = addModule("o_proj", "Linear", attn, index, true);
   addLeafSites(o, qShape, hidden);
   addSite(attn, SiteKind::Output, hidden, ElementType::F32);
 
-  int postNorm = addModule("post_attention_layernorm", prefix + "RMSNorm", layer, index, true);
+  // Llama: post_attention_layernorm is the MLP's input norm. Gemma: it normalizes the
+  // attention output before the residual add, and pre_feedforward_layernorm feeds the MLP.
+  int postNorm = addModule("post_attention_layernorm", norm, layer, index, true);
   addLeafSites(postNorm, hidden, hidden);
+  if (traits.sandwichNorms)
+    addLeafSites(addModule("pre_feedforward_layernorm", norm, layer, index, true), hidden, hidden);
 
   int mlp = addModule("mlp", prefix + "MLP", layer, index, true);
   addSite(mlp, SiteKind::Input, hidden, ElementType::F32);
   int gate = addModule("gate_proj", "Linear", mlp, index, true);
   addLeafSites(gate, hidden, inter);
-  int act = addModule("act_fn", "SiLUActivation", mlp, index, true);
+  const char *activation =
+      traits.activation == Activation::GeluTanh ? "GELUTanh" : "SiLUActivation";
+  int act = addModule("act_fn", activation, mlp, index, true);
   addLeafSites(act, inter, inter);
   int up = addModule("up_proj", "Linear", mlp, index, true);
   addLeafSites(up, hidden, inter);
   int down = addModule("down_proj", "Linear", mlp, index, true);
   addLeafSites(down, inter, hidden);
   addSite(mlp, SiteKind::Output, hidden, ElementType::F32);
+  if (traits.sandwichNorms)
+    addLeafSites(addModule("post_feedforward_layernorm", norm, layer, index, true), hidden, hidden);
 
   addSite(layer, SiteKind::Output, hidden, ElementType::F32);
 }
 
 Architecture::Architecture(const ModelConfig &config) : modelConfig(config) {
   const ModelConfig &c = modelConfig;
-  const std::string prefix = classPrefix(c.arch);
+  const FamilyTraits &traits = c.traits();
   const std::vector<int64_t> hidden = {kTokens, c.hidden};
 
-  int model = addModule("model", prefix + "Model", -1, -1, false);
-  int embed = addModule("embed_tokens", "Embedding", model, -1, true);
+  int model = addModule("model", traits.modelClass, -1, -1, false);
+  int embed = addModule("embed_tokens", traits.embeddingClass, model, -1, true);
   addSite(embed, SiteKind::Input, {kTokens}, ElementType::I64, /*writable=*/false);
   addSite(embed, SiteKind::Output, hidden, ElementType::F32);
 
@@ -164,7 +164,7 @@ Architecture::Architecture(const ModelConfig &config) : modelConfig(config) {
   for (int i = 0; i < c.layers; ++i)
     buildDecoderLayer(layers, i);
 
-  int norm = addModule("norm", prefix + "RMSNorm", model, -1, true);
+  int norm = addModule("norm", std::string(traits.classPrefix) + "RMSNorm", model, -1, true);
   addLeafSites(norm, hidden, hidden);
 
   int lmHead = addModule("lm_head", "Linear", -1, -1, true);

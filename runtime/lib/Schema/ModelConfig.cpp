@@ -23,8 +23,44 @@ const char *archKindName(ArchKind kind) {
     return "qwen3";
   case ArchKind::Mistral:
     return "mistral";
+  case ArchKind::Gemma3:
+    return "gemma3";
   }
   return "unknown";
+}
+
+const FamilyTraits &familyTraits(ArchKind kind) {
+  // classPrefix, modelClass, embeddingClass, sandwichNorms, scaledEmbedding,
+  // headNormsAfterProjections, activation, normWeightOffset
+  static const FamilyTraits llama{"Llama", "LlamaModel", "Embedding",      false,
+                                  false,   false,        Activation::Silu, false};
+  static const FamilyTraits qwen2{"Qwen2", "Qwen2Model", "Embedding",      false,
+                                  false,   false,        Activation::Silu, false};
+  static const FamilyTraits qwen3{"Qwen3", "Qwen3Model", "Embedding",      false,
+                                  false,   false,        Activation::Silu, false};
+  static const FamilyTraits mistral{"Mistral", "MistralModel", "Embedding",      false,
+                                    false,     false,          Activation::Silu, false};
+  static const FamilyTraits gemma3{"Gemma3",
+                                   "Gemma3TextModel",
+                                   "Gemma3TextScaledWordEmbedding",
+                                   true,
+                                   true,
+                                   true,
+                                   Activation::GeluTanh,
+                                   true};
+  switch (kind) {
+  case ArchKind::Llama:
+    return llama;
+  case ArchKind::Qwen2:
+    return qwen2;
+  case ArchKind::Qwen3:
+    return qwen3;
+  case ArchKind::Mistral:
+    return mistral;
+  case ArchKind::Gemma3:
+    return gemma3;
+  }
+  return llama;
 }
 
 static std::optional<ArchKind> parseArchKind(const std::string &name) {
@@ -36,10 +72,25 @@ static std::optional<ArchKind> parseArchKind(const std::string &name) {
     return ArchKind::Qwen3;
   if (name == "mistral")
     return ArchKind::Mistral;
+  // transformers' Gemma3ForCausalLM is "gemma3_text"; GGUF files say "gemma3".
+  if (name == "gemma3" || name == "gemma3_text")
+    return ArchKind::Gemma3;
   return std::nullopt;
 }
 
-static const char *kSupported = "supported: llama, qwen2, qwen3, mistral";
+static const char *kSupported = "supported: llama, qwen2, qwen3, mistral, gemma3";
+
+/// What Gemma 3's GGUF metadata does not carry, from transformers' Gemma3TextConfig (defaults
+/// and the layer_types it derives) and llama.cpp's gemma3 graph (docs/Models.md, "Gemma 3"):
+/// every sixth layer global, local RoPE base 10000, queries scaled by query_pre_attn_scalar
+/// 256 (the file's head_dim, 256, for the 270M model). q_norm/k_norm always.
+static void applyGemma3Facts(ModelConfig &config, std::optional<int64_t> slidingWindow) {
+  config.qkNorm = true;
+  config.slidingWindow = slidingWindow.value_or(4096);
+  config.slidingWindowPattern = 6;
+  config.ropeLocalTheta = 10000.0;
+  config.queryPreAttnScalar = 256;
+}
 
 bool ModelConfig::validate(std::string &error) const {
   auto bad = [&](const std::string &what) {
@@ -83,6 +134,14 @@ bool ModelConfig::validate(std::string &error) const {
         ropeScaling.originalMaxPositions >= 0))
     return bad("model config has an invalid RoPE scaling (factor " +
                std::to_string(ropeScaling.factor) + ")");
+  if (slidingWindow < 0 || slidingWindowPattern < 0)
+    return bad("model config has a negative sliding window (" + std::to_string(slidingWindow) +
+               ") or window pattern (" + std::to_string(slidingWindowPattern) + ")");
+  if (!(ropeLocalTheta > 0 && std::isfinite(ropeLocalTheta)) ||
+      !(queryPreAttnScalar >= 0 && std::isfinite(queryPreAttnScalar)))
+    return bad("model config has local RoPE theta " + std::to_string(ropeLocalTheta) +
+               " and query scalar " + std::to_string(queryPreAttnScalar) +
+               "; they must be finite, the theta positive");
   if (heads % kvHeads != 0)
     return bad("heads (" + std::to_string(heads) + ") is not a multiple of kv_heads (" +
                std::to_string(kvHeads) + ")");
@@ -143,6 +202,8 @@ std::optional<ModelConfig> ModelConfig::fromGGUF(const gguf::GGUFFile &file, std
   config.tiedEmbeddings = file.findTensor("output.weight") == nullptr;
   config.qkvBias = file.findTensor("blk.0.attn_q.bias") != nullptr;
   config.qkNorm = file.findTensor("blk.0.attn_q_norm.weight") != nullptr;
+  if (config.arch == ArchKind::Gemma3)
+    applyGemma3Facts(config, file.getInt(p + "attention.sliding_window"));
   if (!config.validate(error))
     return fail(error);
   return config;
@@ -205,6 +266,13 @@ std::optional<ModelConfig> ModelConfig::fromHFConfigJson(const std::string &text
       break;
     }
   }
+  // Gemma 3 keeps one set per attention type: {"full_attention": {...}, "sliding_attention":
+  // {...}}, or rope_local_base_freq beside the global ones in older configs.
+  double ropeLocalTheta = number(j, "rope_local_base_freq", 10000.0);
+  if (auto local = rope->find("sliding_attention"); local != rope->end() && local->is_object())
+    ropeLocalTheta = number(*local, "rope_theta", ropeLocalTheta);
+  if (auto global = rope->find("full_attention"); global != rope->end() && global->is_object())
+    rope = &*global;
   config.ropeTheta = number(*rope, "rope_theta", number(j, "rope_theta", 10000.0));
   std::string ropeType;
   for (const char *key : {"rope_type", "type"}) {
@@ -230,6 +298,29 @@ std::optional<ModelConfig> ModelConfig::fromHFConfigJson(const std::string &text
   } else if (!ropeType.empty() && ropeType != "default") {
     error = "unsupported RoPE scaling '" + ropeType + "' (supported: default, linear, llama3)";
     return std::nullopt;
+  }
+  if (config.arch == ArchKind::Gemma3) {
+    applyGemma3Facts(config, integer("sliding_window", 4096));
+    config.ropeLocalTheta = ropeLocalTheta;
+    config.queryPreAttnScalar = number(j, "query_pre_attn_scalar", 256);
+    config.slidingWindowPattern = integer("sliding_window_pattern", 6);
+    // transformers derives layer_types from the pattern; a config listing another
+    // arrangement is one this runtime cannot describe.
+    if (auto types = j.find("layer_types"); types != j.end() && types->is_array())
+      for (size_t i = 0; i < types->size(); ++i) {
+        const bool sliding = (*types)[i] == "sliding_attention";
+        if (sliding != config.isLocalLayer(int64_t(i))) {
+          error = "config.json's layer_types[" + std::to_string(i) +
+                  "] does not follow sliding_window_pattern " +
+                  std::to_string(config.slidingWindowPattern) +
+                  " (supported: every pattern-th layer global)";
+          return std::nullopt;
+        }
+      }
+    if (std::string act = str("hidden_activation"); !act.empty() && act != "gelu_pytorch_tanh") {
+      error = "unsupported hidden_activation '" + act + "' (supported: gelu_pytorch_tanh)";
+      return std::nullopt;
+    }
   }
   if (!config.validate(error))
     return std::nullopt;

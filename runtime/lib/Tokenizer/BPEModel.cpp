@@ -10,12 +10,12 @@
 namespace nnsc::tokenizer {
 
 std::unique_ptr<BPEModel>
-BPEModel::create(const std::vector<std::pair<std::string, int32_t>> &vocab,
-                 const std::vector<std::pair<std::string, std::string>> &mergeList, Options options,
-                 std::string &error) {
+BPEModel::createWithoutMerges(const std::vector<std::pair<std::string, int32_t>> &vocab,
+                              Options options, std::string &error) {
   std::unique_ptr<BPEModel> model(new BPEModel());
   model->options = options;
   model->tokens.reserve(vocab.size());
+  model->ids.reserve(vocab.size());
   for (const auto &[token, id] : vocab) {
     if (id < 0) {
       error = "token '" + token + "' has negative id " + std::to_string(id);
@@ -35,6 +35,28 @@ BPEModel::create(const std::vector<std::pair<std::string, int32_t>> &vocab,
     error = "unknown-token id " + std::to_string(*options.unknownId) + " is not in the vocabulary";
     return nullptr;
   }
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    auto it = model->ids.find(name);
+    model->byteIds[b] = it == model->ids.end() ? -1 : it->second;
+  }
+  return model;
+}
+
+void BPEModel::addMerge(uint32_t rank, int32_t left, int32_t right, int32_t merged) {
+  // A repeated pair takes its last rank: `tokenizers` collects the list into a hash map.
+  merges.insert_or_assign(pairKey(left, right), Merge{rank, merged});
+}
+
+std::unique_ptr<BPEModel>
+BPEModel::create(const std::vector<std::pair<std::string, int32_t>> &vocab,
+                 const std::vector<std::pair<std::string, std::string>> &mergeList, Options options,
+                 std::string &error) {
+  std::unique_ptr<BPEModel> model = createWithoutMerges(vocab, options, error);
+  if (!model)
+    return nullptr;
+  model->merges.reserve(mergeList.size());
   for (size_t rank = 0; rank < mergeList.size(); ++rank) {
     const auto &[left, right] = mergeList[rank];
     auto l = model->ids.find(left);
@@ -48,15 +70,29 @@ BPEModel::create(const std::vector<std::pair<std::string, int32_t>> &vocab,
               missing + "', which is not in the vocabulary";
       return nullptr;
     }
-    // A repeated pair takes its last rank: `tokenizers` collects the list into a hash map.
-    model->merges.insert_or_assign(pairKey(l->second, r->second),
-                                   Merge{static_cast<uint32_t>(rank), m->second});
+    model->addMerge(static_cast<uint32_t>(rank), l->second, r->second, m->second);
   }
-  for (int b = 0; b < 256; ++b) {
-    char name[8];
-    std::snprintf(name, sizeof(name), "<0x%02X>", b);
-    auto it = model->ids.find(name);
-    model->byteIds[b] = it == model->ids.end() ? -1 : it->second;
+  return model;
+}
+
+std::unique_ptr<BPEModel>
+BPEModel::createWithMergeIds(const std::vector<std::pair<std::string, int32_t>> &vocab,
+                             const std::vector<MergeIds> &mergeList, Options options,
+                             std::string &error) {
+  std::unique_ptr<BPEModel> model = createWithoutMerges(vocab, options, error);
+  if (!model)
+    return nullptr;
+  model->merges.reserve(mergeList.size());
+  for (size_t rank = 0; rank < mergeList.size(); ++rank) {
+    const MergeIds &merge = mergeList[rank];
+    for (int32_t id : {merge.left, merge.right, merge.merged}) {
+      if (!model->tokens.count(id)) {
+        error = "merge " + std::to_string(rank) + " uses id " + std::to_string(id) +
+                ", which no token has";
+        return nullptr;
+      }
+    }
+    model->addMerge(static_cast<uint32_t>(rank), merge.left, merge.right, merge.merged);
   }
   return model;
 }

@@ -1,5 +1,6 @@
 """The NNsight parity suite: each program of programs/ (and examples/canonical/) run by nns-run
-and, as nnsight 0.8.1 code on transformers, on the same SmolLM2 weights and token ids.
+and, as nnsight 0.8.1 code on transformers, on the same weights and token ids (SmolLM2, or
+another GGUF such as Gemma 3's: the prompts are tokenized by the model's own tokenizer).
 
 Usage: parity.py NNS_RUN GGUF SRC_ROOT WORKDIR [--tensor-parallel-size=N]
                  [canonical | extended | NAME_SUBSTRING ...]
@@ -41,14 +42,15 @@ from reference import load_gguf_reference  # noqa: E402
 RTOL = 1e-3
 ATOL = 1e-3
 ROW_TOL = 1e-5
-# Token ids from transformers' tokenizer of the same GGUF (no digits, so nns-run's smollm
-# pre-tokenizer would give the same ids). 'france' and 'italy' differ at position 3 only.
-PROMPTS = {
-    "france": [504, 3575, 282, 4649, 314, 260, 2240, 282],   # The capital of France is the city of
-    "italy": [504, 3575, 282, 7158, 314, 260, 2240, 282],    # The capital of Italy is the city of
-    "alice": [7356, 3514, 288, 260, 2342, 284, 10897],        # Alice went to the market and bought
-    "tower": [504, 414, 46682, 18669, 314, 3807, 281],        # The Eiffel Tower is located in
+# Tokenized by transformers' tokenizer of the same GGUF (main fills PROMPTS); no digits, so
+# nns-run's own tokenizer would give the same ids. 'france' and 'italy' differ in one token.
+PROMPT_TEXTS = {
+    "france": "The capital of France is the city of",
+    "italy": "The capital of Italy is the city of",
+    "alice": "Alice went to the market and bought",
+    "tower": "The Eiffel Tower is located in",
 }
+PROMPTS = {}
 
 
 class Context:
@@ -237,6 +239,9 @@ def main():
     os.makedirs(work, exist_ok=True)
     started = time.time()
     model, tokenizer = load_gguf_reference(gguf)
+    PROMPTS.update({key: tokenizer(text)["input_ids"] for key, text in PROMPT_TEXTS.items()})
+    if len(PROMPTS["france"]) != len(PROMPTS["italy"]):
+        sys.exit("parity.py: 'france' and 'italy' must have one length for patching")
     from nnsight import LanguageModel
     lm = LanguageModel(model, tokenizer=tokenizer)
 

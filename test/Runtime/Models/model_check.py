@@ -4,6 +4,10 @@
   model_check.py smollm NNS_RUN WORKDIR GGUF [NNS_RUN_ARG...]
                                               SmolLM2-135M from the GGUF (dequantized by
                                               transformers), nns-run given the extra arguments
+  model_check.py gemma3 NNS_RUN WORKDIR GGUF SRC_ROOT
+                                              Gemma 3 270M from the GGUF: short prompts and one
+                                              over 1,500 tokens (past the 512-token window),
+                                              batched and one at a time
   model_check.py batching NNS_RUN WORKDIR     64 concurrent requests vs one at a time, prefix hits
   model_check.py hooks NNS_RUN WORKDIR        site values and replacements vs transformers hooks
 
@@ -88,6 +92,11 @@ def tiny_configs():
             "rope_type": "linear", "rope_theta": 1000000.0, "factor": 2.0}),
         "qwen3": transformers.Qwen3Config(**common, head_dim=32),
         "mistral": transformers.MistralConfig(**common, sliding_window=None),
+        # A window of 8 so that prompts of up to 70 tokens cross it; query scaling other than
+        # head_dim; a local and a global layer of three.
+        "gemma3": transformers.Gemma3TextConfig(**common, head_dim=32, sliding_window=8,
+                                                sliding_window_pattern=2,
+                                                query_pre_attn_scalar=20),
     }
 
 
@@ -134,6 +143,31 @@ def mode_smollm(nns_run, workdir, gguf, extra=()):
 
 def outputs(results):
     return [r["ids"] for r in results]
+
+
+def mode_gemma3(nns_run, workdir, gguf, src_root):
+    """Gemma 3: local layers see the last 512 positions, so one prompt runs well past the
+    window (docs/Engine.md as text); the prompts run together, then one at a time."""
+    model, tok = reference.load_gguf_reference(gguf)
+    texts = [
+        "The capital of France is", "def fibonacci(n):", "Once upon a time, in a small village,",
+        "Water boils at", "1, 1, 2, 3, 5, 8,", "Q: What is 12 times 7?\nA:",
+    ]
+    prompts = [tok(t)["input_ids"] for t in texts]
+    with open(os.path.join(src_root, "docs", "Engine.md")) as f:
+        long_ids = tok(f.read())["input_ids"][:1600]
+    if len(long_ids) < 1500:
+        sys.exit("docs/Engine.md gives only %d tokens; the window test needs 1500" % len(long_ids))
+    prompts.append(long_ids)
+    common = ["--max-tokens", "64", "--max-model-len", "2048"]
+    results, logits, _ = run_nns(nns_run, gguf, prompts, workdir, "gemma3", common)
+    compare("gemma3-270m", model, prompts, results, logits)
+    alone, _, _ = run_nns(nns_run, gguf, prompts, workdir, "gemma3-alone",
+                          common + ["--max-num-seqs", "1"])
+    if outputs(alone) != outputs(results):
+        sys.exit("gemma3: prompts run together differ from one at a time")
+    print("gemma3-270m: %d prompts (%s tokens) together identical to one at a time"
+          % (len(prompts), ", ".join(str(len(p)) for p in prompts)))
 
 
 def mode_batching(nns_run, workdir):
@@ -275,6 +309,8 @@ def main():
         mode_tiny(nns_run, workdir)
     elif mode == "smollm":
         mode_smollm(nns_run, workdir, sys.argv[4], sys.argv[5:])
+    elif mode == "gemma3":
+        mode_gemma3(nns_run, workdir, sys.argv[4], sys.argv[5])
     elif mode == "hooks":
         mode_hooks(nns_run, workdir)
     elif mode == "batching":

@@ -5,7 +5,10 @@ every module, runs one forward pass over T tokens, and records the order in whic
 the shape of each module's first input and of its output (first element of a tuple). Models run
 eager attention, and each attention's softmax is recorded as `<self_attn>.pattern` with the
 probabilities' shape. The result must equal `nnsc --print-sites --model DIR` (special phases
-excluded, T and S substituted: S = T without a cache).
+excluded, T and S substituted: S = T without a cache). One known difference: Gemma 3's
+q_norm/k_norm hooks see [heads, T, head_dim] (transformers transposes before the norm); nnsc's
+sites are [T, heads, head_dim] as on Qwen3 (docs/Models.md), so those shapes are compared
+transposed.
 
 usage: site_order.py NNSC WORKDIR
 """
@@ -31,6 +34,10 @@ def tiny_config(arch):
         return transformers.Qwen3Config(head_dim=24, **common)
     if arch == "mistral":
         return transformers.MistralConfig(**common)
+    if arch == "gemma3":
+        # Two layers, pattern 2: a local and a global one.
+        return transformers.Gemma3TextConfig(head_dim=16, sliding_window=3,
+                                             sliding_window_pattern=2, **common)
     raise ValueError(arch)
 
 
@@ -101,13 +108,17 @@ def nnsc_order(nnsc, model_dir):
 def main():
     nnsc, workdir = sys.argv[1], Path(sys.argv[2])
     failures = 0
-    for arch in ("llama", "qwen2", "qwen3", "mistral"):
+    for arch in ("llama", "qwen2", "qwen3", "mistral", "gemma3"):
         torch.manual_seed(0)
         model = transformers.AutoModelForCausalLM.from_config(
             tiny_config(arch), attn_implementation="eager").eval()
         model_dir = workdir / arch
         model.save_pretrained(model_dir)
         want = hooked_order(model)
+        if arch == "gemma3":
+            want = [(n, [d[1], d[0], d[2]] if n.endswith(("q_norm.input", "q_norm.output",
+                                                            "k_norm.input", "k_norm.output"))
+                     else d) for n, d in want]
         got = nnsc_order(nnsc, model_dir)
         if want == got:
             print(f"{arch}: {len(got)} sites match transformers hook order and shapes")

@@ -6,6 +6,9 @@
                                                   Qwen2 regexes, GPT-2 with prefix space,
                                                   SentencePiece-style BPE with byte fallback
   compare_hf.py chat TOOL MODEL.gguf WORKDIR      the chat template against apply_chat_template
+  compare_hf.py gemma3 TOOL MODEL.gguf WORKDIR   the Gemma 3 GGUF (SentencePiece, no merges)
+                                                  against the transformers tokenizer of the
+                                                  same file (converted once, test/lib/reference.py)
 
 For every line the ids must be identical, decode (with and without special tokens) must be
 identical, and the streaming decoder's pieces must be valid UTF-8 that concatenate to the
@@ -16,6 +19,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import corpus  # noqa: E402
@@ -46,7 +51,8 @@ def has_split_character(ref, ids):
                for i in range(1, len(ids)))
 
 
-def compare(name, tool, source_args, ref, lines, work):
+def compare(name, tool, source_args, ref, lines, work, bos_text=None):
+    """With `bos_text`, decode(encode(x)) must be exactly `bos_text` + x on every line."""
     results = run_tool(tool, source_args, lines, work, name)
     assert len(results) == len(lines), f"{name}: {len(results)} results for {len(lines)} lines"
     failures = []
@@ -67,10 +73,12 @@ def compare(name, tool, source_args, ref, lines, work):
             problems.append(f"stream {got['stream']!r} does not spell {got['text']!r}")
         if "\ufffd" not in got["text"] and any("\ufffd" in p for p in got["stream"]):
             problems.append(f"stream emitted a partial character: {got['stream']!r}")
+        if bos_text is not None and got["text"] != bos_text + line:
+            problems.append(f"decode(encode(x)) {got['text']!r} != {bos_text + line!r}")
         if problems:
             failures.append((line, problems))
-        roundtrip += got["text"] == line
-        ref_roundtrip += text == line
+        roundtrip += got["text"] == (bos_text or "") + line
+        ref_roundtrip += text == (bos_text or "") + line
         roundtrip_skip += got["text_skip"] == line
         ref_roundtrip_skip += text_skip == line
         split_lines += has_split_character(ref, want)
@@ -232,6 +240,36 @@ def spm_gguf(tool, tokenizer, lines, work):
     return compare("spm-gguf", tool, ["--gguf", path], reference, lines, work)
 
 
+class TransformersReference:
+    """A transformers tokenizer answering the `tokenizers` calls compare() makes."""
+
+    def __init__(self, hf):
+        self.hf = hf
+
+    def encode(self, text, add_special_tokens=True):
+        return types.SimpleNamespace(ids=self.hf.encode(text, add_special_tokens=add_special_tokens))
+
+    def decode(self, ids, skip_special_tokens=False):
+        return self.hf.decode(ids, skip_special_tokens=skip_special_tokens)
+
+
+def gemma3(tool, model, work):
+    """transformers' tokenizer of the GGUF, from the reference directory test/lib/reference.py
+    converts once per file and transformers version (shared with the model tests)."""
+    from transformers import AutoTokenizer
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                    "lib"))
+    import reference
+    hf = AutoTokenizer.from_pretrained(reference.gguf_reference_dir(model))
+    print(f"gemma3: transformers' tokenizer ({type(hf).__name__}, {len(hf)} tokens)")
+    lines = corpus.corpus(specials=corpus.GEMMA_SPECIALS, extra_lines=corpus.GEMMA_LINES)
+    start = time.monotonic()
+    run_tool(tool, ["--gguf", model], [""], work, "gemma3-load")
+    print(f"gemma3: nns-tokenize loads the GGUF tokenizer in {time.monotonic() - start:.2f} s")
+    return compare("gemma3-gguf", tool, ["--gguf", model], TransformersReference(hf), lines,
+                   work, bos_text=hf.bos_token)
+
+
 CONVERSATIONS = [
     ([{"role": "user", "content": "Hello!"}], True),
     ([{"role": "user", "content": "Hello!"}], False),
@@ -278,6 +316,8 @@ def main():
         ok = trained(*sys.argv[2:4])
     elif mode == "chat":
         ok = chat(*sys.argv[2:5])
+    elif mode == "gemma3":
+        ok = gemma3(*sys.argv[2:5])
     else:
         sys.exit(f"unknown mode {mode}")
     sys.exit(0 if ok else 1)

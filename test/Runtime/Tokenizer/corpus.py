@@ -34,6 +34,18 @@ CONTRACTIONS = ["it's", "I'm", "we'll", "they've", "you're", "he'd", "don't", "I
                 "THEY'VE", "You'Re", "'s", "'t", "rock'n'roll", "o'clock", "x'ſ"]
 SPECIALS = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|im_start|>user\n",
             "<|im_start|>assistant\n", "<|im_end|>\n", "<file_sep>", "<s>", "</s>", "<unk>"]
+# Gemma's control tokens, its user-defined (added, not special) ones, and lookalikes that are
+# not tokens.
+GEMMA_SPECIALS = ["<bos>", "<eos>", "<pad>", "<mask>", "<unk>", "<start_of_turn>user\n",
+                  "<start_of_turn>model\n", "<end_of_turn>\n", "<end_of_turn>",
+                  "<start_of_image>", "<end_of_image>", "[multimodal]", "<unused0>",
+                  "<unused6241>", "<b>", "</table>", "<s>", "<|im_start|>", "<bos", "<start_of_turn"]
+GEMMA_LINES = [
+    "<bos>", "<bos><bos>", "<start_of_turn>user\nWho are you?<end_of_turn>\n<start_of_turn>model\n",
+    "<start_of_turn>user\n  indented\n\n\n\tand tabbed<end_of_turn>",
+    "a  b   c    d     e" + " " * 40 + "f", "\n" * 40 + "x", "\t" * 35 + "y", " \n \n\t \t",
+    "<table><tr><td>1</td></tr></table>", "<unused99>text<mask>",
+]
 CODE = [
     "def f(x):\n    return x ** 2  # square\n",
     "for (int i = 0; i < n; ++i) {\n\tsum += a[i];\n}",
@@ -65,7 +77,7 @@ def number(rng):
     return "v" + ".".join(str(rng.randrange(20)) for _ in range(3))
 
 
-def fragment(rng):
+def fragment(rng, specials):
     kind = rng.randrange(12)
     if kind <= 3:
         script = rng.choice(list(WORDS))
@@ -81,7 +93,7 @@ def fragment(rng):
     if kind == 8:
         return rng.choice(CONTRACTIONS)
     if kind == 9:
-        return rng.choice(SPECIALS)
+        return rng.choice(specials)
     if kind == 10:
         return rng.choice(CODE)
     # Random code points from assigned blocks, combining marks included.
@@ -92,7 +104,8 @@ def fragment(rng):
     return "".join(chr(rng.randint(*block)) for _ in range(rng.randrange(1, 6)))
 
 
-def corpus(count=1200, seed=0):
+def corpus(count=1200, seed=0, specials=SPECIALS, extra_lines=()):
+    """`count` lines: fixed ones, `extra_lines`, then random ones using `specials`."""
     rng = random.Random(seed)
     lines = [
         "", " ", "  ", "\n", "\t", "a", "Hello world", " Hello", "Hello ", "   leading spaces",
@@ -100,12 +113,12 @@ def corpus(count=1200, seed=0):
         "<|im_start|>user\nHi there!<|im_end|>\n<|im_start|>assistant\n",
         "multiple\n\n\nnewlines\n", "tabs\t\t\tend\t", "mixed \t\n \r\n whitespace",
         "😀😀😀", "日本語のテキスト", "I'LL BE THERE, it's 5 o'clock", "x'ſ ſ'S",
-    ]
+    ] + list(extra_lines)
     while len(lines) < count:
         n = rng.randrange(1, 25)
         parts = []
         for _ in range(n):
-            parts.append(fragment(rng))
+            parts.append(fragment(rng, specials))
             if rng.random() < 0.5:
                 parts.append(" ")
         lines.append("".join(parts))

@@ -86,9 +86,10 @@ inline void storeFresh(Batch &b, const Shape &s, const torch::Tensor &k, const t
 
 /// softmax(Q K^T * scale + causal) V for the fresh queries of every sequence, in float32.
 /// Keys whose slot is non-zero in `absent` ([num_blocks * block_size] uint8) are left out; a
-/// query that sees no key gets zeros.
+/// query that sees no key gets zeros. With `window` > 0 the query at position p sees (p -
+/// window, p] only.
 inline torch::Tensor reference(const torch::Tensor &q, const Batch &b, const Shape &s, double scale,
-                               const torch::Tensor &absent = {}) {
+                               const torch::Tensor &absent = {}, int64_t window = 0) {
   std::vector<torch::Tensor> outs;
   int64_t row = 0;
   for (size_t i = 0; i < b.cached.size(); ++i) {
@@ -108,6 +109,8 @@ inline torch::Tensor reference(const torch::Tensor &q, const Batch &b, const Sha
     torch::Tensor qPos = torch::arange(numK - numQ, numK).unsqueeze(1);
     torch::Tensor kPos = torch::arange(numK).unsqueeze(0);
     torch::Tensor hidden = kPos > qPos; // [numQ, numK]
+    if (window > 0)
+      hidden = hidden | (kPos <= qPos - window);
     if (absent.defined())
       hidden = hidden | absent.index_select(0, idx).to(torch::kBool).unsqueeze(0);
     scores = scores.masked_fill(hidden, -INFINITY);
@@ -138,7 +141,8 @@ inline std::string describe(const Shape &s, torch::ScalarType dtype) {
 /// Runs prefill for sequences with `cached` tokens in the cache and `fresh` new ones (queries
 /// drawn from randn * qScale) and compares with the reference.
 inline void checkPrefill(std::mt19937 &rng, const Shape &s, std::vector<int64_t> cached,
-                         std::vector<int64_t> fresh, torch::ScalarType dtype, double qScale = 1.0) {
+                         std::vector<int64_t> fresh, torch::ScalarType dtype, double qScale = 1.0,
+                         int64_t window = 0) {
   Batch b = makeBatch(rng, s, cached, fresh, dtype);
   int64_t numTokens = std::accumulate(fresh.begin(), fresh.end(), int64_t{0});
   auto opts = torch::TensorOptions().dtype(dtype);
@@ -156,14 +160,14 @@ inline void checkPrefill(std::mt19937 &rng, const Shape &s, std::vector<int64_t>
   meta.cuSeqlensK = torch::tensor(cuK, torch::kInt32);
   meta.blockTables = blockTableTensor(b);
   double scale = 1.0 / std::sqrt(static_cast<double>(s.headDim));
-  expectClose(nnsc::pagedAttention(q, b.kCache, b.vCache, meta, scale), reference(q, b, s, scale),
-              dtype, describe(s, dtype), qScale);
+  expectClose(nnsc::pagedAttention(q, b.kCache, b.vCache, meta, scale, {}, window),
+              reference(q, b, s, scale, {}, window), dtype, describe(s, dtype), qScale);
 }
 
 /// Runs decode for sequences with `cached` tokens in the cache plus the query's own and
 /// compares with the reference.
 inline void checkDecode(std::mt19937 &rng, const Shape &s, std::vector<int64_t> cached,
-                        torch::ScalarType dtype, double qScale = 1.0) {
+                        torch::ScalarType dtype, double qScale = 1.0, int64_t window = 0) {
   std::vector<int64_t> fresh(cached.size(), 1);
   Batch b = makeBatch(rng, s, cached, fresh, dtype);
   auto numSeqs = static_cast<int64_t>(cached.size());
@@ -176,8 +180,8 @@ inline void checkDecode(std::mt19937 &rng, const Shape &s, std::vector<int64_t> 
     lens.push_back(static_cast<int32_t>(b.numKeys(i)));
   double scale = 0.3;
   expectClose(nnsc::decodeAttention(q, b.kCache, b.vCache, torch::tensor(lens, torch::kInt32),
-                                    blockTableTensor(b), scale),
-              reference(q, b, s, scale), dtype, describe(s, dtype), qScale);
+                                    blockTableTensor(b), scale, {}, window),
+              reference(q, b, s, scale, {}, window), dtype, describe(s, dtype), qScale);
 }
 
 } // namespace nnsc::attention_test

@@ -42,6 +42,19 @@ TEST(PagedAttention, DecodeMatchesReference) {
     }
 }
 
+// Sliding-window layers (Gemma 3's local ones): sequences shorter than, as long as and longer
+// than the window, with cached prefixes that end before and inside it, in prefill and decode.
+TEST(PagedAttention, SlidingWindowMatchesReference) {
+  std::mt19937 rng(3);
+  torch::manual_seed(3);
+  for (torch::ScalarType dtype : {torch::kFloat32, torch::kBFloat16})
+    for (const Shape &s : kShapes)
+      for (int64_t window : {1, 5, 16, 40}) {
+        checkPrefill(rng, s, {0, 30, 3, 0}, {70, 20, 2, window}, dtype, 1.0, window);
+        checkDecode(rng, s, {0, window - 1, window, 150}, dtype, 1.0, window);
+      }
+}
+
 // One sequence on two threads whose spans leave a thread idle (one span; 64 + 8 keys): its
 // KV heads are separate work items, merged across spans as before.
 TEST(PagedAttention, DecodeOfOneSequenceSplitOverKvHeadsMatchesReference) {

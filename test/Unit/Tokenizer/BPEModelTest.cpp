@@ -90,6 +90,17 @@ TEST(BPEModel, RejectsMergesOutsideTheVocabulary) {
   EXPECT_EQ(error, "unknown-token id 9 is not in the vocabulary");
 }
 
+TEST(BPEModel, MergesGivenByIdsRankInListOrder) {
+  // What a GGUF loader derives from a vocabulary without merges: (b, c) outranks (a, b).
+  std::string error;
+  auto model = BPEModel::createWithMergeIds(Abc, {{1, 2, 4}, {0, 1, 3}}, {}, error);
+  ASSERT_TRUE(model) << error;
+  EXPECT_EQ(tokenize(*model, "abc"), (std::vector<int32_t>{0, 4}));
+  EXPECT_EQ(tokenize(*model, "abab"), (std::vector<int32_t>{3, 3}));
+  EXPECT_FALSE(BPEModel::createWithMergeIds(Abc, {{0, 1, 3}, {0, 9, 5}}, {}, error));
+  EXPECT_EQ(error, "merge 1 uses id 9, which no token has");
+}
+
 TEST(BPEModel, IdsMayHaveGapsWithoutATableOfTheLargestId) {
   // As in `tokenizers`, whose vocabulary is a hash map. A fuzzed tokenizer.json with one id of
   // 277440761 once made the id -> token table 8.9 GB (test/Fuzz/corpus/fuzz-tokenizer-json).

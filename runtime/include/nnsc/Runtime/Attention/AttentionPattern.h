@@ -23,13 +23,14 @@ namespace nnsc {
 
 /// softmax(q K^T * scale + causal mask) in fp32, per sequence, over the K/V already in the
 /// cache (store this step's K/V first). Positions a query may not see (later positions, keys
-/// in `absent`, see PagedAttention.h) get probability 0; a query that sees no key gets zeros.
+/// in `absent`, see PagedAttention.h, those outside a sliding `window` > 0) get probability
+/// 0; a query that sees no key gets zeros.
 ///   q:        [num_tokens, num_heads, head_dim] (after RoPE)
 ///   kCache:   [num_blocks, block_size, num_kv_heads, head_dim]
 ///   returns   [num_tokens, num_heads, meta.maxSeqlenK] float32
 torch::Tensor attentionPattern(const torch::Tensor &q, const torch::Tensor &kCache,
                                const AttentionMetadata &meta, double scale,
-                               const torch::Tensor &absent = {});
+                               const torch::Tensor &absent = {}, int64_t window = 0);
 
 /// pattern x V: the attention output for the probabilities `pattern` (as attentionPattern
 /// made them, or as a trace rewrote them), accumulated in fp32.

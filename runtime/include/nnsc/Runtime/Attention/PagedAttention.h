@@ -56,10 +56,11 @@ torch::Tensor ropeAndStoreKV(const torch::Tensor &q, const torch::Tensor &key,
 /// prompt with a cached prefix attends to the earlier tokens already in the cache.
 ///   q:       [num_tokens, num_heads, head_dim]
 ///   returns  [num_tokens, num_heads, head_dim], the dtype of q
-/// Uses meta.cuSeqlensQ, meta.cuSeqlensK and meta.blockTables.
+/// Uses meta.cuSeqlensQ, meta.cuSeqlensK and meta.blockTables. With `window` > 0 the query at
+/// position p attends to positions (p - window, p] only (a sliding-window layer).
 torch::Tensor prefillAttention(const torch::Tensor &q, const torch::Tensor &kCache,
                                const torch::Tensor &vCache, const AttentionMetadata &meta,
-                               double scale, const torch::Tensor &absent = {});
+                               double scale, const torch::Tensor &absent = {}, int64_t window = 0);
 
 /// One query per sequence, attending to the first contextLens[i] positions of sequence i
 /// (the query's own K/V included: store it first).
@@ -70,12 +71,12 @@ torch::Tensor prefillAttention(const torch::Tensor &q, const torch::Tensor &kCac
 torch::Tensor decodeAttention(const torch::Tensor &q, const torch::Tensor &kCache,
                               const torch::Tensor &vCache, const torch::Tensor &contextLens,
                               const torch::Tensor &blockTables, double scale,
-                              const torch::Tensor &absent = {});
+                              const torch::Tensor &absent = {}, int64_t window = 0);
 
 /// The step's attention: prefillAttention or decodeAttention as meta.isPrefill says.
 torch::Tensor pagedAttention(const torch::Tensor &q, const torch::Tensor &kCache,
                              const torch::Tensor &vCache, const AttentionMetadata &meta,
-                             double scale, const torch::Tensor &absent = {});
+                             double scale, const torch::Tensor &absent = {}, int64_t window = 0);
 
 } // namespace nnsc
 

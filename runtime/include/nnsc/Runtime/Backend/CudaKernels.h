@@ -27,7 +27,7 @@ public:
                     torch::Tensor &vCache, const AttentionMetadata &meta) const override;
   torch::Tensor attention(const torch::Tensor &q, const torch::Tensor &kCache,
                           const torch::Tensor &vCache, const AttentionMetadata &meta, double scale,
-                          const torch::Tensor &absent = {}) const override;
+                          const torch::Tensor &absent = {}, int64_t window = 0) const override;
 };
 
 } // namespace nnsc

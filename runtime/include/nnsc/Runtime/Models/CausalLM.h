@@ -1,7 +1,7 @@
 //===- CausalLM.h - Llama-family decoder over a flat batch ------*- C++ -*-===//
 //
-// One forward pass of Llama / Qwen2 / Qwen3 / Mistral over the flat [total_tokens, hidden]
-// batch of a step, with paged attention and hook points. There is one layer path
+// One forward pass of Llama / Qwen2 / Qwen3 / Mistral / Gemma 3 over the flat [total_tokens,
+// hidden] batch of a step, with paged attention and hook points. There is one layer path
 // (DecoderLayer.cpp): with no site bound it is the fused path (one GEMM for q/k/v and one for
 // gate/up, residual adds fused into the o_proj and down_proj GEMMs); a bound site splits only
 // the fusion that would hide its value, and fires with transformers' semantics: a site's
@@ -85,7 +85,10 @@ private:
     int layerIn, layerOut, inNormIn, inNormOut, attnIn, attnOut;
     int qIn, qOut, qNormIn, qNormOut, kIn, kOut, kNormIn, kNormOut, vIn, vOut, oIn, oOut;
     int pattern;
+    /// The MLP's input norm (Llama's post_attention_layernorm, Gemma's
+    /// pre_feedforward_layernorm); Gemma's output norms (-1 elsewhere).
     int postNormIn, postNormOut, mlpIn, mlpOut;
+    int attnOutNormIn, attnOutNormOut, mlpOutNormIn, mlpOutNormOut;
     int gateIn, gateOut, actIn, actOut, upIn, upOut, downIn, downOut;
   };
   /// Per-step values shared by the layers.
@@ -93,6 +96,8 @@ private:
     const AttentionMetadata &meta;
     KVCache &cache;
     torch::Tensor cos, sin; // [tokens, head_dim]
+    /// The sliding-window layers' RoPE (their own base), undefined without such layers.
+    torch::Tensor localCos, localSin;
   };
 
   /// Which dimension of the model a sharded site's value is split along.
@@ -153,9 +158,14 @@ private:
   std::shared_ptr<TensorParallelGroup> tp;
   schema::Architecture arch;
   RotaryEmbedding rope;
+  /// The local (sliding-window) layers' RoPE: ropeLocalTheta, no scaling (Gemma 3).
+  RotaryEmbedding localRope;
   std::vector<LayerSites> layerSites;
   int embedIn, embedOut, normIn, normOut, lmHeadIn, lmHeadOut, logitsSite;
+  /// Attention's query scale: head_dim^-1/2, or query_pre_attn_scalar^-1/2 (Gemma).
   double scale;
+  /// sqrt(hidden) in the compute dtype where the family scales its embedding, else undefined.
+  torch::Tensor embedScale;
 };
 
 } // namespace nnsc

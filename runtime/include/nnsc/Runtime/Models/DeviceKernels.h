@@ -46,10 +46,12 @@ public:
   /// The step's paged attention (varlen prefill or decode, as meta.isPrefill says):
   /// q [tokens, heads, head_dim] -> [tokens, heads, head_dim]. `absent`, when defined, marks
   /// the cache slots this layer has no K/V for (pagedAttention's `absent`); only devices
-  /// that run bundles (the CPU) need to take it.
+  /// that run bundles (the CPU) need to take it. `window` > 0 is a sliding window: the query
+  /// at position p sees positions (p - window, p] only (a local layer); 0 sees all.
   virtual torch::Tensor attention(const torch::Tensor &q, const torch::Tensor &kCache,
                                   const torch::Tensor &vCache, const AttentionMetadata &meta,
-                                  double scale, const torch::Tensor &absent = {}) const = 0;
+                                  double scale, const torch::Tensor &absent = {},
+                                  int64_t window = 0) const = 0;
 };
 
 } // namespace nnsc

@@ -17,8 +17,12 @@
 
 namespace nnsc {
 
-/// The GGUF tensor name of a Hugging Face parameter name, or nullopt if it has none.
-std::optional<std::string> ggufTensorName(const std::string &hfName);
+/// The GGUF tensor name of a Hugging Face parameter name of a model of family `arch`, or
+/// nullopt if it has none. The norms differ by family: Llama's post_attention_layernorm is
+/// llama.cpp's ffn_norm, Gemma's is post_attention_norm (its pre_feedforward_layernorm is
+/// ffn_norm).
+std::optional<std::string> ggufTensorName(const std::string &hfName,
+                                          schema::ArchKind arch = schema::ArchKind::Llama);
 
 /// A WeightSource over an open GGUF file.
 class GGUFWeightSource : public WeightSource {
@@ -27,6 +31,8 @@ public:
   torch::Tensor get(const std::string &hfName, const std::vector<int64_t> &shape,
                     torch::ScalarType dtype, bool optional) override;
   int64_t size() const override { return int64_t(file.tensors().size()); }
+  /// llama.cpp's converter stores Gemma's norm weights as 1 + weight.
+  bool normsHoldOffset() const override { return true; }
   /// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K tensors' blocks, copied out of the mapping, q/k
   /// rows unpermuted as in get().
   QuantizedMatrix getQuantized(const std::string &hfName,

@@ -43,9 +43,14 @@ struct LayerWeights {
   torch::Tensor qNorm;     // [D], or undefined without q/k norm
   torch::Tensor kNorm;     // [D], or undefined without q/k norm
   torch::Tensor o;         // [H, Q]
-  torch::Tensor postNorm;  // [H]
-  torch::Tensor gateUp;    // [2 I, H]: gate_proj rows then up_proj rows
-  torch::Tensor down;      // [H, I]
+  /// [H]: the MLP's input norm (Llama's post_attention_layernorm, Gemma's
+  /// pre_feedforward_layernorm).
+  torch::Tensor postNorm;
+  /// [H], or undefined without FamilyTraits::sandwichNorms: Gemma's post_attention_layernorm
+  /// (of the attention output) and post_feedforward_layernorm (of the MLP output).
+  torch::Tensor attnOutNorm, mlpOutNorm;
+  torch::Tensor gateUp; // [2 I, H]: gate_proj rows then up_proj rows
+  torch::Tensor down;   // [H, I]
   /// The same projections' GGUF blocks, or undefined (not quantized in the file, formats
   /// the kernels do not read, mixed formats in a fused weight, or the path turned off).
   QuantizedMatrix qkvQuant, oQuant, gateUpQuant, downQuant;
@@ -140,6 +145,9 @@ public:
     (void)shape;
     return {};
   }
+  /// Whether the norm weights of a family with FamilyTraits::normWeightOffset already hold
+  /// 1 + weight (a GGUF file) rather than the weight (a Hugging Face checkpoint).
+  virtual bool normsHoldOffset() const { return false; }
 };
 
 /// Fills ModelWeights from `source` per `config` (shared by the GGUF and safetensors loaders),

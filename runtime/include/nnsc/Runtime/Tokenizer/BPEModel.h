@@ -34,6 +34,13 @@ public:
     bool ignoreMerges = false;
   };
 
+  /// A merge given by token ids: `left` followed by `right` becomes `merged`.
+  struct MergeIds {
+    int32_t left;
+    int32_t right;
+    int32_t merged;
+  };
+
   /// Builds the model from `vocab` (token text -> id) and `merges` in rank order. Fails with a
   /// message if a merge names a token (or a concatenation) missing from the vocabulary, or if
   /// two tokens share an id.
@@ -41,6 +48,11 @@ public:
   create(const std::vector<std::pair<std::string, int32_t>> &vocab,
          const std::vector<std::pair<std::string, std::string>> &merges, Options options,
          std::string &error);
+  /// Same with merges already resolved to ids (a loader that derived them from the
+  /// vocabulary); fails if a merge uses an id no token has.
+  static std::unique_ptr<BPEModel>
+  createWithMergeIds(const std::vector<std::pair<std::string, int32_t>> &vocab,
+                     const std::vector<MergeIds> &merges, Options options, std::string &error);
 
   /// Appends the ids of `word`.
   void tokenize(std::string_view word, std::vector<int32_t> &out) const;
@@ -53,6 +65,11 @@ public:
 
 private:
   BPEModel() = default;
+  /// The model with `vocab` and `options` and no merges yet.
+  static std::unique_ptr<BPEModel>
+  createWithoutMerges(const std::vector<std::pair<std::string, int32_t>> &vocab, Options options,
+                      std::string &error);
+  void addMerge(uint32_t rank, int32_t left, int32_t right, int32_t merged);
 
   struct Merge {
     uint32_t rank;
