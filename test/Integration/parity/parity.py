@@ -4,7 +4,8 @@ another GGUF such as Gemma 3's: the prompts are tokenized by the model's own tok
 
 Usage: parity.py NNS_RUN GGUF SRC_ROOT WORKDIR [--tensor-parallel-size=N]
                  [canonical | extended | NAME_SUBSTRING ...]
-(canonical: the programs of examples/canonical; extended: the others. With
+(canonical: the programs of examples/canonical; extended: the others; several words select
+the union. With
 --tensor-parallel-size=N nns-run splits the model over N ranks of one thread each, and the
 same checks hold against the same single-device references.)
 
@@ -49,6 +50,12 @@ PROMPT_TEXTS = {
     "italy": "The capital of Italy is the city of",
     "alice": "Alice went to the market and bought",
     "tower": "The Eiffel Tower is located in",
+    # Over 512 tokens, Gemma 3's sliding window, on either model.
+    "long": " ".join(f"The {color} {animal} sat by the {place} and watched the {weather}."
+                     for color in ("red", "green", "blue", "grey", "white")
+                     for animal in ("fox", "owl", "cat", "horse", "crow")
+                     for place in ("river", "hill", "road", "barn")
+                     for weather in ("rain",)),
 }
 PROMPTS = {}
 
@@ -70,7 +77,7 @@ class Context:
         return v / v.norm()
 
     def token(self, text):
-        ids = self.tokenizer(text)["input_ids"]
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         assert len(ids) == 1, (text, ids)
         return ids[0]
 
@@ -84,6 +91,11 @@ class Context:
         with self.lm.trace([PROMPTS[name]]):
             h = self.lm.model.layers[layer].output[0].save()
         return h.detach()
+
+    def last_token_norm(self, name, layer):
+        """The norm of layer's output at the prompt's last token: a scale for steering vectors
+        that acts alike on models whose residual streams differ in size."""
+        return float(self.plain_site(name, layer).reshape(-1, self.hidden)[-1].norm())
 
     def plain_last_rows(self, name, layer):
         """[steps, hidden]: layer's output at the computed last token of every step."""
@@ -106,12 +118,12 @@ def load_experiments(selection):
         spec.loader.exec_module(module)
         module.NAME = file[:-3]
         canonical = module.PROGRAM.startswith("examples/canonical/")
-        if selection == ["canonical"] and not canonical:
-            continue
-        if selection == ["extended"] and canonical:
-            continue
-        if selection not in ([], ["canonical"], ["extended"]) and \
-                not any(name in file for name in selection):
+        # The union of the groups and name substrings asked for; nothing asked: all.
+        chosen = (not selection or ("canonical" in selection and canonical)
+                  or ("extended" in selection and not canonical)
+                  or any(name in file for name in selection
+                         if name not in ("canonical", "extended")))
+        if not chosen:
             continue
         experiments.append(module)
     if not experiments:

@@ -1,6 +1,6 @@
 """nnsight twin of examples/canonical/02-steering.nns: layer 12's output plus alpha * steer at
-every step (the prompt pass and each generated token); |alpha * steer| = 160, about the
-residual norm."""
+every step (the prompt pass and each generated token); |alpha * steer| is the norm of the
+plain run's layer-12 output at the last prompt token."""
 PROGRAM = "examples/canonical/02-steering.nns"
 PROMPTS = ["france"]
 STEPS = 4
@@ -8,7 +8,7 @@ CHANGES_TOKENS = True
 
 
 def params(ctx):
-    return {"steer": ctx.unit_vector() * 40.0}
+    return {"steer": ctx.unit_vector() * (ctx.last_token_norm("france", 12) / 4.0)}
 
 
 def nnsight(lm, prompts, params, steps):
