@@ -156,25 +156,22 @@ private:
     torch::Tensor qkv;
     if (!split)
       qkv = timed(Phase::QKVProj, [&] { return linear(h, l.qkv, l.qkvBias, l.qkvQuant); });
-    torch::Tensor q3, k3, vs;
-    if (traits.headNormsAfterProjections) { // Gemma: q, k, v, then q_norm, k_norm
-      torch::Tensor qs = project(h, qkv, s.qIn, 0, qWidth, /*lastReader=*/false);
-      fireShard(s.qOut, qs, ShardAxis::Heads);
-      torch::Tensor ks = project(h, qkv, s.kIn, qWidth, kvWidth, /*lastReader=*/false);
-      fireShard(s.kOut, ks, ShardAxis::KVHeads);
-      vs = project(h, qkv, s.vIn, qWidth + kvWidth, kvWidth, /*lastReader=*/true);
-      fireShard(s.vOut, vs, ShardAxis::KVHeads);
+    // Qwen3 normalizes each of q and k right after its projection, Gemma both after v_proj.
+    const bool normsLast = traits.headNormsAfterProjections;
+    torch::Tensor q3, k3;
+    torch::Tensor qs = project(h, qkv, s.qIn, 0, qWidth, /*lastReader=*/false);
+    fireShard(s.qOut, qs, ShardAxis::Heads);
+    if (!normsLast)
+      q3 = headNorm(qs, s.qNormIn, s.qNormOut, l.qNorm, c.heads, ShardAxis::Heads);
+    torch::Tensor ks = project(h, qkv, s.kIn, qWidth, kvWidth, /*lastReader=*/false);
+    fireShard(s.kOut, ks, ShardAxis::KVHeads);
+    if (!normsLast)
+      k3 = headNorm(ks, s.kNormIn, s.kNormOut, l.kNorm, c.kvHeads, ShardAxis::KVHeads);
+    torch::Tensor vs = project(h, qkv, s.vIn, qWidth + kvWidth, kvWidth, /*lastReader=*/true);
+    fireShard(s.vOut, vs, ShardAxis::KVHeads);
+    if (normsLast) {
       q3 = headNorm(qs, s.qNormIn, s.qNormOut, l.qNorm, c.heads, ShardAxis::Heads);
       k3 = headNorm(ks, s.kNormIn, s.kNormOut, l.kNorm, c.kvHeads, ShardAxis::KVHeads);
-    } else { // Llama, Qwen: each projection's norm (Qwen3) right after it
-      torch::Tensor qs = project(h, qkv, s.qIn, 0, qWidth, /*lastReader=*/false);
-      fireShard(s.qOut, qs, ShardAxis::Heads);
-      q3 = headNorm(qs, s.qNormIn, s.qNormOut, l.qNorm, c.heads, ShardAxis::Heads);
-      torch::Tensor ks = project(h, qkv, s.kIn, qWidth, kvWidth, /*lastReader=*/false);
-      fireShard(s.kOut, ks, ShardAxis::KVHeads);
-      k3 = headNorm(ks, s.kNormIn, s.kNormOut, l.kNorm, c.kvHeads, ShardAxis::KVHeads);
-      vs = project(h, qkv, s.vIn, qWidth + kvWidth, kvWidth, /*lastReader=*/true);
-      fireShard(s.vOut, vs, ShardAxis::KVHeads);
     }
     torch::Tensor v3 = vs.view({t, c.kvHeads, c.headDim});
     return bound(s.pattern) ? m.patternAttention(index, s.pattern, q3, k3, v3, step, *hooks)

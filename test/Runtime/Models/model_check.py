@@ -266,7 +266,7 @@ def mode_hooks(nns_run, workdir):
               "model.layers.1.mlp.output": 0.25,
               "model.layers.1.input": 2.0,
               "model.layers.1.mlp.up_proj.input": 3.0}
-    for kind in ("qwen3", "llama"):
+    for kind in ("qwen3", "llama", "gemma3"):
         config = tiny_configs()[kind]
         model, path = make_tiny(kind, config, workdir)
         prompts = random_prompts(rng, config.vocab_size, 2, 5, 20)
@@ -288,6 +288,9 @@ def mode_hooks(nns_run, workdir):
                 ours = torch.from_numpy(saved["%s.%d" % (name, i)])
                 if name.startswith("lm_head."):
                     ref = ref[len(ids) - 1:]
+                if kind == "gemma3" and (".q_norm." in name or ".k_norm." in name):
+                    # Gemma's hook sees [heads, T, head_dim]; nnsc's site is [T, heads, head_dim].
+                    ref = ref.transpose(0, 1)
                 ref = ref.float().reshape(ours.shape)
                 worst = max(worst, (ours - ref).abs().max().item())
                 count += 1
