@@ -258,7 +258,10 @@ std::unique_ptr<Tokenizer> Tokenizer::fromGGUF(const gguf::GGUFFile &file, std::
   for (size_t i = 0; i < tokens->size(); ++i) {
     std::string spelled;
     bool respelled = gemma && respellWhitespace((*tokens)[i], spelled);
-    vocab.emplace_back(respelled ? std::move(spelled) : (*tokens)[i], static_cast<int32_t>(i));
+    if (respelled)
+      vocab.emplace_back(std::move(spelled), static_cast<int32_t>(i));
+    else
+      vocab.emplace_back((*tokens)[i], static_cast<int32_t>(i));
     int64_t type = types ? (*types)[i] : Normal;
     // transformers adds a user-defined token only if the model vocabulary holds it as the
     // file spells it, which leaves out Gemma's respelled runs of spaces.
