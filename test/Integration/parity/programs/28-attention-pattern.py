@@ -3,19 +3,7 @@ PROGRAM = "test/Integration/parity/programs/28-attention-pattern.nns"
 PROMPTS = ["alice"]
 STEPS = 3
 
-
-def pattern(lm, layer):
-    """[batch, heads, T, S]: the probabilities of eager_attention_forward's softmax."""
-    attention = lm.model.layers[layer].self_attn.source.attention_interface_1
-    return attention.source.nn_functional_softmax_0.output
-
-
-def eager(lm):
-    """Switches the model to eager attention (the only one that computes the probabilities)
-    and returns the implementation to restore."""
-    previous = lm._module.config._attn_implementation
-    lm._module.set_attn_implementation("eager")
-    return previous
+from attention_source import eager, pattern  # noqa: E402
 
 
 def nnsight(lm, prompts, params, steps):
