@@ -1,8 +1,10 @@
 """Shared fixtures of the nnsc Python tests: one LLM for the whole session (loading is the
 slow part), and nns-run, the command-line reference the Python results must equal."""
 
+import contextlib
 import json
 import os
+import re
 import subprocess
 
 import nnsc  # first: it chooses the OpenMP wait policy before torch loads
@@ -49,3 +51,28 @@ def nns_run(args, save_dir=None):
         out.append((record, load_file(os.path.join(save_dir, "%d.safetensors" % i))))
         i += 1
     return out
+
+
+@contextlib.contextmanager
+def served(*args):
+    """Runs nns-serve on the bundled model on a free loopback port with `args` and yields its
+    base URL; stops it on exit."""
+    proc = subprocess.Popen([tool("nns-serve"), "--model", DEFAULT_MODEL, "--port", "0",
+                             "--threads", str(THREADS)] + list(args),
+                            stderr=subprocess.PIPE, text=True)
+    url = None
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        m = re.search(r"serving '.*' on (http://\S+)", line)
+        if m:
+            url = m.group(1)
+            break
+    if url is None:
+        proc.kill()
+        pytest.fail("nns-serve did not start:\n" + "".join(lines))
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -4,14 +4,12 @@ test_parity.py), and bad requests raise the same kinds of exceptions."""
 
 import os
 import re
-import subprocess
 
 import pytest
 import torch
 
 import nnsc
-from conftest import CANONICAL, THREADS, tool
-from nnsc._extension import DEFAULT_MODEL
+from conftest import CANONICAL, served
 
 PROMPTS = ["The capital of France is", "Once upon a time, in a small village,"]
 STEER = "param steer: f32[hidden]\nparam alpha: f32 = 4.0\n" \
@@ -20,23 +18,8 @@ STEER = "param steer: f32[hidden]\nparam alpha: f32 = 4.0\n" \
 
 @pytest.fixture(scope="module")
 def server():
-    proc = subprocess.Popen([tool("nns-serve"), "--model", DEFAULT_MODEL, "--port", "0",
-                             "--threads", str(THREADS), "--api-key", "secret"],
-                            stderr=subprocess.PIPE, text=True)
-    url = None
-    lines = []
-    for line in proc.stderr:
-        lines.append(line)
-        m = re.search(r"serving '.*' on (http://\S+)", line)
-        if m:
-            url = m.group(1)
-            break
-    if url is None:
-        proc.kill()
-        pytest.fail("nns-serve did not start:\n" + "".join(lines))
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
+    with served("--api-key", "secret") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -59,6 +59,7 @@ Serving:
   --bundle NAME=FILE.nnsb    register a bundle requests can name (repeatable); refused at
                              start if it was built for another model
   --no-programs              accept registered bundles only, never program source
+  --no-workbench             do not serve the browser workbench at / (docs/Server.md)
   --edit FILE.nns|FILE.nnsb  a persistent edit (NNsight's model.edit()): bound to every
                              request before its own program (it runs first where both touch a
                              site); its saves are not returned
@@ -129,6 +130,8 @@ Options parseOptions(int argc, char **argv) {
       o.editParams.push_back(value());
     } else if (arg == "--no-programs") {
       o.server.allowPrograms = false;
+    } else if (arg == "--no-workbench") {
+      o.server.workbench = false;
     } else if (arg == "--max-queued") {
       o.server.maxQueued = integer(1);
     } else if (arg == "--http-threads") {

@@ -140,6 +140,9 @@ int main(int argc, char **argv) {
   std::signal(SIGTERM, onSignal);
   std::cerr << "nns-serve: serving '" << o.server.servedModelName << "' on http://" << o.server.host
             << ":" << http.port() << std::endl;
+  if (o.server.workbench)
+    std::cerr << "nns-serve: workbench: open http://" << o.server.host << ":" << http.port()
+              << "/ in a browser" << std::endl;
   http.serve();
   running = nullptr;
   std::cerr << "nns-serve: stopped\n";

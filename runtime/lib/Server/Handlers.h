@@ -25,6 +25,16 @@ void handleGeneration(OpenAIServer &server, const httplib::Request &req, httplib
 void handleTokenize(OpenAIServer &server, const httplib::Request &req, httplib::Response &res,
                     bool detokenize);
 
+/// GET /v1/nns/sites: the served model's sites and dimension names.
+void handleSites(OpenAIServer &server, const httplib::Request &req, httplib::Response &res);
+
+/// Whether `path` is the workbench's: `/` or under `/workbench/`.
+bool isWorkbenchPath(std::string_view path);
+
+/// GET / and GET /workbench/...: the workbench page's files (404 for an unknown one).
+void handleWorkbenchFile(OpenAIServer &server, const httplib::Request &req,
+                         httplib::Response &res);
+
 } // namespace nnsc::server
 
 #endif // NNSC_SERVER_HANDLERS_H

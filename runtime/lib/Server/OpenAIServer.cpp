@@ -56,9 +56,11 @@ void OpenAIServer::serve() { http->listen_after_bind(); }
 void OpenAIServer::stop() { http->stop(); }
 
 void OpenAIServer::addRoutes() {
-  // Every route but /health needs the API key when one is set.
+  // Every route but /health and the workbench's page needs the API key when one is set (the
+  // page asks for the key and sends it with its API calls).
   http->set_pre_routing_handler([this](const httplib::Request &req, httplib::Response &res) {
-    if (opts.apiKey.empty() || req.path == "/health")
+    if (opts.apiKey.empty() || req.path == "/health" ||
+        (opts.workbench && isWorkbenchPath(req.path)))
       return httplib::Server::HandlerResponse::Unhandled;
     if (req.get_header_value("Authorization") == "Bearer " + opts.apiKey)
       return httplib::Server::HandlerResponse::Unhandled;
@@ -124,6 +126,16 @@ void OpenAIServer::addRoutes() {
   http->Post("/v1/chat/completions", [this](const httplib::Request &req, httplib::Response &res) {
     handleGeneration(*this, req, res, /*chat=*/true);
   });
+  http->Get("/v1/nns/sites", [this](const httplib::Request &req, httplib::Response &res) {
+    handleSites(*this, req, res);
+  });
+  if (opts.workbench) {
+    auto workbench = [this](const httplib::Request &req, httplib::Response &res) {
+      handleWorkbenchFile(*this, req, res);
+    };
+    http->Get("/", workbench);
+    http->Get(R"(/workbench/.*)", workbench);
+  }
   http->Post("/v1/nns/tokenize", [this](const httplib::Request &req, httplib::Response &res) {
     handleTokenize(*this, req, res, /*detokenize=*/false);
   });

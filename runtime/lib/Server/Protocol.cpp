@@ -354,13 +354,15 @@ std::optional<TokenizeRequest> parseTokenizeRequest(const json &body, bool detok
   const char *input = detokenize ? "ids" : "text";
   const char *flag = detokenize ? "skip_special_tokens" : "add_special_tokens";
   for (const auto &[key, value] : body.items())
-    if (key != input && key != flag) {
-      error = invalidField(key, "unknown field '" + key + "' (known: " + input + ", " + flag + ")");
+    if (key != input && key != flag && key != "return_tokens") {
+      error = invalidField(key, "unknown field '" + key + "' (known: " + input + ", " + flag +
+                                    ", return_tokens)");
       return std::nullopt;
     }
   Fields f(body, error);
   TokenizeRequest r;
   r.special = f.boolean(flag).value_or(true);
+  r.returnTokens = f.boolean("return_tokens").value_or(false);
   const json *v = f.get(input);
   if (!v) {
     f.fail(input, std::string("'") + input + "' is required");

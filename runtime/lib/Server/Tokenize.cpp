@@ -37,8 +37,16 @@ void handleTokenize(OpenAIServer &server, const httplib::Request &req, httplib::
   if (detokenize) {
     out = {{"text", tok->decode(r->ids, /*skipSpecial=*/r->special)}};
   } else {
-    std::vector<int32_t> ids = tok->encode(r->text, /*addSpecial=*/r->special);
-    out = {{"ids", ids}, {"count", ids.size()}};
+    r->ids = tok->encode(r->text, /*addSpecial=*/r->special);
+    out = {{"ids", r->ids}, {"count", r->ids.size()}};
+  }
+  if (r->returnTokens) {
+    // Each id decoded alone: a piece that is part of a character (byte fallback, a split
+    // multi-byte character) decodes to U+FFFD, as it would alone in any client.
+    json tokens = json::array();
+    for (int32_t id : r->ids)
+      tokens.push_back(tok->decode({id}, /*skipSpecial=*/false));
+    out["tokens"] = std::move(tokens);
   }
   res.set_content(out.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }

@@ -145,6 +145,10 @@ TEST(Protocol, TokenizeBodies) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->ids, (std::vector<int32_t>{1, 9}));
   EXPECT_FALSE(r->special);
+  EXPECT_FALSE(r->returnTokens);
+  r = parseTokenizeRequest({{"text", "hi"}, {"return_tokens", true}}, false, 10, error);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->returnTokens);
   EXPECT_TRUE(parseTokenizeRequest({{"ids", json::array()}}, true, 10, error));
 
   auto refused = [](const json &body, bool detokenize) {
@@ -160,7 +164,9 @@ TEST(Protocol, TokenizeBodies) {
   EXPECT_EQ(refused({{"text", 3}}, false), "text: 'text' must be a string");
   EXPECT_EQ(refused(json::object(), false), "text: 'text' is required");
   EXPECT_EQ(refused({{"text", "x"}, {"ids", {1}}}, false),
-            "ids: unknown field 'ids' (known: text, add_special_tokens)");
+            "ids: unknown field 'ids' (known: text, add_special_tokens, return_tokens)");
+  EXPECT_EQ(refused({{"ids", {1}}, {"return_tokens", "yes"}}, true),
+            "return_tokens: 'return_tokens' must be a boolean");
   EXPECT_EQ(refused({{"ids", {1}}, {"skip_special_tokens", 1}}, true),
             "skip_special_tokens: 'skip_special_tokens' must be a boolean");
   EXPECT_EQ(refused("text", false), ": the request body must be a JSON object");

@@ -38,6 +38,8 @@ struct ServerOptions {
   std::string apiKey;
   /// False: only registered bundles, no program source (--no-programs).
   bool allowPrograms = true;
+  /// Serve the browser workbench at / (docs/Server.md, "Workbench"); off: --no-workbench.
+  bool workbench = true;
   size_t maxBodyBytes = 16 << 20;
   size_t maxProgramBytes = 64 << 10;
   size_t maxParamsBytes = 8 << 20;

@@ -78,13 +78,15 @@ struct GenerationRequest {
 std::optional<GenerationRequest> parseGenerationRequest(const nlohmann::json &body, bool chat,
                                                         ApiError &error);
 
-/// A checked `POST /v1/nns/tokenize` ({"text", "add_special_tokens"}) or
-/// `POST /v1/nns/detokenize` ({"ids", "skip_special_tokens"}) body.
+/// A checked `POST /v1/nns/tokenize` ({"text", "add_special_tokens", "return_tokens"}) or
+/// `POST /v1/nns/detokenize` ({"ids", "skip_special_tokens", "return_tokens"}) body.
 struct TokenizeRequest {
   std::string text;
   std::vector<int32_t> ids;
   /// Tokenize: add the model's special tokens (BOS); detokenize: leave special tokens out.
   bool special = true;
+  /// Also answer each id's own text (`tokens`), one string per id.
+  bool returnTokens = false;
 };
 
 /// Parses a tokenize (`detokenize` false) or detokenize body; ids are checked against
