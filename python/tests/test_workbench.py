@@ -233,6 +233,34 @@ def test_logit_lens_example_draws_the_servers_answer(server, browser):
     assert console_errors(browser) == []
 
 
+def test_logits_per_layer_draw_as_a_lens_grid(server, browser):
+    """Saves of [vocab] log-probabilities per layer (test/Integration/parity/programs/15) draw
+    as a grid of each layer's top token, shaded by its probability."""
+    with open(os.path.join(ROOT, "test", "Integration", "parity", "programs",
+                           "15-logit-lens-all.nns")) as f:
+        source = f.read()
+    set_source(browser, source)
+    prompt = browser.find_element("css selector", "textarea.prompt")
+    prompt.clear()
+    prompt.send_keys("The capital of France is")
+    browser.find_element("id", "run").click()
+    grid = wait_for(browser, '.save-group[data-base="lens"] table.lens-grid')[0]
+    wait_done(browser)
+    status, reply = call(server, "/v1/completions", {
+        "model": "SmolLM2-135M-Instruct.Q4_1", "prompt": "The capital of France is",
+        "max_tokens": 1, "temperature": 0, "nns": {"program": source}})
+    assert status == 200, reply
+    lens = [tensor(reply["nns"]["saves"]["lens.%d" % i]) for i in range(30)]
+    cells = grid.find_elements("css selector", "td.lens-cell")
+    assert [int(c.get_attribute("data-token-id")) for c in cells] == \
+        [int(x.argmax()) for x in lens]
+    shown = [float(c.get_attribute("data-value")) for c in cells]
+    want = [float(x.exp().max()) for x in lens]
+    # The page takes the softmax of each row again (float64, from the fp32 log-probabilities,
+    # whose exponentials sum to 1 only within the rounding of 49,152 fp32 terms).
+    assert max(abs(a - b) for a, b in zip(shown, want)) < 1e-3
+
+
 def test_attention_example_draws_a_heatmap_per_head(server, browser):
     run_example(browser, "attention")
     maps = wait_for(browser, "svg.heatmap", 9)

@@ -429,7 +429,10 @@ function renderGroup(item, ctx) {
   const node = el("div", {class: "save-group", dataset: {base}}, head);
   if (isTokenGroup(item))
     node.append(lensGrid(item, kName, ctx));
-  else {
+  else if (isLogitsGroup(item, ctx)) {
+    node.append(lensGrid(topTokenGroup(item), kName, ctx));
+    node.append(memberBrowser(item, kName, ctx, true));
+  } else {
     const floats =
         members.every((m) => isFloat(m.tensor.dtype) && sameShape(m.tensor.shape, first.shape));
     const drawnOverK = floats && first.shape.length <= 2;
@@ -437,6 +440,48 @@ function renderGroup(item, ctx) {
     node.append(memberBrowser(item, kName, ctx, drawnOverK));
   }
   return node;
+}
+
+/// Float members of one shape [vocab] or [T, vocab]: logits or (log-)probabilities per k, as
+/// a logit lens over every layer saves them.
+function isLogitsGroup(item, ctx) {
+  const shape = item.members[0].tensor.shape;
+  return shape.length >= 1 && shape.length <= 2 && shape.at(-1) === ctx.vocab &&
+      item.members.every((m) => isFloat(m.tensor.dtype) && sameShape(m.tensor.shape, shape));
+}
+
+/// A logits group as the token group of each row's top token, shaded by that token's
+/// probability: the softmax of the row (the same for logits, log-probabilities and, up to
+/// rounding, probabilities' logarithms).
+function topTokenGroup(item) {
+  const shape = item.members[0].tensor.shape;
+  const n = shape.at(-1);
+  const rows = shape.length === 2 ? shape[0] : 1;
+  const outShape = shape.slice(0, -1);
+  const tokens = [];
+  const probs = [];
+  for (const m of item.members) {
+    const v = m.tensor.values;
+    const ids = new Float64Array(rows);
+    const p = new Float64Array(rows);
+    for (let r = 0; r < rows; r++) {
+      const off = r * n;
+      let best = 0;
+      for (let i = 1; i < n; i++)
+        if (v[off + i] > v[off + best]) best = i;
+      let sum = 0;
+      for (let i = 0; i < n; i++) sum += Math.exp(v[off + i] - v[off + best]);
+      ids[r] = best;
+      p[r] = 1 / sum;
+    }
+    tokens.push({k: m.k, name: m.name, tensor: {dtype: "int64", shape: outShape, values: ids}});
+    probs.push({
+      k: m.k,
+      name: `softmax(${m.name})`,
+      tensor: {dtype: "float32", shape: outShape, values: p},
+    });
+  }
+  return {base: item.base, members: tokens, shade: {base: `softmax(${item.base})`, members: probs}};
 }
 
 /// The members one at a time, chosen by k (select.member-select); folded away when the group
