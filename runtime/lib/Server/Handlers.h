@@ -32,8 +32,7 @@ void handleSites(OpenAIServer &server, const httplib::Request &req, httplib::Res
 bool isWorkbenchPath(std::string_view path);
 
 /// GET / and GET /workbench/...: the workbench page's files (404 for an unknown one).
-void handleWorkbenchFile(OpenAIServer &server, const httplib::Request &req,
-                         httplib::Response &res);
+void handleWorkbenchFile(OpenAIServer &server, const httplib::Request &req, httplib::Response &res);
 
 } // namespace nnsc::server
 
