@@ -295,10 +295,23 @@ def test_compile_error_is_marked_at_its_line(server, browser):
     assert browser.find_element("id", "run").is_enabled()
 
 
+def test_run_time_failure_is_shown_and_marked(server, browser):
+    source = "param i: i64\ntrace {\n  h = layers[3].output[i].save()\n}\n"
+    set_source(browser, source)
+    field = wait_for(browser, '#params [data-param="i"] input.param-value')[0]
+    field.clear()
+    field.send_keys("100")
+    browser.find_element("id", "run").click()
+    error = wait_for(browser, '.run-error[data-code="program_failed"]')[0]
+    assert "index 100 is out of range" in error.text
+    assert wait_for(browser, '#source-highlight .error-line[data-line="3"]')
+    assert browser.find_element("id", "compile-error").get_attribute("data-column") == "24"
+
+
 def test_bad_param_shows_the_servers_message(server, browser):
     source = "param steer: f32[hidden]\ntrace { layers[3].output += steer }\n"
     set_source(browser, source)
-    field = wait_for(browser, '#params [data-param="steer"] input[type="text"]')[0]
+    field = wait_for(browser, '#params [data-param="steer"] input.param-value')[0]
     field.clear()
     field.send_keys("[1, 2, 3]")
     browser.find_element("id", "run").click()

@@ -233,6 +233,7 @@ async function runOne(prompt, index, options) {
     return true;
   } catch (e) {
     if (e.code === "compile_error") editor.showCompileError(e.message);
+    if (e.code === "program_failed") editor.showRunError(e.message);
     const name = paramOf(e);
     if (name) params.showError(name, e.message);
     view.showError(e);

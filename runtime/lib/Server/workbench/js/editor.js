@@ -5,6 +5,7 @@ import {escapeHtml} from "./dom.js";
 import {lexLine} from "./source.js";
 
 const DIAGNOSTIC = /^program\.nns:(\d+):(\d+): (error|warning|note): (.*)$/;
+const RUN_PLACE = /program\.nns:(\d+):(\d+): /;
 
 /// The `program.nns:L:C: severity: text` lines of a compile error's message.
 function parseDiagnostics(message) {
@@ -60,8 +61,21 @@ export class Editor {
   /// (span.error-caret), and #compile-error shows the message with the first error's place.
   showCompileError(message) {
     const diagnostics = parseDiagnostics(message);
-    this.marks = diagnostics.filter((d) => d.severity === "error");
-    const first = this.marks[0] ?? diagnostics[0];
+    this.showMarks(diagnostics.filter((d) => d.severity === "error"), diagnostics[0], message);
+  }
+
+  /// Marks the place a run-time failure names (`program_failed`: "... program.nns:L:C: index
+  /// 100 is out of range ..."), as a compile error is marked.
+  showRunError(message) {
+    const m = RUN_PLACE.exec(message);
+    if (!m) return;
+    const place = {line: Number(m[1]), column: Number(m[2]), severity: "error", text: message};
+    this.showMarks([place], place, message);
+  }
+
+  showMarks(marks, fallback, message) {
+    this.marks = marks;
+    const first = this.marks[0] ?? fallback;
     this.errorBox.textContent = message.replace(/\n+$/, "");
     this.errorBox.hidden = false;
     if (first) {
