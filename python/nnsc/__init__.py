@@ -29,6 +29,7 @@ from .program import Program
 from .result import Completion, Result, Saves
 from .llm import LLM, Site, Tokenizer
 from .client import Client
+from .tracing import LanguageModel, TraceError
 
 __all__ = ["LLM", "Client", "Program", "Result", "Completion", "Saves", "Site", "Tokenizer",
-           "CompileError", "ServerError"]
+           "CompileError", "ServerError", "LanguageModel", "TraceError"]

@@ -1,0 +1,536 @@
+"""NNsight 0.8.1 code run twice: by nnsight on transformers (the reference, loaded as the parity
+harness loads the bundled GGUF) and by nnsc.LanguageModel, with only the model changed. Saves
+must agree within the parity tolerance (docs/Parity.md) and generated tokens exactly. Then the
+constructs nnsc cannot compile, each rejected with a TraceError at the user's line."""
+
+import os
+import sys
+import warnings
+
+import nnsc  # first: it chooses the OpenMP wait policy before torch loads
+import pytest
+import torch
+from nnsc import TraceError
+
+from conftest import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
+
+GGUF = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+FRANCE = "The capital of France is the city of"
+ITALY = "The capital of Italy is the city of"
+SPAIN = "The capital of Spain is the city of"
+ALICE = "Alice went to the market and bought"
+RTOL, ATOL, ROW_TOL = 1e-3, 1e-3, 1e-5
+
+
+def unit(seed, scale=1.0):
+    v = torch.randn(576, generator=torch.Generator().manual_seed(seed))
+    return scale * v / v.norm()
+
+
+# --- the programs: NNsight 0.8.1 code, each returning what it saved ------------------------------
+
+def capture(model):
+    with model.trace(FRANCE):
+        x = model.model.layers[8].input.save()
+        q = model.model.layers[8].self_attn.q_proj.output.save()
+        attn = model.model.layers[8].self_attn.output[0].save()
+        h = model.model.layers[8].output[0, -1].save()
+        logits = model.lm_head.output.save()
+    return {"x": x, "q": q, "attn": attn, "h": h, "logits": logits}
+
+
+def steering_every_step(model):
+    steer = unit(0, 40.0)
+    rows = []
+    with model.generate(FRANCE, max_new_tokens=4, do_sample=False) as tracer:
+        for step in tracer.iter[0:4]:
+            model.model.layers[12].output += 2.0 * steer
+            rows.append(model.model.layers[12].output[0, -1].save())
+        result = tracer.result.save()
+    return {"rows": rows, "result": result}
+
+
+def ablation_all(model):
+    # nnsight runs nothing after an unbounded tracer.all() in the same block: the result is
+    # read in an invoke of its own.
+    with model.generate(max_new_tokens=4, do_sample=False) as tracer:
+        with tracer.invoke(ALICE):
+            for step in tracer.all():
+                model.model.layers[0].mlp.output[:] = 0
+        with tracer.invoke():
+            result = tracer.result.save()
+    return {"result": result}
+
+
+def logit_lens(model):
+    layers = model.model.layers
+    lens = []
+    with model.trace(FRANCE):
+        for i in range(len(layers)):
+            lens.append(model.lm_head(model.model.norm(layers[i].output[0, -1]))
+                        .log_softmax(-1).save())
+    return {"lens": lens}
+
+
+def patching(model):
+    with model.generate(max_new_tokens=3, do_sample=False) as tracer:
+        barrier = tracer.barrier(2)
+        with tracer.invoke(FRANCE):
+            h = model.model.layers[6].output[0, 5]
+            barrier()
+        with tracer.invoke(ITALY):
+            barrier()
+            model.model.layers[6].output[0, 5] = h
+            diff = (model.lm_head.output[0, -1, 7042] - model.lm_head.output[0, -1, 8010]).save()
+        with tracer.invoke():
+            result = tracer.result.save()
+    return {"diff": diff, "result": result}
+
+
+def skip_layer(model):
+    with model.generate(ITALY, max_new_tokens=4, do_sample=False) as tracer:
+        model.model.layers[7].skip(model.model.layers[6].output)
+        result = tracer.result.save()
+    return {"result": result}
+
+
+def module_calls(model):
+    with model.trace(ALICE):
+        h = model.model.layers[2].output[0]
+        mlp = model.model.layers[3].mlp(h).save()
+        q = model.model.layers[3].self_attn.q_proj(h[-1]).save()
+        top = model.lm_head(model.model.norm(h[-1])).argmax(-1).save()
+    return {"mlp": mlp, "q": q, "top": top}
+
+
+def batched(model):
+    v = unit(1, 30.0)
+    with model.trace([FRANCE, ITALY, SPAIN]):
+        model.model.layers[4].output[:, -1] += v
+        last = model.model.layers[6].output[:, -1].save()
+        second = model.model.layers[6].output[1, -1].save()
+        mean = model.model.layers[6].output[:, -1].mean(0).save()
+        both = torch.stack([model.model.layers[8].output[0, -1],
+                            model.model.layers[8].output[2, -1]]).save()
+        probs = model.lm_head.output[:, -1].softmax(-1).save()
+        top = model.lm_head.output[:, -1].topk(5).values.save()
+        ids = model.lm_head.output[:, -1].argmax(-1).save()
+    return {"last": last, "second": second, "mean": mean, "both": both, "probs": probs,
+            "top": top, "ids": ids}
+
+
+def batched_generate(model):
+    v = unit(2, 60.0)
+    with model.generate(max_new_tokens=3, do_sample=False) as tracer:
+        with tracer.invoke([FRANCE, SPAIN]):
+            model.model.layers[5].output[0, 2:4] = 0
+            for step in tracer.iter[:]:
+                model.model.layers[9].output[:, -1] += v
+        with tracer.invoke():
+            result = tracer.result.save()
+    return {"result": result}
+
+
+def directional_ablation(model):
+    d = unit(3)
+    rows = []
+    with model.generate(FRANCE, max_new_tokens=3, do_sample=False) as tracer:
+        for step in tracer.iter[0:3]:
+            for i in range(0, 30, 3):
+                h = model.model.layers[i].output[0]
+                model.model.layers[i].output[0][:] = h - (h @ d).unsqueeze(-1) * d
+            rows.append(model.model.layers[-1].output[0, -1].save())
+        result = tracer.result.save()
+    return {"rows": rows, "result": result}
+
+
+def head_ablation(model):
+    rows = []
+    with model.generate(ALICE, max_new_tokens=3, do_sample=False) as tracer:
+        for step in tracer.iter[0:3]:
+            for i in range(4, 9):
+                model.model.layers[i].self_attn.o_proj.input.view(1, -1, 9, 64)[:, :, 3] = 0
+            rows.append(model.model.layers[9].self_attn.o_proj.input.view(1, -1, 9, 64)[0, -1, 3]
+                        .save())
+        result = tracer.result.save()
+    return {"rows": rows, "result": result}
+
+
+def arithmetic(model):
+    w = torch.randn(576, 4, generator=torch.Generator().manual_seed(4))
+    with model.trace(ALICE):
+        h = model.model.layers[10].output[0]
+        probe = torch.sigmoid(h[-1] @ w).save()
+        norm = h.norm(dim=-1).save()
+        clipped = torch.where(h[-1] > 0, h[-1], torch.zeros(576)).save()
+        joined = torch.cat([h[-1, :4], h[0, :4]], 0).save()
+        scaled = ((h[-2:] - h.mean(0)) / 3.0).transpose(0, 1).sum(-1).save()
+        count = (h[-1] > 1.0).sum().save()
+        maxed = h.max(-1).values.save()
+    return {"probe": probe, "norm": norm, "clipped": clipped, "joined": joined,
+            "scaled": scaled, "count": count, "maxed": maxed}
+
+
+def more_operations(model):
+    with model.trace([FRANCE, ITALY]):
+        h = model.model.layers[11].output
+        last = h[..., -1, :]
+        clamped = last.clamp(min=-1.0, max=1.0).save()
+        gelu = torch.nn.functional.gelu(last[0]).save()
+        silu = torch.nn.functional.silu(last[1]).save()
+        root = (last[0].abs() ** 0.5).save()
+        soft = torch.softmax(last, dim=-1).save()
+        logsoft = torch.nn.functional.log_softmax(last[:, :16], -1).save()
+        peak = last.max(-1).indices.save()
+        total = last.sum().save()
+        row = h[1, -3:].reshape(-1).unsqueeze(0).save()
+        model.model.layers[12].output[:] *= 0.5
+        halved = model.model.layers[12].output[:, -1].save()
+    return {"clamped": clamped, "gelu": gelu, "silu": silu, "root": root, "soft": soft,
+            "logsoft": logsoft, "peak": peak, "total": total, "row": row, "halved": halved}
+
+
+def cache_every_layer(model):
+    layers = []
+    with model.trace(ALICE):
+        for layer in model.model.layers:
+            layers.append(layer.output.save())
+    return {"layers": layers}
+
+
+def sae_splice(model):
+    """A sparse-autoencoder splice: layer 6's output replaced, at every step, by itself plus a
+    scaled reconstruction through random encoder and decoder weights; the features saved."""
+    generator = torch.Generator().manual_seed(6)
+    encoder = torch.randn(576, 32, generator=generator) / 24
+    bias = torch.randn(32, generator=generator)
+    decoder = torch.randn(32, 576, generator=generator) / 6
+    features = []
+    with model.generate(FRANCE, max_new_tokens=3, do_sample=False) as tracer:
+        for step in tracer.iter[0:3]:
+            h = model.model.layers[6].output[0]
+            f = torch.relu(h @ encoder + bias)
+            model.model.layers[6].output[0][:] = h + f @ decoder
+            features.append(f[-1].save())
+        result = tracer.result.save()
+    return {"features": features, "result": result}
+
+
+def attention_knockout(model):
+    """Attention probabilities through NNsight's .source path (eager attention's softmax):
+    head 7's weight on position 0 zeroed in layers 0-9 at every step, layer 29's read."""
+    rows = []
+    with model.generate(ALICE, max_new_tokens=3, do_sample=False) as tracer:
+        for step in tracer.iter[0:3]:
+            for i in range(10):
+                attention = model.model.layers[i].self_attn.source.attention_interface_1
+                attention.source.nn_functional_softmax_0.output[0, 7, :, 0] = 0
+            pattern = model.model.layers[29].self_attn.source.attention_interface_1.source \
+                .nn_functional_softmax_0.output
+            rows.append(pattern[:, 4, -1].save())
+        result = tracer.result.save()
+    return {"rows": rows, "result": result}
+
+
+attention_knockout.eager = True  # the reference computes the probabilities with eager attention
+
+
+def stop_early(model):
+    with model.trace(ALICE) as tracer:
+        score = (model.model.layers[10].output[0, -1] @ unit(5)).save()
+        tracer.stop()
+    return {"score": score}
+
+
+PROGRAMS = [capture, steering_every_step, ablation_all, logit_lens, patching, skip_layer,
+            module_calls, batched, batched_generate, directional_ablation, head_ablation,
+            arithmetic, more_operations, cache_every_layer, sae_splice, attention_knockout,
+            stop_early]
+
+
+# --- the two models -----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def reference():
+    """nnsight 0.8.1 on transformers' conversion of the bundled GGUF, as parity.py loads it."""
+    pytest.importorskip("nnsight")
+    from reference import load_gguf_reference
+    from nnsight import LanguageModel
+    model, tokenizer = load_gguf_reference(GGUF)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nnsight's note that LanguageModel has a new name
+        return LanguageModel(model, tokenizer=tokenizer)
+
+
+@pytest.fixture(scope="module")
+def model(llm):
+    """The same code's model: nnsc.LanguageModel over the session's engine."""
+    return nnsc.LanguageModel(llm)
+
+
+def assert_close(got, ref, name):
+    if isinstance(ref, (list, tuple)):
+        assert isinstance(got, (list, tuple)) and len(got) == len(ref), name
+        for i, (g, r) in enumerate(zip(got, ref)):
+            assert_close(g, r, "%s[%d]" % (name, i))
+        return
+    ref = torch.as_tensor(ref).detach().cpu()
+    assert isinstance(got, torch.Tensor), "%s: %r is not a tensor" % (name, got)
+    assert list(got.shape) == list(ref.shape), \
+        "%s: shape %s != nnsight's %s" % (name, list(got.shape), list(ref.shape))
+    if not ref.is_floating_point():
+        assert torch.equal(got.long(), ref.long()), "%s: %s != nnsight's %s" % (name, got, ref)
+        return
+    got, ref = got.float(), ref.float()
+    scale = ref.abs().amax(-1, keepdim=True) if ref.dim() else ref.abs()
+    bound = ATOL + ROW_TOL * scale + RTOL * ref.abs()
+    excess = (got - ref).abs() - bound
+    assert not bool((excess > 0).any()), "%s differs from nnsight by up to %.3e" % (
+        name, float((got - ref).abs().max()))
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
+def test_same_code_same_saves(program, reference, model):
+    if getattr(program, "eager", False):
+        previous = reference._module.config._attn_implementation
+        reference._module.set_attn_implementation("eager")
+        try:
+            expected = program(reference)
+        finally:
+            reference._module.set_attn_implementation(previous)
+    else:
+        expected = program(reference)
+    got = program(model)
+    assert sorted(got) == sorted(expected)
+    for name in expected:
+        assert_close(got[name], expected[name], name)
+
+
+def test_interventions_change_tokens(model):
+    """The steering, ablation and skip programs act: their tokens differ from a plain run."""
+    for program, prompt in ((steering_every_step, FRANCE), (ablation_all, ALICE),
+                            (skip_layer, ITALY), (batched_generate, FRANCE),
+                            (attention_knockout, ALICE)):
+        result = program(model)["result"]
+        generated = result.shape[1] - len(model.tokenizer.encode(prompt))
+        [plain] = model.llm.generate(prompt, max_tokens=generated, use_tqdm=False)
+        assert result[0, -generated:].tolist() != plain.token_ids, program.__name__
+
+
+def test_prompts_of_different_lengths(reference, model):
+    """nnsc runs each prompt of a batch alone, so a batch of prompts of different lengths gives
+    what nnsight gives for each prompt alone (nnsight's own batch pads them on the left), padded
+    on the left to one shape."""
+    def last_tokens(model, prompts):
+        with model.trace(prompts):
+            h = model.model.layers[12].output[:, -1].save()
+            top = model.lm_head.output[:, -1].argmax(-1).save()
+        return h, top
+    h, top = last_tokens(model, [FRANCE, ALICE])
+    for i, prompt in enumerate((FRANCE, ALICE)):
+        ref_h, ref_top = last_tokens(reference, [prompt])
+        assert_close(h[i:i + 1], ref_h, "h[%d]" % i)
+        assert_close(top[i:i + 1], ref_top, "top[%d]" % i)
+    with model.trace([FRANCE, ALICE]):
+        whole = model.model.layers[1].output.save()
+    assert whole.shape == (2, 8, 576)
+    assert bool((whole[1, 0] == 0).all()) and bool((whole[1, 1] != 0).any())
+
+    def generated(model):
+        with model.generate([FRANCE, ALICE], max_new_tokens=3, do_sample=False) as tracer:
+            result = tracer.result.save()
+        return result
+    # The token ids are laid out as transformers' generate lays out a padded batch.
+    assert_close(generated(model), generated(reference), "result")
+
+
+def test_program_is_inspectable(model):
+    with model.generate([FRANCE, ITALY], max_new_tokens=2) as tracer:
+        for step in tracer.iter[0:2]:
+            model.model.layers[3].output[:, -1] *= 0.5
+    assert "model.layers.3.output[-1] *= 0.5" in tracer.program_source
+    # Steps that do the same thing are one nns loop.
+    assert "for step in steps[0:2] {" in tracer.program_source
+    assert isinstance(tracer.program, nnsc.Program)
+    # Both prompts do the same, so they share one program and one batch.
+    assert len(tracer.program_sources) == 1
+    # The one program runs again as plain nnsc.
+    [r] = model.llm.generate(FRANCE, tracer.program, max_tokens=2, use_tqdm=False)
+    assert r.error is None
+
+
+def test_envoy_tree(model):
+    assert len(model.model.layers) == 30
+    assert repr(model.model.layers[-1]) == "Envoy(model.layers.29)"
+    assert repr(model.model.layers[3].self_attn.q_proj) == "Envoy(model.layers.3.self_attn.q_proj)"
+    assert [repr(layer) for layer in model.model.layers][:2] == ["Envoy(model.layers.0)",
+                                                                  "Envoy(model.layers.1)"]
+
+
+# --- what cannot be compiled --------------------------------------------------------------------
+
+def line_after():
+    """The line number after the caller's line: where the rejected construct is."""
+    return sys._getframe(1).f_lineno + 1
+
+
+def python_if(model):
+    with model.trace(FRANCE):
+        h = model.model.layers[3].output[0, -1]
+        line = line_after()
+        if h.sum() > 0:
+            h.save()
+    return line
+
+
+def item(model):
+    with model.trace(FRANCE):
+        line = line_after()
+        model.model.layers[3].output[0, -1, 0].item()
+    return line
+
+
+def tolist(model):
+    with model.trace(FRANCE):
+        line = line_after()
+        model.model.layers[3].output[0, -1].tolist()
+    return line
+
+
+def unsupported_torch_function(model):
+    with model.trace(FRANCE):
+        line = line_after()
+        torch.cumsum(model.model.layers[3].output[0], 0).save()
+    return line
+
+
+def unknown_method(model):
+    with model.trace(FRANCE):
+        line = line_after()
+        model.model.layers[3].output[0].cumprod(0).save()
+    return line
+
+
+def unknown_module(model):
+    with model.trace(FRANCE):
+        line = line_after()
+        model.model.layers[3].mlpp.output.save()
+    return line
+
+
+def layer_out_of_range(model):
+    with model.trace(FRANCE):
+        line = line_after()
+        model.model.layers[30].output.save()
+    return line
+
+
+def out_of_order(model):
+    with model.trace(FRANCE):
+        model.model.layers[8].output.save()
+        line = line_after()
+        model.model.layers[3].output.save()
+    return line
+
+
+def cube(model):
+    with model.trace(FRANCE):
+        line = line_after()
+        (model.model.layers[3].output ** 3).save()
+    return line
+
+
+def list_index(model):
+    with model.trace(FRANCE):
+        line = line_after()
+        model.model.layers[3].output[0, [1, 2]].save()
+    return line
+
+
+def batch_out_of_range(model):
+    with model.trace(FRANCE):
+        line = line_after()
+        model.model.layers[3].output[1].save()
+    return line
+
+
+def ragged_position(model):
+    with model.trace([FRANCE, ALICE]):
+        line = line_after()
+        model.model.layers[3].output[:, 2].save()
+    return line
+
+
+def across_steps(model):
+    with model.generate(FRANCE, max_new_tokens=3) as tracer:
+        for step in tracer.iter[0:2]:
+            if step == 0:
+                h = model.model.layers[3].output[0, -1] * 2
+            else:
+                line = line_after()
+                model.model.layers[3].output[0, -1] = h
+    return line
+
+
+def call_decoder_layer(model):
+    with model.trace(FRANCE):
+        h = model.model.layers[2].output
+        line = line_after()
+        model.model.layers[3](h).save()
+    return line
+
+
+def result_in_trace(model):
+    with model.trace(FRANCE) as tracer:
+        line = line_after()
+        tracer.result.save()
+    return line
+
+
+def write_computed(model):
+    with model.trace(FRANCE):
+        h = model.model.layers[3].output * 2
+        line = line_after()
+        h[:, -1] = 0
+    return line
+
+
+def compute_on_result(model):
+    with model.generate(FRANCE, max_new_tokens=2) as tracer:
+        line = line_after()
+        tracer.result[0, -1].save()
+    return line
+
+
+REJECTED = {
+    compute_on_result: "tracer.result can only be saved",
+    python_if: "Python `if`", item: ".item()", tolist: ".tolist()",
+    unsupported_torch_function: "'cumsum' has no nns equivalent",
+    unknown_method: "'cumprod'", unknown_module: "did you mean 'mlp'",
+    layer_out_of_range: "index 30 is out of range", out_of_order: "out-of-order access",
+    cube: "x ** 3", list_index: "list or tensor of indices",
+    batch_out_of_range: "batch index 1 is out of range for 1 prompts",
+    ragged_position: "different lengths", across_steps: "computed at generation step 0",
+    call_decoder_layer: "cannot be called", result_in_trace: "tracer.result in model.trace",
+    write_computed: "a write to a computed value",
+}
+
+
+@pytest.mark.parametrize("program", list(REJECTED), ids=lambda p: p.__name__)
+def test_rejected_with_location(program, model):
+    with pytest.raises(TraceError) as info:
+        program(model)
+    error = info.value
+    assert REJECTED[program] in str(error), str(error)
+    assert error.filename == __file__
+    # The expected line is the one after `line = line_after()` in the program's source.
+    import inspect
+    source, start = inspect.getsourcelines(program)
+    marks = [start + i + 1 for i, text in enumerate(source) if "line = line_after()" in text]
+    assert error.lineno in marks, "%s: line %d, expected %s" % (str(error), error.lineno, marks)
+    # Nothing ran and the model still works.
+    with model.trace(FRANCE):
+        h = model.model.layers[0].output[0, -1].save()
+    assert h.shape == (576,)
