@@ -295,13 +295,18 @@ def test_compile_error_is_marked_at_its_line(server, browser):
     assert browser.find_element("id", "run").is_enabled()
 
 
-def test_run_time_failure_is_shown_and_marked(server, browser):
-    source = "param i: i64\ntrace {\n  h = layers[3].output[i].save()\n}\n"
+def run_with_param(browser, source, name, value):
+    """Runs `source` from the editor with param `name` typed as `value`."""
     set_source(browser, source)
-    field = wait_for(browser, '#params [data-param="i"] input.param-value')[0]
+    field = wait_for(browser, '#params [data-param="%s"] input.param-value' % name)[0]
     field.clear()
-    field.send_keys("100")
+    field.send_keys(value)
     browser.find_element("id", "run").click()
+
+
+def test_run_time_failure_is_shown_and_marked(server, browser):
+    run_with_param(browser, "param i: i64\ntrace {\n  h = layers[3].output[i].save()\n}\n",
+                   "i", "100")
     error = wait_for(browser, '.run-error[data-code="program_failed"]')[0]
     assert "index 100 is out of range" in error.text
     assert wait_for(browser, '#source-highlight .error-line[data-line="3"]')
@@ -310,11 +315,7 @@ def test_run_time_failure_is_shown_and_marked(server, browser):
 
 def test_bad_param_shows_the_servers_message(server, browser):
     source = "param steer: f32[hidden]\ntrace { layers[3].output += steer }\n"
-    set_source(browser, source)
-    field = wait_for(browser, '#params [data-param="steer"] input.param-value')[0]
-    field.clear()
-    field.send_keys("[1, 2, 3]")
-    browser.find_element("id", "run").click()
+    run_with_param(browser, source, "steer", "[1, 2, 3]")
     error = wait_for(browser, ".run-error")[0]
     status, reply = call(server, "/v1/completions", {
         "model": "SmolLM2-135M-Instruct.Q4_1", "prompt": "x", "max_tokens": 1,

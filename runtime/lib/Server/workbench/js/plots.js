@@ -66,6 +66,18 @@ function xTicks(n, labels, x, y, rotate) {
 }
 
 /// A line over the values (a [min, max] envelope per pixel when there are many), with the
+/// The largest and smallest value, written left of a plot's y axis.
+function rangeLabels(left, top, plotH, lo, hi) {
+  return [
+    svgEl(
+        "text", {class: "tick max-label", x: left - 4, y: top + FONT - 2, "text-anchor": "end"},
+        `max ${fmt(hi)}`),
+    svgEl(
+        "text", {class: "tick min-label", x: left - 4, y: top + plotH, "text-anchor": "end"},
+        `min ${fmt(lo)}`),
+  ];
+}
+
 /// minimum and maximum labeled. labels: one x label per value, or null for indices.
 export function linePlot(values, {labels = null, xName = "index", height = 150} = {}) {
   const n = values.length;
@@ -102,12 +114,7 @@ export function linePlot(values, {labels = null, xName = "index", height = 150} 
       lo < 0 && hi > 0 ?
           svgEl("line", {class: "zero", x1: left, y1: y(0), x2: left + plotW, y2: y(0)}) :
           null,
-      svgEl(
-          "text", {class: "tick max-label", x: left - 4, y: top + FONT - 2, "text-anchor": "end"},
-          `max ${fmt(hi0)}`),
-      svgEl(
-          "text", {class: "tick min-label", x: left - 4, y: top + plotH, "text-anchor": "end"},
-          `min ${fmt(lo0)}`),
+      rangeLabels(left, top, plotH, lo0, hi0),
       svgEl("polyline", {class: "series", points: points.map((p) => p.join(",")).join(" ")}),
       n <= 64 ? Array.from(
                     values,
@@ -165,12 +172,7 @@ export function barPlot(values, {labels = null, height = 150} = {}) {
       svgEl("line", {class: "axis", x1: left, y1: top, x2: left, y2: top + plotH}),
       bars,
       svgEl("line", {class: "axis", x1: left, y1: y(0), x2: left + plotW, y2: y(0)}),
-      svgEl(
-          "text", {class: "tick max-label", x: left - 4, y: top + FONT - 2, "text-anchor": "end"},
-          `max ${fmt(hi0)}`),
-      svgEl(
-          "text", {class: "tick min-label", x: left - 4, y: top + plotH, "text-anchor": "end"},
-          `min ${fmt(lo0)}`),
+      rangeLabels(left, top, plotH, lo0, hi0),
       xTicks(n, labels, x, top + plotH + (rotate ? 8 : 4), rotate),
   );
   return figure(svg, left + plotW + 12, height, (mx) => {
