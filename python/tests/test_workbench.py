@@ -7,7 +7,7 @@ and the attention heatmaps are kept in <build>/test-artifacts/workbench/."""
 import base64
 import json
 import os
-import shutil
+import re
 import subprocess
 import urllib.error
 import urllib.request
@@ -281,6 +281,35 @@ def test_steering_example_shows_the_plain_run_beside_it(server, browser):
     assert status == 200
     assert reply["choices"][0]["text"] in plain.text.replace("\u00b7", " ").replace("\u21b5", "\n")
     assert browser.find_elements("css selector", ".completion .token.generated")
+
+
+@pytest.mark.parametrize("name", ["capture", "patching"])
+def test_every_save_gets_a_picture(server, browser, name):
+    """Every save the server returns for the example is on the page with a picture: alone
+    (div.save[data-name]) or in its group (cache's model.layers.<k>.output)."""
+    entry, source = example(name)
+    run_example(browser, name)
+    wait_for(browser, ".result .picture")
+    wait_done(browser)
+    assert browser.find_element("id", "status").text.startswith("done")
+    singles = {e.get_attribute("data-name") for e in browser.find_elements(
+        "css selector", ".save[data-name]") if e.find_elements("css selector", ".picture")}
+    groups = {e.get_attribute("data-base") for e in browser.find_elements(
+        "css selector", ".save-group[data-base]") if e.find_elements("css selector", ".picture")}
+    ids = {}
+    for param, value in entry["params"].items():
+        _, body = call(server, "/v1/nns/tokenize", {"text": value["token"],
+                                                    "add_special_tokens": False})
+        ids[param] = body["ids"][0]
+    status, reply = call(server, "/v1/completions", {
+        "model": "SmolLM2-135M-Instruct.Q4_1",
+        "prompt": entry["prompts"] if len(entry["prompts"]) > 1 else entry["prompts"][0],
+        "max_tokens": entry["max_tokens"], "temperature": 0,
+        "nns": {"program": source, "params": ids}})
+    assert status == 200, reply
+    for save in reply["nns"]["saves"]:
+        layer = re.match(r"model\.layers\.\d+\.(.+)$", save)
+        assert save in singles or (layer and "model.layers.*." + layer.group(1) in groups), save
 
 
 def test_compile_error_is_marked_at_its_line(server, browser):
