@@ -52,6 +52,23 @@ def steering_every_step(model):
     return {"rows": rows, "result": result}
 
 
+def steering_block(model):
+    """The block form of tracer.iter (deprecated in NNsight 0.8, still run per step), with a
+    comprehension over the function's variables, and a list of steps."""
+    steer = unit(10, 40.0)
+    layers = model.model.layers
+    rows = []
+    with model.generate(ITALY, max_new_tokens=4, do_sample=False) as tracer:
+        with tracer.iter[0:2]:
+            layers[12].output += 2.0 * steer
+            rows.append(sum([layers[i].output[0, -1] for i in (13, 14)]).save())
+            last = layers[15].output[0, -1].save()
+        with tracer.iter[[2, 3]]:
+            layers[3].output[0, -1] *= 0.5
+        result = tracer.result.save()
+    return {"rows": rows, "last": last, "result": result}
+
+
 def ablation_all(model):
     # nnsight runs nothing after an unbounded tracer.all() in the same block: the result is
     # read in an invoke of its own.
@@ -244,10 +261,10 @@ def stop_early(model):
     return {"score": score}
 
 
-PROGRAMS = [capture, steering_every_step, ablation_all, logit_lens, patching, skip_layer,
-            module_calls, batched, batched_generate, directional_ablation, head_ablation,
-            arithmetic, more_operations, cache_every_layer, sae_splice, attention_knockout,
-            stop_early]
+PROGRAMS = [capture, steering_every_step, steering_block, ablation_all, logit_lens, patching,
+            skip_layer, module_calls, batched, batched_generate, directional_ablation,
+            head_ablation, arithmetic, more_operations, cache_every_layer, sae_splice,
+            attention_knockout, stop_early]
 
 
 # --- the two models -----------------------------------------------------------------------------
@@ -361,6 +378,43 @@ def test_program_is_inspectable(model):
     assert r.error is None
 
 
+def steered_run(model, prompts, v, scale):
+    """One `with` line run again and again: the program cache's subject."""
+    with model.generate(prompts, max_new_tokens=3, do_sample=False) as tracer:
+        for step in tracer.iter[0:3]:
+            model.model.layers[6].output[:, -1] += v
+            model.model.layers[9].output[:] *= scale
+        rows = model.model.layers[12].output[:, -1].save()
+        result = tracer.result.save()
+    return tracer, rows, result
+
+
+def test_cached_per_code_location(model):
+    """A block run again with other steering vectors and prompts of the same structure reuses
+    its program (tracer.reused) and gives what a fresh trace gives; a changed Python number,
+    baked into the program as a literal, and another prompt count are traced anew, never served
+    the stale program."""
+    runs = [([FRANCE, ITALY], unit(7, 30.0), 0.5),
+            ([ALICE, SPAIN], unit(8, 50.0), 0.5),          # other prompts (and lengths), vector
+            ([FRANCE, ITALY], unit(9, 30.0), 0.5),         # the same prompts, another vector
+            ([FRANCE, ITALY], unit(7, 30.0), 0.25),        # the literal changes
+            ([FRANCE, ITALY, ALICE], unit(7, 30.0), 0.25)]  # the prompt count changes
+    model._programs_at.clear()
+    looped = [steered_run(model, *run) for run in runs]
+    assert [t.reused for t, _, _ in looped] == [False, True, True, False, False]
+    assert "*= 0.25" in looped[3][0].program_source
+    assert "*= 0.5" not in looped[3][0].program_source
+    for run, (_, rows, result) in zip(runs, looped):
+        model._programs_at.clear()
+        fresh, fresh_rows, fresh_result = steered_run(model, *run)
+        assert not fresh.reused
+        assert torch.equal(result, fresh_result)
+        assert_close(rows, fresh_rows, "rows")
+    # The rebound vector and the new literal act.
+    assert not torch.equal(looped[0][1], looped[2][1])
+    assert not torch.equal(looped[0][1], looped[3][1])
+
+
 def test_envoy_tree(model):
     assert len(model.model.layers) == 30
     assert repr(model.model.layers[-1]) == "Envoy(model.layers.29)"
@@ -463,6 +517,15 @@ def ragged_position(model):
     return line
 
 
+def ragged_pattern_position(model):
+    with model.generate([FRANCE, ALICE], max_new_tokens=2) as tracer:
+        for step in tracer.iter[0:2]:
+            attention = model.model.layers[3].self_attn.source.attention_interface_1
+            line = line_after()
+            attention.source.nn_functional_softmax_0.output[:, 7, -1, 0] = 0
+    return line
+
+
 def across_steps(model):
     with model.generate(FRANCE, max_new_tokens=3) as tracer:
         for step in tracer.iter[0:2]:
@@ -512,7 +575,8 @@ REJECTED = {
     layer_out_of_range: "index 30 is out of range", out_of_order: "out-of-order access",
     cube: "x ** 3", list_index: "list or tensor of indices",
     batch_out_of_range: "batch index 1 is out of range for 1 prompts",
-    ragged_position: "different lengths", across_steps: "computed at generation step 0",
+    ragged_position: "different lengths", ragged_pattern_position: "different lengths",
+    across_steps: "computed at generation step 0",
     call_decoder_layer: "cannot be called", result_in_trace: "tracer.result in model.trace",
     write_computed: "a write to a computed value",
 }

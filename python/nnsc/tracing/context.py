@@ -6,6 +6,7 @@ import ctypes
 import inspect
 import re
 import sys
+from collections import OrderedDict
 
 import torch
 
@@ -16,6 +17,9 @@ from .proxy import _UNSET, Part, Proxy, _meta, _same_place
 from .recording import Recording
 
 _NNS_LINE = re.compile(r"^program\.nns:(\d+):\d+: error: (.*)$", re.M)
+# Recordings (of one `with` line) whose plans and programs are kept: a loop alternating a few
+# variants of a block (one per coefficient, say) keeps them all.
+_PROGRAMS_PER_LOCATION = 4
 
 
 def _prompt_list(prompts):
@@ -64,7 +68,10 @@ class Invoker:
 
 class StepRange:
     """`tracer.iter[a:b]`: iterating runs the loop body once per generation step, each
-    recorded as nns's `for step in steps[k] { ... }`."""
+    recorded as nns's `for step in steps[k] { ... }`. The block form, `with tracer.iter[a:b]:`,
+    does the same, as NNsight 0.8 does (it calls the form deprecated): Python runs the body
+    once, for the first step, and leaving the block runs the body's source again for each
+    other step (_BlockBody)."""
 
     def __init__(self, tracer, steps):
         self._tracer = tracer
@@ -85,6 +92,90 @@ class StepRange:
     def __len__(self):
         return len(self._steps)
 
+    def __enter__(self):
+        tracer = self._tracer
+        tracer.check_open("tracer.iter")
+        if not len(self._steps):
+            raise TraceError("this tracer.iter selects no generation step",
+                             "the generation has %d steps" % tracer._steps)
+        self._frame = sys._getframe(1)
+        self._body = _BlockBody.of(self._frame)
+        tracer.recording.flush()
+        tracer.recording.step = self._steps[0] if tracer._generating else None
+        return self._steps[0]
+
+    def __exit__(self, exc_type, exc, traceback):
+        recording = self._tracer.recording
+        try:
+            if exc_type is None:
+                recording.flush()
+                for step in list(self._steps)[1:]:
+                    recording.step = step if self._tracer._generating else None
+                    self._body.run(self._frame, step)
+                    recording.flush()
+        finally:
+            recording.step = None
+            self._frame = None
+        return False
+
+
+class _BlockBody:
+    """The body of the `with tracer.iter[...]:` block at a frame's current line, compiled from
+    its source file (so its lines are the user's, for TraceErrors), once per location."""
+
+    _compiled = {}  # (the frame's code, line) -> _BlockBody
+
+    def __init__(self, code, target):
+        self.code = code
+        self.target = target  # the name after `as`, if any
+
+    @classmethod
+    def of(cls, frame):
+        import ast
+        import linecache
+        filename, line = frame.f_code.co_filename, frame.f_lineno
+        known = cls._compiled.get((frame.f_code, line))
+        if known is not None:
+            return known
+        source = "".join(linecache.getlines(filename, frame.f_globals))
+        block = None
+        try:
+            for node in ast.walk(ast.parse(source)):
+                if isinstance(node, ast.With) and node.lineno <= line < node.body[0].lineno \
+                        and (block is None or node.lineno > block.lineno):
+                    block = node
+        except SyntaxError:
+            block = None
+        if block is None:
+            raise TraceError("the source of this `with tracer.iter[...]:` block is not "
+                             "available, so it cannot run once per step",
+                             "write the loop form: for step in tracer.iter[...]:")
+        target = block.items[0].optional_vars
+        body = cls(compile(ast.Module(body=block.body, type_ignores=[]), filename, "exec"),
+                   target.id if isinstance(target, ast.Name) else None)
+        cls._compiled[(frame.f_code, line)] = body
+        return body
+
+    def run(self, frame, step):
+        """Runs the body in the frame's variables (one namespace, so comprehensions in the body
+        see them) and writes back what it assigned."""
+        variables = frame.f_locals
+        namespace = dict(frame.f_globals)
+        namespace.update(variables)
+        if self.target:
+            namespace[self.target] = step
+        before = dict(namespace)
+        exec(self.code, namespace)
+        changed = {name: value for name, value in namespace.items()
+                   if name != "__builtins__" and before.get(name, _UNSET) is not value}
+        if variables is frame.f_globals:
+            variables.update(changed)
+            return
+        variables.update(changed)
+        locals_to_fast = getattr(ctypes.pythonapi, "PyFrame_LocalsToFast", None)
+        if changed and locals_to_fast:
+            locals_to_fast(ctypes.py_object(frame), ctypes.c_int(0))
+
 
 class _Iter:
     """`tracer.iter`: indexed by a step or a slice of the generation's steps."""
@@ -98,8 +189,11 @@ class _Iter:
             steps = range(count)[key:key + 1 or None]
         elif isinstance(key, slice):
             steps = range(count)[key]
+        elif isinstance(key, (list, tuple)) and all(isinstance(k, int) for k in key):
+            steps = [range(count)[k] for k in key]
         else:
-            raise TraceError("tracer.iter takes an int or a slice: tracer.iter[0:5]")
+            raise TraceError("tracer.iter takes an int, a slice or a list of steps: "
+                             "tracer.iter[0:5], tracer.iter[[0, 2, 4]]")
         return StepRange(self._tracer, steps)
 
 
@@ -157,6 +251,7 @@ class Tracer:
         self._steps = max_new_tokens if generating else 1
         self._sampling = sampling or {}
         self._explicit_invoke = False
+        self.reused = False  # whether the plans and programs came from the cache
         self._lengths = []
         self._given = _prompt_list(prompts)
         self.iter = _Iter(self)
@@ -165,6 +260,7 @@ class Tracer:
 
     def __enter__(self):
         self.model._enter(self)
+        self._location = user_location()  # the `with` line: the key of the program cache
         if self._given:
             self._implicit = self._add_prompts(self._given)
         return self
@@ -259,9 +355,12 @@ class Tracer:
             dtype = torch.int64 if site.dtype == "int64" else torch.float32
             parts.append(Part(expr, _meta(sizes, dtype), {slot}, self.recording.step,
                               lvalue=expr if writable else None))
-        ragged = prompt_pass and len({self._lengths[s] for s in slots}) > 1
-        return Proxy(self, parts, split=True, site=path,
-                     token_dim=list(site.shape).index("T") if ragged else None)
+        # Prompts of different lengths: the dimensions whose positions counted from the start
+        # differ from nnsight's left-padded ones (T in the prompt pass, S at every step).
+        ragged = len({self._lengths[s] for s in slots}) > 1
+        token_dims = tuple(i for i, d in enumerate(site.shape)
+                           if ragged and ((d == "T" and prompt_pass) or d == -2))
+        return Proxy(self, parts, split=True, site=path, token_dims=token_dims)
 
     def bind(self, part):
         if part.text is None:
@@ -327,18 +426,40 @@ class Tracer:
         _push_values(frame)
         return False
 
-    def _run(self):
+    def _plans(self):
+        """The recording's plans and compiled programs, cached per code location: the `with`
+        line keeps the plans of its last few recordings, keyed by everything emission reads
+        (the prompt count, the statements: text, prompts, step and line; the params' shapes
+        and dtypes), so a block that records the same statements again reuses them and only
+        rebinds params and prompts (docs/Python.md, "Tracing cached per code location")."""
+        recording = self.recording
+        key = (len(self.prompts), tuple(recording.statements),
+               tuple((name, tuple(t.shape), t.dtype) for name, t in recording.params.items()))
+        cache = self.model._programs_at.setdefault(self._location, OrderedDict())
+        known = cache.get(key)
+        if known is not None:
+            cache.move_to_end(key)
+            self.reused = True
+            return known
         llm = self.model.llm
-        plans = emit.plan(self.recording, len(self.prompts))
+        plans = emit.plan(recording, len(self.prompts))
         compiled = []
         for plan in plans:
-            self.program_sources.append(plan.source)
             try:
-                program = llm.compile(plan.source)
+                compiled.append(llm.compile(plan.source))
             except CompileError as error:
+                self.program_sources = [p.source for p in plans[:len(compiled) + 1]]
                 raise _located(error, plan) from None
-            self.programs.append(program)
-            compiled.append(program)
+        cache[key] = (plans, compiled)
+        if len(cache) > _PROGRAMS_PER_LOCATION:
+            cache.popitem(last=False)
+        return plans, compiled
+
+    def _run(self):
+        llm = self.model.llm
+        plans, compiled = self._plans()
+        self.program_sources = [plan.source for plan in plans]
+        self.programs = list(compiled)
         values = {}
         completions = {}
         max_tokens = self._steps if self._generating else 0
@@ -346,7 +467,8 @@ class Tracer:
             invokes = len(plan.requests[0]) > 1 or program.trace()["invokes"] > 1
             prompts = [[self.prompts[s] for s in request] if invokes
                        else self.prompts[request[0]] for request in plan.requests]
-            results = llm.generate(prompts, program, plan.params, max_tokens=max_tokens,
+            results = llm.generate(prompts, program, plan.bind(self.recording.params),
+                                   max_tokens=max_tokens,
                                    use_tqdm=False, **self._sampling)
             for request, names, result in zip(plan.requests, plan.names, results):
                 if result.error:

@@ -18,12 +18,18 @@ _BINDS = re.compile(r"^(\$[vs]\d+) = ")
 class Plan:
     """One program and the requests that run it. `requests`: for each request the prompts it
     runs (one prompt; or every prompt, as invokes); `names`: for each request its placeholders'
-    emitted names; `lines`: emitted line number -> the user's (file, line)."""
+    emitted names; `param_keys`: for each request its params' emitted names -> placeholders
+    (what `bind` fills from a recording); `lines`: emitted line number -> the user's (file,
+    line)."""
     source: str
     requests: List[List[int]]
     names: List[Dict[str, str]] = field(default_factory=list)
-    params: List[Dict[str, object]] = field(default_factory=list)
+    param_keys: List[Dict[str, str]] = field(default_factory=list)
     lines: Dict[int, Tuple[str, int]] = field(default_factory=dict)
+
+    def bind(self, params):
+        """Each request's params ({emitted name: tensor}) from a recording's `params`."""
+        return [{name: params[key] for name, key in keys.items()} for keys in self.param_keys]
 
 
 class _Writer:
@@ -121,8 +127,7 @@ def _finish(writer, params, requests, header=""):
             line_map[len(lines)] = location
     lines.append("}")
     return Plan("\n".join(lines) + "\n", requests, [dict(writer.names) for _ in requests],
-                [{name: params[key] for key, name in used.items()} for _ in requests],
-                line_map)
+                [{name: key for key, name in used.items()} for _ in requests], line_map)
 
 
 def plan(recording, prompt_count):
@@ -130,11 +135,16 @@ def plan(recording, prompt_count):
     statements = recording.statements
     if any(len(s.slots) > 1 for s in statements):
         return [_invokes(recording, prompt_count)]
+    # Each prompt's statements, in order, in one pass (a filter per prompt would be quadratic).
+    own = [[] for _ in range(prompt_count)]
+    every = range(prompt_count)
+    for statement in statements:
+        for slot in every if statement.everywhere or not statement.slots else statement.slots:
+            own[slot].append(statement)
     plans = {}
     for slot in range(prompt_count):
         writer = _Writer()
-        _body(writer, [s for s in statements if slot in s.slots or not s.slots
-                       or s.everywhere], 0)
+        _body(writer, own[slot], 0)
         single = _finish(writer, recording.params, [[slot]])
         existing = plans.get(single.source)
         if existing is None:
@@ -142,19 +152,24 @@ def plan(recording, prompt_count):
         else:
             existing.requests += single.requests
             existing.names += single.names
-            existing.params += single.params
+            existing.param_keys += single.param_keys
     return list(plans.values())
 
 
 def _invokes(recording, prompt_count):
     """One request whose invokes are the prompts; a statement goes to the invoke of the last
     prompt it reads, where the values of the earlier ones are available."""
+    own = [[] for _ in range(prompt_count)]
+    for statement in recording.statements:
+        if statement.everywhere:
+            for slot in range(prompt_count):
+                own[slot].append(statement)
+        else:
+            own[max(statement.slots) if statement.slots else 0].append(statement)
     writer = _Writer()
     for slot in range(prompt_count):
         writer.add("invoke p%d {" % slot)
-        _body(writer, [s for s in recording.statements
-                       if (s.slots and max(s.slots) == slot) or s.everywhere
-                       or (not s.slots and slot == 0)], 1)
+        _body(writer, own[slot], 1)
         writer.add("}")
     return _finish(writer, recording.params, [list(range(prompt_count))],
                    " (one request, one invoke per prompt)")

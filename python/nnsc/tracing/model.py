@@ -23,6 +23,8 @@ class LanguageModel(Envoy):
         object.__setattr__(self, "llm", llm)
         object.__setattr__(self, "_site_info", sites)
         object.__setattr__(self, "_tracer_stack", [])
+        # `with` line (file, line) -> {recording key: (plans, programs)} (Tracer._plans).
+        object.__setattr__(self, "_programs_at", {})
         self._children.update(build_tree(self, sites))
 
     @property
@@ -36,12 +38,21 @@ class LanguageModel(Envoy):
         return Tracer(self, prompts, generating=False)
 
     def generate(self, prompts=None, max_new_tokens=16, do_sample=False, temperature=None,
-                 top_k=None, top_p=None, seed=None):
-        """Generation of `max_new_tokens` tokens; greedy unless `do_sample`."""
+                 top_k=None, top_p=None, seed=None, min_new_tokens=None, pad_token_id=None):
+        """Generation of `max_new_tokens` tokens; greedy unless `do_sample`.
+        `min_new_tokens=max_new_tokens` generates them all, end-of-sequence or not (the engine's
+        ignore_eos); `pad_token_id` is accepted and unused: nnsc does not pad prompts."""
         sampling = {"temperature": 0.0} if not do_sample else {
             k: v for k, v in dict(temperature=1.0 if temperature is None else temperature,
                                   top_k=top_k, top_p=top_p, seed=seed).items()
             if v is not None}
+        if min_new_tokens:
+            if min_new_tokens < max_new_tokens:
+                raise TraceError("min_new_tokens=%d below max_new_tokens=%d"
+                                 % (min_new_tokens, max_new_tokens),
+                                 "the engine stops at the end-of-sequence token or ignores "
+                                 "it: give min_new_tokens=max_new_tokens, or leave it out")
+            sampling["ignore_eos"] = True
         return Tracer(self, prompts, generating=True, max_new_tokens=int(max_new_tokens),
                       sampling=sampling)
 

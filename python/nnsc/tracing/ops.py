@@ -339,8 +339,9 @@ def getitem(proxy, key):
             raise TraceError("this index on the batch dimension",
                              "the batch dimension takes an integer or a slice: x[0], x[:], "
                              "x[1:3]")
-        if proxy._token_dim is not None and len(key) > proxy._token_dim:
-            _check_token_index(key[proxy._token_dim])
+        for dim in proxy._token_dims:
+            if len(key) > dim:
+                _check_token_index(key[dim])
     picked = Proxy(proxy._tracer, parts, split, site=proxy._site)
     if not key:
         return picked
@@ -363,6 +364,19 @@ def _check_token_index(item):
 
 # --- writes ---------------------------------------------------------------------------------
 
+_BROADCASTS = {}  # (shape, shape) -> torch.broadcast_shapes of them: a write per prompt and step
+
+
+def _broadcast(a, b):
+    shape = _BROADCASTS.get((a, b))
+    if shape is None:
+        try:
+            shape = _BROADCASTS[(a, b)] = torch.broadcast_shapes(a, b)
+        except RuntimeError as error:
+            raise TraceError("the value does not fit the target: %s" % error) from None
+    return shape
+
+
 def write(target, value, op):
     """`target op value` for a target that is a site or a view of one, part by part."""
     tracer = target._tracer
@@ -381,10 +395,7 @@ def write(target, value, op):
                              "index the prompt you mean on the right (v[0])")
         else:
             source = value._parts[0]
-        try:
-            shape = torch.broadcast_shapes(source.meta.shape, part.meta.shape)
-        except RuntimeError as error:
-            raise TraceError("the value does not fit the target: %s" % error) from None
+        shape = _broadcast(source.meta.shape, part.meta.shape)
         if shape != part.meta.shape:
             raise TraceError("a value of shape %s does not fit a target of shape %s"
                              % (list(source.meta.shape), list(part.meta.shape)))

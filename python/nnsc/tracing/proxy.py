@@ -31,8 +31,17 @@ class Part:
         self.text, self.lvalue = text, lvalue
 
 
+# (shape, dtype) -> a meta tensor: shared, as nothing writes to meta tensors (operations make
+# new ones), and making one costs several microseconds, times every prompt of every operation.
+_METAS = {}
+
+
 def _meta(shape, dtype=torch.float32):
-    return torch.empty(shape, dtype=dtype, device="meta")
+    key = (tuple(shape), dtype)
+    meta = _METAS.get(key)
+    if meta is None:
+        meta = _METAS[key] = torch.empty(shape, dtype=dtype, device="meta")
+    return meta
 
 
 def _literal(value):
@@ -76,14 +85,15 @@ class Proxy:
 
     __hash__ = object.__hash__
 
-    def __init__(self, tracer, parts, split, site=None, token_dim=None):
+    def __init__(self, tracer, parts, split, site=None, token_dims=()):
         self._tracer = tracer
         self._parts = list(parts)
         self._split = split
         self._site = site            # the site path of a value read straight from a site
-        # In a site value of prompts of different lengths, the token dimension of each part
-        # (their positions from the start differ from nnsight's left-padded ones).
-        self._token_dim = token_dim
+        # In a site value of prompts of different lengths, the token dimensions of each part
+        # (T, and S of attention patterns: their positions from the start differ from
+        # nnsight's left-padded ones).
+        self._token_dims = token_dims
         self._saved = False
         self._value = _UNSET
         if any(p.text is None for p in self._parts):

@@ -8,19 +8,18 @@ same thing get the same text and share one compiled program."""
 
 import itertools
 import weakref
-from dataclasses import dataclass
-from typing import FrozenSet, Optional, Tuple
+from typing import FrozenSet, NamedTuple, Optional, Tuple
 
 import torch
 
 from .errors import TraceError, user_location
 
 
-@dataclass
-class Statement:
+class Statement(NamedTuple):
     """One nns statement. `slots`: the prompts (indices into the trace's prompts) whose values
     it reads or writes; `step`: None outside `tracer.iter` (the prompt pass), else the
-    generation step; `everywhere`: runs for every prompt (tracer.stop())."""
+    generation step; `everywhere`: runs for every prompt (tracer.stop()). A tuple, so a
+    recording's statements are a key of the program cache as they are (context.py)."""
     text: str
     slots: FrozenSet[int]
     step: Optional[int]
