@@ -31,10 +31,10 @@ def tool(name):
     return path
 
 
-def nns_run(args, save_dir=None):
+def nns_run(args, save_dir=None, model=DEFAULT_MODEL):
     """Runs nns-run with `args` (greedy, fp32, THREADS threads) and returns, per request, its
     JSON record and saves ({} without --save-dir)."""
-    cmd = [tool("nns-run"), "--model", DEFAULT_MODEL, "--threads", str(THREADS), "--quiet",
+    cmd = [tool("nns-run"), "--model", model, "--threads", str(THREADS), "--quiet",
            "--json"] + list(args)
     if save_dir:
         cmd += ["--save-dir", str(save_dir)]
@@ -54,10 +54,10 @@ def nns_run(args, save_dir=None):
 
 
 @contextlib.contextmanager
-def served(*args):
-    """Runs nns-serve on the bundled model on a free loopback port with `args` and yields its
-    base URL; stops it on exit."""
-    proc = subprocess.Popen([tool("nns-serve"), "--model", DEFAULT_MODEL, "--port", "0",
+def served(*args, model=DEFAULT_MODEL):
+    """Runs nns-serve on `model` (the bundled SmolLM2 by default) on a free loopback port with
+    `args` and yields its base URL; stops it on exit."""
+    proc = subprocess.Popen([tool("nns-serve"), "--model", model, "--port", "0",
                              "--threads", str(THREADS)] + list(args),
                             stderr=subprocess.PIPE, text=True)
     url = None
