@@ -12,7 +12,7 @@ import pytest
 import torch
 from nnsc import TraceError
 
-from conftest import ROOT
+from conftest import ROOT, served
 
 sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
 
@@ -376,6 +376,23 @@ def test_program_is_inspectable(model):
     # The one program runs again as plain nnsc.
     [r] = model.llm.generate(FRANCE, tracer.program, max_tokens=2, use_tqdm=False)
     assert r.error is None
+
+
+def test_traced_program_runs_on_nns_serve(model):
+    """The notebook-to-service path: the traced program's source, sent to nns-serve with the
+    trace's params, gives the saves the trace gave."""
+    v = unit(4, 20.0)
+    with model.generate(FRANCE, max_new_tokens=3, do_sample=False) as tracer:
+        for step in tracer.iter[0:3]:
+            model.model.layers[6].output[:, -1] += v
+        top = model.lm_head.output[0, -1].argmax(-1).save()
+        result = tracer.result.save()
+    [source] = tracer.program_sources
+    [params] = tracer.program_params
+    with served() as url:
+        [r] = nnsc.Client(url).generate(FRANCE, source, params, max_tokens=3, use_tqdm=False)
+    assert r.token_ids == result[0, -3:].tolist()
+    assert [int(r.saves[n]) for n in sorted(r.saves)] == [int(top)]
 
 
 def steered_run(model, prompts, v, scale):

@@ -246,6 +246,7 @@ class Tracer:
         self.closed = False
         self.program_sources = []
         self.programs = []
+        self.program_params = []  # per program, its requests' params ({name: tensor} each)
         self._result_saves = []
         self._generating = generating
         self._steps = max_new_tokens if generating else 1
@@ -460,6 +461,7 @@ class Tracer:
         plans, compiled = self._plans()
         self.program_sources = [plan.source for plan in plans]
         self.programs = list(compiled)
+        self.program_params = [plan.bind(self.recording.params) for plan in plans]
         values = {}
         completions = {}
         max_tokens = self._steps if self._generating else 0
