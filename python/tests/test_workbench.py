@@ -173,15 +173,9 @@ def test_tokens_of_ids(server):
     assert status == 400 and bad["error"]["param"] == "return_tokens"
 
 
-def example_ids():
-    with open(os.path.join(EXAMPLES, "examples.json")) as f:
-        return [e["id"] for e in json.load(f)]
-
-
-@pytest.mark.parametrize("name", example_ids())
-def test_every_example_runs_through_the_api(server, name):
-    """Each example as the page sends it (token params tokenized first) succeeds and saves or
-    generates."""
+def example_reply(server, name, **fields):
+    """The example's request as the page sends it (token params tokenized first) straight to
+    the API; the server's reply, checked to be a 200."""
     entry, source = example(name)
     params = {}
     for param, value in entry.get("params", {}).items():
@@ -192,12 +186,25 @@ def test_every_example_runs_through_the_api(server, name):
             value = body["ids"][0]
         params[param] = value
     prompts = entry["prompts"]
-    status, reply = call(server, "/v1/completions", {
+    status, reply = call(server, "/v1/completions", dict({
         "model": "SmolLM2-135M-Instruct.Q4_1",
         "prompt": prompts if len(prompts) > 1 else prompts[0],
         "max_tokens": entry["max_tokens"], "temperature": 0,
-        "nns": {"program": source, "params": params}})
+        "nns": {"program": source, "params": params}}, **fields))
     assert status == 200, reply
+    return reply
+
+
+def example_ids():
+    with open(os.path.join(EXAMPLES, "examples.json")) as f:
+        return [e["id"] for e in json.load(f)]
+
+
+@pytest.mark.parametrize("name", example_ids())
+def test_every_example_runs_through_the_api(server, name):
+    """Each example as the page sends it (token params tokenized first) succeeds and saves or
+    generates."""
+    reply = example_reply(server, name)
     assert reply["nns"]["saves"] or reply["choices"][-1]["text"], name
 
 
@@ -210,16 +217,11 @@ def test_site_browser_lists_every_site(server, browser):
 
 
 def test_logit_lens_example_draws_the_servers_answer(server, browser):
-    entry, source = example("logit-lens")
     run_example(browser, "logit-lens")
     grid = wait_for(browser, "table.lens-grid")[0]
     wait_done(browser)
     # The same request straight to the API: the grid's cells are its top tokens.
-    status, reply = call(server, "/v1/completions", {
-        "model": "SmolLM2-135M-Instruct.Q4_1", "prompt": entry["prompts"][0],
-        "max_tokens": entry["max_tokens"], "temperature": 0, "return_token_ids": True,
-        "nns": {"program": source}})
-    assert status == 200, reply
+    reply = example_reply(server, "logit-lens", return_token_ids=True)
     saves = reply["nns"]["saves"]
     layers = sorted(int(name.split(".")[1]) for name in saves if name.startswith("top."))
     assert layers == list(range(30))
@@ -287,7 +289,6 @@ def test_steering_example_shows_the_plain_run_beside_it(server, browser):
 def test_every_save_gets_a_picture(server, browser, name):
     """Every save the server returns for the example is on the page with a picture: alone
     (div.save[data-name]) or in its group (cache's model.layers.<k>.output)."""
-    entry, source = example(name)
     run_example(browser, name)
     wait_for(browser, ".result .picture")
     wait_done(browser)
@@ -296,17 +297,7 @@ def test_every_save_gets_a_picture(server, browser, name):
         "css selector", ".save[data-name]") if e.find_elements("css selector", ".picture")}
     groups = {e.get_attribute("data-base") for e in browser.find_elements(
         "css selector", ".save-group[data-base]") if e.find_elements("css selector", ".picture")}
-    ids = {}
-    for param, value in entry["params"].items():
-        _, body = call(server, "/v1/nns/tokenize", {"text": value["token"],
-                                                    "add_special_tokens": False})
-        ids[param] = body["ids"][0]
-    status, reply = call(server, "/v1/completions", {
-        "model": "SmolLM2-135M-Instruct.Q4_1",
-        "prompt": entry["prompts"] if len(entry["prompts"]) > 1 else entry["prompts"][0],
-        "max_tokens": entry["max_tokens"], "temperature": 0,
-        "nns": {"program": source, "params": ids}})
-    assert status == 200, reply
+    reply = example_reply(server, name)
     for save in reply["nns"]["saves"]:
         layer = re.match(r"model\.layers\.\d+\.(.+)$", save)
         assert save in singles or (layer and "model.layers.*." + layer.group(1) in groups), save
