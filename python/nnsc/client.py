@@ -69,7 +69,7 @@ class Client:
 
     def generate(self, prompts, program=None, params=None, *, trace=None, bundle=None,
                  max_tokens=None, temperature=None, top_k=None, top_p=None, seed=None,
-                 ignore_eos=None, stop_token_ids=None, use_tqdm=True):
+                 ignore_eos=None, stop_token_ids=None, batch_invariant=None, use_tqdm=True):
         """As LLM.generate. `program` is .nns source, a path to a .nns file or a Program
         compiled from source; `bundle` names a bundle registered with nns-serve --bundle.
         With a multi-invoke program, pass a list of prompts per request; the server checks
@@ -87,7 +87,8 @@ class Client:
             for name, value, kind in (("max_tokens", max_tokens, int),
                                       ("temperature", temperature, float),
                                       ("top_p", top_p, float), ("top_k", top_k, int),
-                                      ("ignore_eos", ignore_eos, bool)):
+                                      ("ignore_eos", ignore_eos, bool),
+                                      ("batch_invariant", batch_invariant, bool)):
                 if value is not None:
                     body[name] = kind(value)
             if seed is not None:

@@ -18,7 +18,8 @@ from .result import Completion, Result
 # Engine options and their defaults (nns-run's --max-num-seqs, ...): the scheduler's are the
 # C++ SchedulerConfig's, read from the extension so they are stated once.
 _DEFAULTS = _nnsc.defaults()
-ENGINE_OPTIONS = dict({"device": "cpu", "weights": "packed", "seed": 0, "threads": None},
+ENGINE_OPTIONS = dict({"device": "cpu", "weights": "packed", "seed": 0, "threads": None,
+                       "batch_invariant": _DEFAULTS["sampling"]["batch_invariant"]},
                       **_DEFAULTS["scheduler"])
 # Sampling defaults of generate(): the C++ SamplingParams' (greedy), shared by nns-run and
 # nns-serve.
@@ -70,7 +71,9 @@ class LLM:
     `dtype`: "float32" or "bfloat16"; engine options as keywords: device ("cpu"), weights
     ("packed", or "blocks" to keep a GGUF file's blocks only: docs/Engine.md, "Memory"), seed,
     threads (torch.set_num_threads; default: leave torch's), max_num_seqs,
-    max_num_batched_tokens, max_model_len, num_blocks, block_size, enable_prefix_caching."""
+    max_num_batched_tokens, max_model_len, num_blocks, block_size, enable_prefix_caching,
+    batch_invariant (every generate() in batch-invariant mode unless it says otherwise:
+    docs/Engine.md, "Batch-invariant mode")."""
 
     def __init__(self, model=None, dtype="float32", **engine_options):
         unknown = sorted(set(engine_options) - set(ENGINE_OPTIONS))
@@ -93,6 +96,7 @@ class LLM:
             options["max_model_len"], options["num_blocks"], options["block_size"],
             options["enable_prefix_caching"], options["seed"])
         self.tokenizer = Tokenizer(self._model) if self._model.has_tokenizer else None
+        self._batch_invariant = bool(options["batch_invariant"])
         self._lock = threading.Lock()
         self._workdir = tempfile.TemporaryDirectory(prefix="nnsc-")
         self._compiled = {}  # source text -> Program (failed compiles are not cached)
@@ -164,14 +168,16 @@ class LLM:
 
     def generate(self, prompts, program=None, params=None, *, trace=None, max_tokens=None,
                  temperature=None, top_k=None, top_p=None, seed=None, ignore_eos=None,
-                 stop_token_ids=None, use_tqdm=True):
+                 stop_token_ids=None, batch_invariant=None, use_tqdm=True):
         """Runs every request in one continuous batch and returns one Result per request, in
         order. `prompts`: a string or token ids (one request) or a list of them; with a
         multi-invoke trace, a list of prompts per request (one per invoke). `program`: a
         Program, .nns source or a path. `params`: {name: value} for every request, or a list of
         such dicts (one per request); values are torch tensors, numpy arrays, numbers or lists.
         Sampling as vLLM's SamplingParams; a field not given takes SAMPLING_DEFAULTS, the
-        engine's own (greedy, 16 tokens), as in nns-run and nns-serve."""
+        engine's own (greedy, 16 tokens), as in nns-run and nns-serve. `batch_invariant`: these
+        requests' saves, logits and tokens do not depend on what else is in the batch
+        (default: the LLM's batch_invariant)."""
         program = self._program(program)
         bundle = self._bundle(program) if program is not None else None
         invokes = program.trace(trace)["invokes"] if program is not None else 1
@@ -185,7 +191,9 @@ class LLM:
                      max_tokens=max_tokens, ignore_eos=ignore_eos)
         sampling = {k: type(SAMPLING_DEFAULTS[k])(v if v is not None else SAMPLING_DEFAULTS[k])
                     for k, v in given.items()}
-        sampling.update(seed=seed, stop_token_ids=[int(t) for t in (stop_token_ids or [])])
+        sampling.update(seed=seed, stop_token_ids=[int(t) for t in (stop_token_ids or [])],
+                        batch_invariant=bool(self._batch_invariant if batch_invariant is None
+                                             else batch_invariant))
         with self._lock:
             queued = []
             try:

@@ -82,7 +82,7 @@ namespace {
 
 SamplingParams samplingParams(float temperature, int64_t topK, float topP,
                               std::optional<uint64_t> seed, int64_t maxTokens, bool ignoreEos,
-                              std::vector<int32_t> stopTokenIds) {
+                              std::vector<int32_t> stopTokenIds, bool batchInvariant) {
   SamplingParams p;
   p.temperature = temperature;
   p.topK = topK;
@@ -91,6 +91,7 @@ SamplingParams samplingParams(float temperature, int64_t topK, float topP,
   p.maxTokens = maxTokens;
   p.ignoreEos = ignoreEos;
   p.stopTokenIds = std::move(stopTokenIds);
+  p.batchInvariant = batchInvariant;
   p.validate();
   return p;
 }
@@ -109,6 +110,7 @@ void bindEngine(nb::module_ &m) {
         s["top_p"] = sampling.topP;
         s["max_tokens"] = sampling.maxTokens;
         s["ignore_eos"] = sampling.ignoreEos;
+        s["batch_invariant"] = sampling.batchInvariant;
         e["max_num_seqs"] = scheduler.maxNumSeqs;
         e["max_num_batched_tokens"] = scheduler.maxNumBatchedTokens;
         e["max_model_len"] = scheduler.maxModelLen;
@@ -160,17 +162,20 @@ void bindEngine(nb::module_ &m) {
           [](PyEngine &e, std::vector<std::vector<int32_t>> prompts, PyBundle *bundle,
              const std::string &trace, const std::vector<std::pair<std::string, InArray>> &params,
              float temperature, int64_t topK, float topP, std::optional<uint64_t> seed,
-             int64_t maxTokens, bool ignoreEos, std::vector<int32_t> stopTokenIds) {
+             int64_t maxTokens, bool ignoreEos, std::vector<int32_t> stopTokenIds,
+             bool batchInvariant) {
             std::vector<NamedParam> named;
             for (const auto &[name, value] : params)
               named.emplace_back(name, toTensor(value));
-            SamplingParams sampling = samplingParams(temperature, topK, topP, seed, maxTokens,
-                                                     ignoreEos, std::move(stopTokenIds));
+            SamplingParams sampling =
+                samplingParams(temperature, topK, topP, seed, maxTokens, ignoreEos,
+                               std::move(stopTokenIds), batchInvariant);
             return e.add(std::move(prompts), sampling, bundle, trace, named);
           },
           nb::arg("prompts"), nb::arg("bundle").none(), nb::arg("trace"), nb::arg("params"),
           nb::arg("temperature"), nb::arg("top_k"), nb::arg("top_p"), nb::arg("seed").none(),
-          nb::arg("max_tokens"), nb::arg("ignore_eos"), nb::arg("stop_token_ids"))
+          nb::arg("max_tokens"), nb::arg("ignore_eos"), nb::arg("stop_token_ids"),
+          nb::arg("batch_invariant"))
       .def(
           "run",
           [](PyEngine &e, double seconds) {

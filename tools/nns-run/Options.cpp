@@ -47,7 +47,10 @@ std::string samplingDefaults() {
       << ")\n"
       << "  --temperature T            0 is greedy (default " << d.temperature << ")\n"
       << "  --top-k K, --top-p P       (default " << d.topK << ": all, " << d.topP
-      << ": all), --seed S, --ignore-eos\n";
+      << ": all), --seed S, --ignore-eos\n"
+      << "  --batch-invariant          each request's saves, logits and tokens independent of the\n"
+      << "                             others in its batch (docs/Engine.md, \"Batch-invariant\n"
+      << "                             mode\")\n";
   return out.str();
 }
 
@@ -204,6 +207,8 @@ Options parseOptions(int argc, char **argv) {
       o.sampling.topP = float(number());
     } else if (arg == "--ignore-eos") {
       o.sampling.ignoreEos = true;
+    } else if (arg == "--batch-invariant") {
+      o.sampling.batchInvariant = true;
     } else if (arg == "--tensor-parallel-size") {
       int64_t n = integer();
       if (n < 1 || n > 256)

@@ -60,6 +60,9 @@ Serving:
                              start if it was built for another model
   --no-programs              accept registered bundles only, never program source
   --no-workbench             do not serve the browser workbench at / (docs/Server.md)
+  --batch-invariant          every request's saves, logits and tokens independent of the
+                             other requests in its batch, as "batch_invariant": true asks
+                             per request (docs/Engine.md, "Batch-invariant mode")
   --edit FILE.nns|FILE.nnsb  a persistent edit (NNsight's model.edit()): bound to every
                              request before its own program (it runs first where both touch a
                              site); its saves are not returned
@@ -132,6 +135,8 @@ Options parseOptions(int argc, char **argv) {
       o.server.allowPrograms = false;
     } else if (arg == "--no-workbench") {
       o.server.workbench = false;
+    } else if (arg == "--batch-invariant") {
+      o.server.batchInvariant = true;
     } else if (arg == "--max-queued") {
       o.server.maxQueued = integer(1);
     } else if (arg == "--http-threads") {

@@ -130,7 +130,7 @@ void dispatch(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd, Quant
                        std::to_string(quantBlockWeights(a.format)) + " for " +
                        quantFormatName(a.format));
   if constexpr (std::is_same_v<T, uint16_t>) {
-    if (isa == QuantIsa::Avx512Bf16 && quantGemvAvx512Bf16Applies(a)) {
+    if (isa == QuantIsa::Avx512Bf16 && !a.exact && quantGemvAvx512Bf16Applies(a)) {
       quantGemvAvx512Bf16(a, rowBegin, rowEnd);
       return;
     }

@@ -136,14 +136,15 @@ inline void subBlockPairQuants(const uint8_t *block, int g, std::ptrdiff_t p, ty
   }
 }
 
-/// Rows [r, r + RB) of W against activation rows [b, b + BB). With BB = 1 the factored form:
-/// `subSums` holds sum(x) of every 32 activations of row b (the minimums' terms).
-template <class Isa, QuantFormat F, int RB, int BB, typename T>
+/// Rows [r, r + RB) of W against activation rows [b, b + BB). `Factored` (BB = 1 only): the
+/// factored form, `subSums` holding sum(x) of every 32 activations of row b (the minimums'
+/// terms); otherwise every weight is widened exactly.
+template <class Isa, QuantFormat F, int RB, int BB, bool Factored, typename T>
 void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *subSums) {
+  static_assert(!Factored || BB == 1, "the factored form takes one activation row");
   using V = typename Isa::V;
   constexpr int W = Isa::W;
   constexpr int64_t Bytes = quantBlockBytes(F);
-  constexpr bool Factored = BB == 1;
   V acc[RB][BB];
   for (int i = 0; i < RB; ++i)
     for (int j = 0; j < BB; ++j)
@@ -249,12 +250,15 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
 }
 
 /// Weight rows [r, r + RB) against every activation row, BatchBlock rows at a time; a last
-/// row left alone takes Q4_K's and Q5_K's factored form.
+/// row left alone takes Q4_K's and Q5_K's factored form unless the product is `exact`.
 template <class Isa, QuantFormat F, int RB, typename T>
 void kQuantRowBlock(const QuantGemvArgs<T> &a, int64_t r, const float *subSums) {
   forBatchTiles<Isa::BatchBlock>(a.batch, [&](auto rows, int64_t b) {
     constexpr int BB = decltype(rows)::value;
-    kQuantBlock<Isa, F, RB, BB>(a, r, b, BB == 1 ? subSums : nullptr);
+    if (BB == 1 && !a.exact)
+      kQuantBlock<Isa, F, RB, BB, BB == 1>(a, r, b, subSums);
+    else
+      kQuantBlock<Isa, F, RB, BB, false>(a, r, b, nullptr);
   });
 }
 
@@ -262,10 +266,10 @@ template <class Isa, QuantFormat F, int RB, typename T>
 void kQuantRows(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
   // sum(x) per 32 activations of the row the factored form takes (blockMinSums with Q4_1's
   // factor 1); Q6_K has no minimums.
-  const float *subSums =
-      hasNibbleSubBlocks(F) && hasSubBlockMinimums(F) && lastTileIsOneRow<Isa::BatchBlock>(a.batch)
-          ? blockMinSums<Isa, QuantFormat::Q4_1>(a, a.batch - 1)
-          : nullptr;
+  const float *subSums = hasNibbleSubBlocks(F) && hasSubBlockMinimums(F) &&
+                                 lastTileIsOneRow<Isa::BatchBlock>(a.batch) && !a.exact
+                             ? blockMinSums<Isa, QuantFormat::Q4_1>(a, a.batch - 1)
+                             : nullptr;
   int64_t r = rowBegin;
   for (; r + RB <= rowEnd; r += RB)
     kQuantRowBlock<Isa, F, RB>(a, r, subSums);

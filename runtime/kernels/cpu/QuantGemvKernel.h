@@ -296,7 +296,7 @@ template <class Isa, QuantFormat F, int RB, int BB, typename T>
 [[gnu::always_inline]] inline void block(const QuantGemvArgs<T> &a, int64_t r, int64_t b,
                                          const float *minSums) {
   if constexpr (BB == 1)
-    if (scalesLoadWhole(a.cols)) {
+    if (scalesLoadWhole(a.cols) && !a.exact) {
       factoredBlock<Isa, F, RB>(a, r, b, minSums);
       return;
     }
@@ -368,8 +368,9 @@ template <class Isa, QuantFormat F, int RB, typename T>
 template <class Isa, QuantFormat F, int RB, typename T>
 void gemvRows(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
   // The last activation row goes to the factored kernel when the batch leaves it alone.
-  const float *minSums =
-      lastTileIsOneRow<Isa::BatchBlock>(a.batch) ? blockMinSums<Isa, F>(a, a.batch - 1) : nullptr;
+  const float *minSums = lastTileIsOneRow<Isa::BatchBlock>(a.batch) && !a.exact
+                             ? blockMinSums<Isa, F>(a, a.batch - 1)
+                             : nullptr;
   int64_t r = rowBegin;
   for (; r + RB <= rowEnd; r += RB)
     rowBlock<Isa, F, RB>(a, r, minSums);

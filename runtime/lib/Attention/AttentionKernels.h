@@ -68,6 +68,10 @@ template <typename T> struct Operands {
   bool bf16Dot = false;
   /// Sliding window in positions, 0 for none: the query at position p sees (p - window, p].
   int64_t window = 0;
+  /// Batch-invariant mode: every tile on the portable kernel scoring keys one dot product at a
+  /// time, so a query's result does not depend on the tile it is in (a decode step's or a
+  /// prefill chunk's, beside which queries).
+  bool rowInvariant = false;
 };
 
 /// Whether some query of the tile has keys outside its window (only the portable kernel

@@ -48,6 +48,7 @@ AttentionMetadata AttentionMetadata::fromBatch(const ScheduledBatch &batch, int6
     }
     if (seq.samplesThisStep())
       sampleRows.push_back(row - 1);
+    meta.batchInvariant = meta.batchInvariant || seq.samplingParams().batchInvariant;
     cuQ[i + 1] = static_cast<int32_t>(row);
     cuK[i + 1] = static_cast<int32_t>(cuK[i] + end);
     contextLens[i] = static_cast<int32_t>(end);

@@ -8,7 +8,10 @@
 
 #include "nnsc/Runtime/Attention/AttentionPattern.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <vector>
 
 namespace nnsc {
 
@@ -39,6 +42,102 @@ void checkCache(const char *what, const torch::Tensor &cache, int64_t rows) {
   TORCH_CHECK(rows >= 0, what, ": negative row count");
 }
 
+/// Batch-invariant mode (meta.batchInvariant): each query's scores, softmax and output summed
+/// one term at a time in key order, so a query gives the same bits in a decode step and in any
+/// prefill chunk (LibTorch's products pick their kernels by the shapes). `hidden(s)` says
+/// whether the query cannot see key s.
+template <typename Hidden>
+void patternRow(const float *query, const float *keys, int64_t keyStride, int64_t length,
+                int64_t headDim, float scale, const Hidden &hidden, float *probabilities) {
+  const float inf = std::numeric_limits<float>::infinity();
+  float max = -inf;
+  for (int64_t s = 0; s < length; ++s) {
+    float score = -inf;
+    if (!hidden(s)) {
+      float sum = 0.0f;
+      for (int64_t d = 0; d < headDim; ++d)
+        sum += query[d] * keys[s * keyStride + d];
+      score = sum * scale;
+    }
+    probabilities[s] = score;
+    max = std::max(max, score);
+  }
+  if (max == -inf) { // nothing visible: zeros, as the batched path gives
+    std::fill_n(probabilities, length, 0.0f);
+    return;
+  }
+  float total = 0.0f;
+  for (int64_t s = 0; s < length; ++s) {
+    probabilities[s] = std::exp(probabilities[s] - max);
+    total += probabilities[s];
+  }
+  for (int64_t s = 0; s < length; ++s)
+    probabilities[s] /= total;
+}
+
+void invariantPattern(const torch::Tensor &q, const torch::Tensor &kCache,
+                      const AttentionMetadata &meta, double scale, const torch::Tensor &absent,
+                      int64_t window, torch::Tensor &pattern) {
+  const int64_t heads = q.size(1), kvHeads = kCache.size(2), headDim = q.size(2);
+  const int64_t group = heads / kvHeads, numSeqs = meta.cuSeqlensQ.size(0) - 1;
+  const auto *cuQ = meta.cuSeqlensQ.data_ptr<int32_t>();
+  const auto *cuK = meta.cuSeqlensK.data_ptr<int32_t>();
+  const torch::Tensor queries = q.to(torch::kFloat32).contiguous();
+  const torch::Tensor positions = meta.positions.to(torch::kInt64).contiguous();
+  const int64_t *pos = positions.data_ptr<int64_t>();
+  float *out = pattern.data_ptr<float>();
+  for (int64_t i = 0; i < numSeqs; ++i) {
+    const int64_t length = cuK[i + 1] - cuK[i];
+    if (cuQ[i + 1] == cuQ[i])
+      continue;
+    const torch::Tensor slots = contextSlots(meta, i, length, kCache.size(1));
+    const torch::Tensor keys = gatherRows(kCache, slots).contiguous(); // [S, kv_heads, D]
+    const torch::Tensor gone =
+        absent.defined() ? absent.index_select(0, slots.to(absent.device())).to(torch::kBool).cpu()
+                         : torch::zeros({length}, torch::kBool);
+    const bool *isAbsent = gone.data_ptr<bool>();
+    for (int64_t row = cuQ[i]; row < cuQ[i + 1]; ++row) {
+      const int64_t p = pos[row];
+      auto hidden = [&](int64_t s) {
+        return s > p || (window > 0 && s <= p - window) || isAbsent[s];
+      };
+      for (int64_t h = 0; h < heads; ++h)
+        patternRow(queries.data_ptr<float>() + (row * heads + h) * headDim,
+                   keys.data_ptr<float>() + (h / group) * headDim, kvHeads * headDim, length,
+                   headDim, static_cast<float>(scale), hidden,
+                   out + (row * heads + h) * pattern.size(2));
+    }
+  }
+}
+
+/// pattern x V in batch-invariant mode: each output summed one key at a time in key order.
+void invariantApply(const torch::Tensor &pattern, const torch::Tensor &vCache,
+                    const AttentionMetadata &meta, torch::Tensor &out) {
+  const int64_t heads = pattern.size(1), kvHeads = vCache.size(2), headDim = vCache.size(3);
+  const int64_t group = heads / kvHeads, numSeqs = meta.cuSeqlensQ.size(0) - 1;
+  const auto *cuQ = meta.cuSeqlensQ.data_ptr<int32_t>();
+  const auto *cuK = meta.cuSeqlensK.data_ptr<int32_t>();
+  const torch::Tensor probabilities = pattern.contiguous();
+  std::vector<float> acc(static_cast<size_t>(headDim));
+  for (int64_t i = 0; i < numSeqs; ++i) {
+    const int64_t length = cuK[i + 1] - cuK[i];
+    if (cuQ[i + 1] == cuQ[i])
+      continue;
+    const torch::Tensor values =
+        gatherRows(vCache, contextSlots(meta, i, length, vCache.size(1))).contiguous();
+    const float *v = values.data_ptr<float>();
+    for (int64_t row = cuQ[i]; row < cuQ[i + 1]; ++row)
+      for (int64_t h = 0; h < heads; ++h) {
+        const float *p = probabilities.data_ptr<float>() + (row * heads + h) * pattern.size(2);
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        for (int64_t s = 0; s < length; ++s)
+          for (int64_t d = 0; d < headDim; ++d)
+            acc[size_t(d)] += p[s] * v[(s * kvHeads + h / group) * headDim + d];
+        out[row][h].copy_(torch::from_blob(acc.data(), {headDim}, torch::kFloat32));
+      }
+  }
+}
+
 } // namespace
 
 torch::Tensor attentionPattern(const torch::Tensor &q, const torch::Tensor &kCache,
@@ -56,6 +155,10 @@ torch::Tensor attentionPattern(const torch::Tensor &q, const torch::Tensor &kCac
               " rows, q ", q.size(0));
   torch::Tensor pattern =
       torch::zeros({q.size(0), heads, meta.maxSeqlenK}, q.options().dtype(torch::kFloat32));
+  if (meta.batchInvariant) {
+    invariantPattern(q, kCache, meta, scale, absent, window, pattern);
+    return pattern;
+  }
   const auto *cuQ = meta.cuSeqlensQ.data_ptr<int32_t>();
   const auto *cuK = meta.cuSeqlensK.data_ptr<int32_t>();
   const float inf = std::numeric_limits<float>::infinity();
@@ -101,6 +204,10 @@ torch::Tensor applyAttentionPattern(const torch::Tensor &pattern, const torch::T
   const int64_t blockSize = vCache.size(1), numSeqs = meta.cuSeqlensQ.size(0) - 1;
   torch::Tensor out =
       torch::empty({pattern.size(0), heads, headDim}, pattern.options().dtype(dtype));
+  if (meta.batchInvariant) {
+    invariantApply(pattern, vCache, meta, out);
+    return out;
+  }
   const auto *cuQ = meta.cuSeqlensQ.data_ptr<int32_t>();
   const auto *cuK = meta.cuSeqlensK.data_ptr<int32_t>();
   for (int64_t i = 0; i < numSeqs; ++i) {

@@ -129,7 +129,7 @@ void runTiles(const Operands<T> &ops, const std::vector<Tile> &tiles, bool decod
   const bool windowed = std::any_of(tiles.begin(), tiles.end(), [&](const Tile &tile) {
     return attention::reachesPastWindow(ops, tile);
   });
-  if (!attention::avx512Usable(d.headDim) || (decode && windowed)) {
+  if (ops.rowInvariant || !attention::avx512Usable(d.headDim) || (decode && windowed)) {
     forEachItem(numTiles * d.numKvHeads, [&](int64_t item) {
       attention::attendTilePortable(ops, tiles[item / d.numKvHeads], item % d.numKvHeads);
     });
@@ -203,7 +203,7 @@ void checkIndexTensor(const char *fn, const char *name, const torch::Tensor &t, 
 torch::Tensor dispatch(const char *fn, const torch::Tensor &q, const torch::Tensor &kCache,
                        const torch::Tensor &vCache, const torch::Tensor &absent,
                        const std::vector<Tile> &tiles, const Dims &d, double scale, int64_t window,
-                       bool decode) {
+                       bool decode, bool rowInvariant) {
   TORCH_CHECK(window >= 0, fn, ": negative sliding window ", window);
   TORCH_CHECK(!absent.defined() ||
                   (absent.scalar_type() == torch::kUInt8 && absent.is_contiguous() &&
@@ -216,13 +216,13 @@ torch::Tensor dispatch(const char *fn, const torch::Tensor &q, const torch::Tens
   if (q.scalar_type() == torch::kFloat32) {
     runTiles(Operands<float>{q.data_ptr<float>(), out.data_ptr<float>(), kCache.data_ptr<float>(),
                              vCache.data_ptr<float>(), d, static_cast<float>(scale), absentSlots,
-                             false, window},
+                             false, window, rowInvariant},
              tiles, decode);
   } else {
     auto bits = [](const torch::Tensor &t) { return static_cast<uint16_t *>(t.data_ptr()); };
     runTiles(Operands<uint16_t>{bits(q), bits(out), bits(kCache), bits(vCache), d,
                                 static_cast<float>(scale), absentSlots, attention::bf16DotUsable(),
-                                window},
+                                window, rowInvariant},
              tiles, decode);
   }
   return out;
@@ -263,7 +263,8 @@ torch::Tensor prefillAttention(const torch::Tensor &query, const torch::Tensor &
       tiles.push_back(
           {cuQ[i] + start, std::min(TileQueries, numQ - start), numK - numQ + start, table});
   }
-  return dispatch(fn, q, kCache, vCache, absent, tiles, d, scale, window, /*decode=*/false);
+  return dispatch(fn, q, kCache, vCache, absent, tiles, d, scale, window, /*decode=*/false,
+                  meta.batchInvariant);
 }
 
 torch::Tensor decodeAttention(const torch::Tensor &query, const torch::Tensor &kCache,
@@ -287,13 +288,16 @@ torch::Tensor decodeAttention(const torch::Tensor &query, const torch::Tensor &k
     checkBlockTable(fn, blockTables, i, lens[i], d);
     tiles.push_back({i, 1, lens[i] - 1, blockTables.data_ptr<int32_t>() + i * blockTables.size(1)});
   }
-  return dispatch(fn, q, kCache, vCache, absent, tiles, d, scale, window, /*decode=*/true);
+  return dispatch(fn, q, kCache, vCache, absent, tiles, d, scale, window, /*decode=*/true,
+                  /*rowInvariant=*/false);
 }
 
 torch::Tensor pagedAttention(const torch::Tensor &q, const torch::Tensor &kCache,
                              const torch::Tensor &vCache, const AttentionMetadata &meta,
                              double scale, const torch::Tensor &absent, int64_t window) {
-  if (meta.isPrefill)
+  // Batch-invariant mode takes a decode step's one query per sequence as a prefill of one
+  // query: one kernel for every query.
+  if (meta.isPrefill || meta.batchInvariant)
     return prefillAttention(q, kCache, vCache, meta, scale, absent, window);
   return decodeAttention(q, kCache, vCache, meta.contextLens, meta.blockTables, scale, absent,
                          window);

@@ -74,7 +74,8 @@ int64_t valueRows(const T *src, int64_t stride, int64_t rows, int64_t headDim,
 
 template <typename T>
 void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const uint8_t *absent,
-                const Tile &tile, int64_t kvHead, const Dims &d, float scale, int64_t window) {
+                const Tile &tile, int64_t kvHead, const Dims &d, float scale, int64_t window,
+                bool rowInvariant) {
   // Reused while the shape stays the same: a step calls this for many tiles.
   thread_local std::unique_ptr<Scratch> scratch;
   if (!scratch || scratch->rows != TileQueries * d.group() ||
@@ -110,8 +111,9 @@ void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const uint
     const int64_t base =
         (static_cast<int64_t>(tile.blockTable[kb]) * d.blockSize * d.numKvHeads + kvHead) * dim;
     // Transposing pays off only when many query rows share the block (prefill tiles); a
-    // decode tile has one row per head of the group and scores the keys in place.
-    const bool transposed = rows >= TransposeMinRows;
+    // decode tile has one row per head of the group and scores the keys in place, as every
+    // tile does in batch-invariant mode (the two sum a score in different orders).
+    const bool transposed = rows >= TransposeMinRows && !rowInvariant;
     const float *keys = nullptr;
     int64_t keyStride = 0;
     if (transposed)
@@ -192,7 +194,7 @@ void attendTile(const T *q, T *out, const T *kCache, const T *vCache, const uint
 
 void attendTilePortable(const Operands<float> &ops, const Tile &tile, int64_t kvHead) {
   attendTile(ops.q, ops.out, ops.kCache, ops.vCache, ops.absent, tile, kvHead, ops.dims, ops.scale,
-             ops.window);
+             ops.window, ops.rowInvariant);
 }
 
 void attendTilePortable(const Operands<uint16_t> &ops, const Tile &tile, int64_t kvHead) {
@@ -200,7 +202,7 @@ void attendTilePortable(const Operands<uint16_t> &ops, const Tile &tile, int64_t
   static_assert(sizeof(BF16) == sizeof(uint16_t));
   attendTile(reinterpret_cast<const BF16 *>(ops.q), reinterpret_cast<BF16 *>(ops.out),
              reinterpret_cast<const BF16 *>(ops.kCache), reinterpret_cast<const BF16 *>(ops.vCache),
-             ops.absent, tile, kvHead, ops.dims, ops.scale, ops.window);
+             ops.absent, tile, kvHead, ops.dims, ops.scale, ops.window, ops.rowInvariant);
 }
 
 } // namespace nnsc::attention

@@ -32,6 +32,7 @@ BackendCapabilities DeviceBackend::capabilities() const {
   caps.dtypes = {torch::kFloat32, torch::kBFloat16};
   caps.prefixCaching = true;
   caps.bundleKernels = true;
+  caps.batchInvariant = device().is_cpu();
   return caps;
 }
 

@@ -35,6 +35,10 @@ LLMEngine::LLMEngine(std::shared_ptr<const CausalLM> model, SchedulerConfig conf
 std::unique_ptr<Sequence> LLMEngine::makeSequence(int64_t id, std::vector<int32_t> prompt,
                                                   const SamplingParams &params,
                                                   const HookTable *hooks) const {
+  const BackendCapabilities caps = backend->capabilities();
+  if (params.batchInvariant && !caps.batchInvariant)
+    throw InvalidInput("batch-invariant mode runs on the CPU backend only, not on " +
+                       caps.device.str());
   const int64_t vocab = backend->config().vocab;
   for (int32_t token : prompt)
     if (token < 0 || token >= vocab)

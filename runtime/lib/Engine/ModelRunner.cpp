@@ -4,6 +4,7 @@
 
 #include "nnsc/Runtime/Attention/AttentionMetadata.h"
 #include "nnsc/Runtime/Distributed/TensorParallelGroup.h"
+#include "nnsc/Runtime/Layers/ProductOrder.h"
 #include "nnsc/Runtime/Models/PhaseProfile.h"
 
 #include <algorithm>
@@ -69,6 +70,9 @@ torch::Tensor ModelRunner::forward(const ScheduledBatch &batch, const HookLookup
   profile.countStep(batch.numTokens());
   std::optional<ScopedPhase> metadataPhase(std::in_place, Phase::Metadata);
   AttentionMetadata meta = AttentionMetadata::fromBatch(batch, blockSize);
+  // The step's products, those of module calls in hooks included, in the order it asks for.
+  ScopedProductOrder order(meta.batchInvariant ? ProductOrder::RowInvariant
+                                               : ProductOrder::Fastest);
   torch::Tensor tokens = torch::empty({batch.numTokens()}, torch::kInt64);
   int64_t *ids = tokens.data_ptr<int64_t>();
   for (const Sequence *seq : batch.seqs) {

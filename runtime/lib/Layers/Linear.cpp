@@ -10,13 +10,28 @@ namespace nnsc {
 
 namespace {
 
+bool rowInvariant() { return productOrder() == ProductOrder::RowInvariant; }
+
+/// Whether the GEMV kernels take `in` @ `weight`^T: up to GemvMaxRows rows, or any number in
+/// the row-invariant order (their sums run in one order for every batch tile).
 bool useGemv(const torch::Tensor &in, const torch::Tensor &weight) {
   static const bool supported = kernels::gemvSupported();
   const auto type = in.scalar_type();
-  return supported && in.dim() == 2 && in.size(0) <= GemvMaxRows &&
+  return supported && in.dim() == 2 && (in.size(0) <= GemvMaxRows || rowInvariant()) &&
          (type == torch::kFloat32 || type == torch::kBFloat16) && weight.scalar_type() == type &&
          weight.is_contiguous() && in.stride(1) == 1 && in.device().is_cpu() &&
          weight.device().is_cpu();
+}
+
+/// `product` of each row of `in` alone, [1, k] -> [1, n], stacked: the row-invariant order
+/// where no kernel of ours serves (LibTorch's GEMM picks its kernel by the row count, so only a
+/// batch of one row is computed alike in every batch).
+template <typename F> torch::Tensor rowByRow(const torch::Tensor &in, const F &product) {
+  std::vector<torch::Tensor> rows;
+  rows.reserve(size_t(in.size(0)));
+  for (int64_t r = 0; r < in.size(0); ++r)
+    rows.push_back(product(in.narrow(0, r, 1)));
+  return rows.empty() ? product(in) : torch::cat(rows);
 }
 
 template <typename T>
@@ -95,6 +110,8 @@ torch::Tensor linear(const torch::Tensor &in, const torch::Tensor &weight,
                      const torch::Tensor &bias) {
   checkShapes("linear", in, weight, bias);
   if (!useGemv(in, weight)) {
+    if (rowInvariant() && in.size(0) > 1)
+      return rowByRow(in, [&](const torch::Tensor &row) { return linear(row, weight, bias); });
     if (oneDnnLinearApplies(in, weight))
       return oneDnnLinear(in, weight, bias);
     return bias.defined() ? at::linear(in, weight, bias) : at::linear(in, weight);
@@ -111,6 +128,13 @@ void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor 
               "]");
   if (useGemv(in, weight) && acc.scalar_type() == in.scalar_type() && acc.stride(1) == 1) {
     gemv(in, weight, {}, acc, /*accumulate=*/true);
+    return;
+  }
+  if (rowInvariant() && in.size(0) > 1) {
+    for (int64_t r = 0; r < in.size(0); ++r) {
+      torch::Tensor row = acc.narrow(0, r, 1);
+      linearAdd(row, in.narrow(0, r, 1), weight);
+    }
     return;
   }
   if (oneDnnLinearApplies(in, weight) && acc.scalar_type() == in.scalar_type()) {
@@ -131,9 +155,15 @@ bool linearRunsOnThreadPool(int64_t rows, torch::ScalarType dtype, bool quantize
          (quant && quantized && rows <= quantDecodeMaxRows(dtype, tiled));
 }
 
+/// Whether the quantized kernels take `in` @ `quant`^T now: up to the row limit, or any number
+/// of rows in the row-invariant order (their exact form sums in one order for every tile).
+bool useQuantized(const torch::Tensor &in, const QuantizedMatrix &quant) {
+  return rowInvariant() ? quantizedKernelsServe(in, quant) : quantizedLinearApplies(in, quant);
+}
+
 torch::Tensor linear(const torch::Tensor &in, const torch::Tensor &weight,
                      const torch::Tensor &bias, const QuantizedMatrix &quant) {
-  if (quantizedLinearApplies(in, quant)) {
+  if (useQuantized(in, quant)) {
     if (weight.defined()) // quantizedLinear checks the shapes against the blocks
       checkShapes("linear", in, weight, bias);
     if (!bias.defined() || bias.scalar_type() == in.scalar_type())
@@ -148,7 +178,7 @@ torch::Tensor linear(const torch::Tensor &in, const torch::Tensor &weight,
 
 void linearAdd(torch::Tensor &acc, const torch::Tensor &in, const torch::Tensor &weight,
                const QuantizedMatrix &quant) {
-  if (quantizedLinearApplies(in, quant) && acc.dim() == 2 && acc.size(0) == in.size(0) &&
+  if (useQuantized(in, quant) && acc.dim() == 2 && acc.size(0) == in.size(0) &&
       acc.size(1) == quant.rows() && acc.scalar_type() == in.scalar_type() && acc.stride(1) == 1) {
     if (weight.defined())
       checkShapes("linearAdd", in, weight, {});

@@ -291,6 +291,7 @@ void quantizedProduct(const QuantizedMatrix &w, torch::ScalarType dtype, const v
     a.xStride = inStride;
     a.yStride = yStride;
     a.accumulate = accumulate;
+    a.exact = productOrder() == ProductOrder::RowInvariant;
   };
   auto runPart = [&](const QuantizedMatrix &part) {
     if (dtype == torch::kBFloat16) {
@@ -309,18 +310,22 @@ void quantizedProduct(const QuantizedMatrix &w, torch::ScalarType dtype, const v
     runPart(part);
 }
 
-bool quantizedLinearApplies(const torch::Tensor &in, const QuantizedMatrix &w) {
+bool quantizedKernelsServe(const torch::Tensor &in, const QuantizedMatrix &w) {
   static const bool supported = kernels::quantIsaSupported(kernels::QuantIsa::Avx2);
   const auto type = in.scalar_type();
-  return supported && w.defined() && in.dim() == 2 &&
-         in.size(0) <= quantDecodeMaxRows(type, w.tiled) && in.size(1) == w.cols &&
+  return supported && w.defined() && in.dim() == 2 && in.size(1) == w.cols &&
          (type == torch::kFloat32 || type == torch::kBFloat16) && in.stride(1) == 1 &&
          in.device().is_cpu() && w.blocks.stride(1) == 1;
 }
 
+bool quantizedLinearApplies(const torch::Tensor &in, const QuantizedMatrix &w) {
+  return quantizedKernelsServe(in, w) &&
+         in.size(0) <= quantDecodeMaxRows(in.scalar_type(), w.tiled);
+}
+
 torch::Tensor quantizedLinear(const torch::Tensor &in, const QuantizedMatrix &w,
                               const torch::Tensor &bias) {
-  TORCH_CHECK(quantizedLinearApplies(in, w), "quantizedLinear: input ", in.sizes(), " ",
+  TORCH_CHECK(quantizedKernelsServe(in, w), "quantizedLinear: input ", in.sizes(), " ",
               in.scalar_type(), " cannot use the quantized weight [", w.rows(), ", ", w.cols, "]");
   TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == w.rows() &&
                                   bias.scalar_type() == in.scalar_type() && bias.is_contiguous()),
@@ -331,7 +336,7 @@ torch::Tensor quantizedLinear(const torch::Tensor &in, const QuantizedMatrix &w,
 }
 
 void quantizedLinearAdd(torch::Tensor &acc, const torch::Tensor &in, const QuantizedMatrix &w) {
-  TORCH_CHECK(quantizedLinearApplies(in, w), "quantizedLinearAdd: input ", in.sizes(), " ",
+  TORCH_CHECK(quantizedKernelsServe(in, w), "quantizedLinearAdd: input ", in.sizes(), " ",
               in.scalar_type(), " cannot use the quantized weight [", w.rows(), ", ", w.cols, "]");
   TORCH_CHECK(acc.dim() == 2 && acc.size(0) == in.size(0) && acc.size(1) == w.rows() &&
                   acc.scalar_type() == in.scalar_type() && acc.stride(1) == 1,

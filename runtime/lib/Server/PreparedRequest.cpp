@@ -180,6 +180,7 @@ std::optional<PreparedRequest> prepareRequest(OpenAIServer &server, const std::s
       return std::nullopt;
     }
   p.sampling = r.sampling;
+  p.sampling.batchInvariant = r.sampling.batchInvariant || server.options().batchInvariant;
   if (!r.maxTokensGiven) {
     // OpenAI's default for completions; for chat, vLLM's: what is left of the context.
     size_t longest = 0;

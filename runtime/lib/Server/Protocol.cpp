@@ -296,6 +296,7 @@ std::optional<GenerationRequest> parseGenerationRequest(const json &body, bool c
           seed->is_number_unsigned() ? seed->get<uint64_t>() : uint64_t(seed->get<int64_t>());
   }
   r.sampling.ignoreEos = f.boolean("ignore_eos").value_or(false);
+  r.sampling.batchInvariant = f.boolean("batch_invariant").value_or(false);
   if (const json *stop = f.get("stop")) {
     if (stop->is_string()) {
       r.stop.push_back(stop->get<std::string>());

@@ -40,6 +40,9 @@ struct ServerOptions {
   bool allowPrograms = true;
   /// Serve the browser workbench at / (docs/Server.md, "Workbench"); off: --no-workbench.
   bool workbench = true;
+  /// Every request in batch-invariant mode (--batch-invariant), as if each sent
+  /// "batch_invariant": true (docs/Engine.md, "Batch-invariant mode").
+  bool batchInvariant = false;
   size_t maxBodyBytes = 16 << 20;
   size_t maxProgramBytes = 64 << 10;
   size_t maxParamsBytes = 8 << 20;

@@ -20,6 +20,11 @@ namespace nnsc {
 struct AttentionMetadata {
   /// Prefill steps use the varlen kernel; decode steps the one-query-per-sequence kernel.
   bool isPrefill = false;
+  /// Batch-invariant mode (a scheduled request asked for it, SamplingParams::batchInvariant):
+  /// every row of the step is computed in an order that depends on that row and its own
+  /// sequence's keys only (one attention kernel for every query, ProductOrder::RowInvariant
+  /// for the products).
+  bool batchInvariant = false;
   /// [num_seqs + 1] int32: prefix sums of the rows each sequence computes this step.
   torch::Tensor cuSeqlensQ;
   /// [num_seqs + 1] int32: prefix sums of each sequence's attended length (cached tokens plus

@@ -29,6 +29,9 @@ struct BackendCapabilities {
   /// on the CPU, their device copies through ModelBackend::bundleLauncher where it is on a
   /// device. Site hooks written with LibTorch ops run on every backend.
   bool bundleKernels = false;
+  /// Requests may ask for batch-invariant mode (SamplingParams::batchInvariant): the backend's
+  /// kernels then compute every row in an order that depends on that row alone.
+  bool batchInvariant = false;
 };
 
 } // namespace nnsc

@@ -41,6 +41,11 @@ struct SamplingParams {
   /// tokens at its step (from the logits the sampler got, before temperature, top-k and
   /// top-p); -1 returns none.
   int32_t logprobs = -1;
+  /// Batch-invariant mode: the request's saves, logits and tokens are the same bits whatever
+  /// other requests share its steps (a step with such a request computes every row in an order
+  /// that depends on that row alone; docs/Engine.md, "Batch-invariant mode"). Sampled tokens
+  /// (temperature > 0) are reproducible with a `seed`.
+  bool batchInvariant = false;
 
   /// Throws InvalidInput naming the first impossible field, e.g.
   /// "sampling params: 'top_p' must be in (0, 1], got 1.5".

@@ -181,6 +181,11 @@ template <typename T> struct QuantGemvArgs {
   int64_t rows = 0, cols = 0, batch = 0, xStride = 0, yStride = 0;
   /// y += x W^T instead of y = x W^T.
   bool accumulate = false;
+  /// Every activation row in the exact form (each weight widened to its dequantized value, the
+  /// products summed in one order for any batch), so that a row's result does not depend on
+  /// the rows beside it; otherwise a row alone in its tile takes the factored form (fewer
+  /// instructions, rounded differently) and bf16 rows may take the vdpbf16ps kernel.
+  bool exact = false;
 };
 
 /// Computes output columns [rowBegin, rowEnd) of `a` (rows of W) with the best instruction

@@ -15,6 +15,7 @@
 #define NNSC_RUNTIME_LAYERS_QUANTIZEDLINEAR_H
 
 #include "nnsc/Runtime/Kernels/QuantGemv.h"
+#include "nnsc/Runtime/Layers/ProductOrder.h"
 
 #include <torch/torch.h>
 
@@ -107,19 +108,23 @@ struct QuantizedMatrix {
 /// prefetchers restart at every 4 KiB page. Each matrix starts on a cache line.
 void packQuantized(const std::vector<QuantizedMatrix *> &matrices);
 
-/// Whether quantizedLinear() serves in [rows, cols] @ w^T now: `w` is defined, the path is on
-/// and `in` has at most quantDecodeMaxRows(its dtype) rows, is a CPU fp32 or bf16 matrix with unit
-/// column stride and w.cols columns, and the CPU runs the kernels.
+/// Whether the quantized kernels can compute in [rows, cols] @ w^T: `w` is defined, `in` is a
+/// CPU fp32 or bf16 matrix with unit column stride and w.cols columns, and the CPU runs the
+/// kernels. Any number of rows.
+bool quantizedKernelsServe(const torch::Tensor &in, const QuantizedMatrix &w);
+/// Whether linear() takes them for `in` by default: they serve and `in` has at most
+/// quantDecodeMaxRows(its dtype) rows (past that a packed GEMM is faster).
 bool quantizedLinearApplies(const torch::Tensor &in, const QuantizedMatrix &w);
 /// y[batch, w.rows()] = (or += with `accumulate`) in[batch, w.cols] w^T (+ bias[w.rows()]) on
 /// raw rows of `dtype` (fp32 or bf16) with unit column stride, on the thread pool: the kernel
-/// call behind quantizedLinear/quantizedLinearAdd, for callers that checked the shapes.
+/// call behind quantizedLinear/quantizedLinearAdd, for callers that checked the shapes. In
+/// this thread's ProductOrder::RowInvariant every row takes the kernels' exact form.
 void quantizedProduct(const QuantizedMatrix &w, torch::ScalarType dtype, const void *in,
                       int64_t inStride, int64_t batch, const void *bias, void *y, int64_t yStride,
                       bool accumulate);
 
 /// in @ w^T (+ bias, of in's dtype) -> [rows, w.rows()] in in's dtype. Check
-/// quantizedLinearApplies() first.
+/// quantizedKernelsServe() first.
 torch::Tensor quantizedLinear(const torch::Tensor &in, const QuantizedMatrix &w,
                               const torch::Tensor &bias = {});
 
