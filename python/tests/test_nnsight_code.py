@@ -1,32 +1,13 @@
 """NNsight 0.8.1 code run twice: by nnsight on transformers (the reference, loaded as the parity
 harness loads the bundled GGUF) and by nnsc.LanguageModel, with only the model changed. Saves
-must agree within the parity tolerance (docs/Parity.md) and generated tokens exactly. Then the
-constructs nnsc cannot compile, each rejected with a TraceError at the user's line."""
-
-import os
-import sys
-import warnings
+must agree within the parity tolerance (docs/Parity.md) and generated tokens exactly. The
+constructs nnsc cannot compile are in test_nnsight_code_errors.py."""
 
 import nnsc  # first: it chooses the OpenMP wait policy before torch loads
 import pytest
 import torch
-from nnsc import TraceError
 
-from conftest import ROOT, served
-
-sys.path.insert(0, os.path.join(ROOT, "test", "lib"))
-
-GGUF = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
-FRANCE = "The capital of France is the city of"
-ITALY = "The capital of Italy is the city of"
-SPAIN = "The capital of Spain is the city of"
-ALICE = "Alice went to the market and bought"
-RTOL, ATOL, ROW_TOL = 1e-3, 1e-3, 1e-5
-
-
-def unit(seed, scale=1.0):
-    v = torch.randn(576, generator=torch.Generator().manual_seed(seed))
-    return scale * v / v.norm()
+from conftest import ALICE, FRANCE, ITALY, SPAIN, assert_close, served, unit
 
 
 # --- the programs: NNsight 0.8.1 code, each returning what it saved ------------------------------
@@ -261,82 +242,59 @@ def stop_early(model):
     return {"score": score}
 
 
+def module_inputs(model):
+    """`.inputs`, (args, kwargs) around a module's first input (a keyword of self_attn's),
+    read and written."""
+    with model.trace([FRANCE, ITALY]):
+        args, kwargs = model.model.layers[3].inputs
+        layer = args[0][:, -1].save()
+        attention = model.model.layers[3].self_attn.inputs[1]["hidden_states"].save()
+        args, kwargs = model.model.layers[4].self_attn.inputs
+        kwargs["hidden_states"] = kwargs["hidden_states"] * 0.5
+        model.model.layers[4].self_attn.inputs = (args, kwargs)
+        args, kwargs = model.model.layers[5].mlp.inputs
+        model.model.layers[5].mlp.inputs = ((args[0] + 1.0,), kwargs)
+        last = model.model.layers[5].output[:, -1].save()
+    return {"layer": layer, "attention": attention, "last": last}
+
+
 PROGRAMS = [capture, steering_every_step, steering_block, ablation_all, logit_lens, patching,
             skip_layer, module_calls, batched, batched_generate, directional_ablation,
             head_ablation, arithmetic, more_operations, cache_every_layer, sae_splice,
-            attention_knockout, stop_early]
+            attention_knockout, stop_early, module_inputs]
 
 
-# --- the two models -----------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def reference():
-    """nnsight 0.8.1 on transformers' conversion of the bundled GGUF, as parity.py loads it."""
-    pytest.importorskip("nnsight")
-    from reference import load_gguf_reference
-    from nnsight import LanguageModel
-    model, tokenizer = load_gguf_reference(GGUF)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # nnsight's note that LanguageModel has a new name
-        return LanguageModel(model, tokenizer=tokenizer)
-
-
-@pytest.fixture(scope="module")
-def model(llm):
-    """The same code's model: nnsc.LanguageModel over the session's engine."""
-    return nnsc.LanguageModel(llm)
-
-
-def assert_close(got, ref, name):
-    if isinstance(ref, (list, tuple)):
-        assert isinstance(got, (list, tuple)) and len(got) == len(ref), name
-        for i, (g, r) in enumerate(zip(got, ref)):
-            assert_close(g, r, "%s[%d]" % (name, i))
-        return
-    ref = torch.as_tensor(ref).detach().cpu()
-    assert isinstance(got, torch.Tensor), "%s: %r is not a tensor" % (name, got)
-    assert list(got.shape) == list(ref.shape), \
-        "%s: shape %s != nnsight's %s" % (name, list(got.shape), list(ref.shape))
-    if not ref.is_floating_point():
-        assert torch.equal(got.long(), ref.long()), "%s: %s != nnsight's %s" % (name, got, ref)
-        return
-    got, ref = got.float(), ref.float()
-    scale = ref.abs().amax(-1, keepdim=True) if ref.dim() else ref.abs()
-    bound = ATOL + ROW_TOL * scale + RTOL * ref.abs()
-    excess = (got - ref).abs() - bound
-    assert not bool((excess > 0).any()), "%s differs from nnsight by up to %.3e" % (
-        name, float((got - ref).abs().max()))
-
+# --- the comparisons -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
-def test_same_code_same_saves(program, reference, model):
+def test_same_code_same_saves(program, nnsight_model, nnsc_model):
     if getattr(program, "eager", False):
-        previous = reference._module.config._attn_implementation
-        reference._module.set_attn_implementation("eager")
+        previous = nnsight_model._module.config._attn_implementation
+        nnsight_model._module.set_attn_implementation("eager")
         try:
-            expected = program(reference)
+            expected = program(nnsight_model)
         finally:
-            reference._module.set_attn_implementation(previous)
+            nnsight_model._module.set_attn_implementation(previous)
     else:
-        expected = program(reference)
-    got = program(model)
+        expected = program(nnsight_model)
+    got = program(nnsc_model)
     assert sorted(got) == sorted(expected)
     for name in expected:
         assert_close(got[name], expected[name], name)
 
 
-def test_interventions_change_tokens(model):
+def test_interventions_change_tokens(nnsc_model):
     """The steering, ablation and skip programs act: their tokens differ from a plain run."""
     for program, prompt in ((steering_every_step, FRANCE), (ablation_all, ALICE),
                             (skip_layer, ITALY), (batched_generate, FRANCE),
                             (attention_knockout, ALICE)):
-        result = program(model)["result"]
-        generated = result.shape[1] - len(model.tokenizer.encode(prompt))
-        [plain] = model.llm.generate(prompt, max_tokens=generated, use_tqdm=False)
+        result = program(nnsc_model)["result"]
+        generated = result.shape[1] - len(nnsc_model.tokenizer.encode(prompt))
+        [plain] = nnsc_model.llm.generate(prompt, max_tokens=generated, use_tqdm=False)
         assert result[0, -generated:].tolist() != plain.token_ids, program.__name__
 
 
-def test_prompts_of_different_lengths(reference, model):
+def test_prompts_of_different_lengths(nnsight_model, nnsc_model):
     """nnsc runs each prompt of a batch alone, so a batch of prompts of different lengths gives
     what nnsight gives for each prompt alone (nnsight's own batch pads them on the left), padded
     on the left to one shape."""
@@ -345,13 +303,13 @@ def test_prompts_of_different_lengths(reference, model):
             h = model.model.layers[12].output[:, -1].save()
             top = model.lm_head.output[:, -1].argmax(-1).save()
         return h, top
-    h, top = last_tokens(model, [FRANCE, ALICE])
+    h, top = last_tokens(nnsc_model, [FRANCE, ALICE])
     for i, prompt in enumerate((FRANCE, ALICE)):
-        ref_h, ref_top = last_tokens(reference, [prompt])
+        ref_h, ref_top = last_tokens(nnsight_model, [prompt])
         assert_close(h[i:i + 1], ref_h, "h[%d]" % i)
         assert_close(top[i:i + 1], ref_top, "top[%d]" % i)
-    with model.trace([FRANCE, ALICE]):
-        whole = model.model.layers[1].output.save()
+    with nnsc_model.trace([FRANCE, ALICE]):
+        whole = nnsc_model.model.layers[1].output.save()
     assert whole.shape == (2, 8, 576)
     assert bool((whole[1, 0] == 0).all()) and bool((whole[1, 1] != 0).any())
 
@@ -360,13 +318,13 @@ def test_prompts_of_different_lengths(reference, model):
             result = tracer.result.save()
         return result
     # The token ids are laid out as transformers' generate lays out a padded batch.
-    assert_close(generated(model), generated(reference), "result")
+    assert_close(generated(nnsc_model), generated(nnsight_model), "result")
 
 
-def test_program_is_inspectable(model):
-    with model.generate([FRANCE, ITALY], max_new_tokens=2) as tracer:
+def test_program_is_inspectable(nnsc_model):
+    with nnsc_model.generate([FRANCE, ITALY], max_new_tokens=2) as tracer:
         for step in tracer.iter[0:2]:
-            model.model.layers[3].output[:, -1] *= 0.5
+            nnsc_model.model.layers[3].output[:, -1] *= 0.5
     assert "model.layers.3.output[-1] *= 0.5" in tracer.program_source
     # Steps that do the same thing are one nns loop.
     assert "for step in steps[0:2] {" in tracer.program_source
@@ -374,18 +332,18 @@ def test_program_is_inspectable(model):
     # Both prompts do the same, so they share one program and one batch.
     assert len(tracer.program_sources) == 1
     # The one program runs again as plain nnsc.
-    [r] = model.llm.generate(FRANCE, tracer.program, max_tokens=2, use_tqdm=False)
+    [r] = nnsc_model.llm.generate(FRANCE, tracer.program, max_tokens=2, use_tqdm=False)
     assert r.error is None
 
 
-def test_traced_program_runs_on_nns_serve(model):
+def test_traced_program_runs_on_nns_serve(nnsc_model):
     """The notebook-to-service path: the traced program's source, sent to nns-serve with the
     trace's params, gives the saves the trace gave."""
     v = unit(4, 20.0)
-    with model.generate(FRANCE, max_new_tokens=3, do_sample=False) as tracer:
+    with nnsc_model.generate(FRANCE, max_new_tokens=3, do_sample=False) as tracer:
         for step in tracer.iter[0:3]:
-            model.model.layers[6].output[:, -1] += v
-        top = model.lm_head.output[0, -1].argmax(-1).save()
+            nnsc_model.model.layers[6].output[:, -1] += v
+        top = nnsc_model.lm_head.output[0, -1].argmax(-1).save()
         result = tracer.result.save()
     [source] = tracer.program_sources
     [params] = tracer.program_params
@@ -406,7 +364,7 @@ def steered_run(model, prompts, v, scale):
     return tracer, rows, result
 
 
-def test_cached_per_code_location(model):
+def test_cached_per_code_location(nnsc_model):
     """A block run again with other steering vectors and prompts of the same structure reuses
     its program (tracer.reused) and gives what a fresh trace gives; a changed Python number,
     baked into the program as a literal, and another prompt count are traced anew, never served
@@ -416,14 +374,14 @@ def test_cached_per_code_location(model):
             ([FRANCE, ITALY], unit(9, 30.0), 0.5),         # the same prompts, another vector
             ([FRANCE, ITALY], unit(7, 30.0), 0.25),        # the literal changes
             ([FRANCE, ITALY, ALICE], unit(7, 30.0), 0.25)]  # the prompt count changes
-    model._programs_at.clear()
-    looped = [steered_run(model, *run) for run in runs]
+    nnsc_model._programs_at.clear()
+    looped = [steered_run(nnsc_model, *run) for run in runs]
     assert [t.reused for t, _, _ in looped] == [False, True, True, False, False]
     assert "*= 0.25" in looped[3][0].program_source
     assert "*= 0.5" not in looped[3][0].program_source
     for run, (_, rows, result) in zip(runs, looped):
-        model._programs_at.clear()
-        fresh, fresh_rows, fresh_result = steered_run(model, *run)
+        nnsc_model._programs_at.clear()
+        fresh, fresh_rows, fresh_result = steered_run(nnsc_model, *run)
         assert not fresh.reused
         assert torch.equal(result, fresh_result)
         assert_close(rows, fresh_rows, "rows")
@@ -432,186 +390,10 @@ def test_cached_per_code_location(model):
     assert not torch.equal(looped[0][1], looped[3][1])
 
 
-def test_envoy_tree(model):
-    assert len(model.model.layers) == 30
-    assert repr(model.model.layers[-1]) == "Envoy(model.layers.29)"
-    assert repr(model.model.layers[3].self_attn.q_proj) == "Envoy(model.layers.3.self_attn.q_proj)"
-    assert [repr(layer) for layer in model.model.layers][:2] == ["Envoy(model.layers.0)",
-                                                                  "Envoy(model.layers.1)"]
-
-
-# --- what cannot be compiled --------------------------------------------------------------------
-
-def line_after():
-    """The line number after the caller's line: where the rejected construct is."""
-    return sys._getframe(1).f_lineno + 1
-
-
-def python_if(model):
-    with model.trace(FRANCE):
-        h = model.model.layers[3].output[0, -1]
-        line = line_after()
-        if h.sum() > 0:
-            h.save()
-    return line
-
-
-def item(model):
-    with model.trace(FRANCE):
-        line = line_after()
-        model.model.layers[3].output[0, -1, 0].item()
-    return line
-
-
-def tolist(model):
-    with model.trace(FRANCE):
-        line = line_after()
-        model.model.layers[3].output[0, -1].tolist()
-    return line
-
-
-def unsupported_torch_function(model):
-    with model.trace(FRANCE):
-        line = line_after()
-        torch.cumsum(model.model.layers[3].output[0], 0).save()
-    return line
-
-
-def unknown_method(model):
-    with model.trace(FRANCE):
-        line = line_after()
-        model.model.layers[3].output[0].cumprod(0).save()
-    return line
-
-
-def unknown_module(model):
-    with model.trace(FRANCE):
-        line = line_after()
-        model.model.layers[3].mlpp.output.save()
-    return line
-
-
-def layer_out_of_range(model):
-    with model.trace(FRANCE):
-        line = line_after()
-        model.model.layers[30].output.save()
-    return line
-
-
-def out_of_order(model):
-    with model.trace(FRANCE):
-        model.model.layers[8].output.save()
-        line = line_after()
-        model.model.layers[3].output.save()
-    return line
-
-
-def cube(model):
-    with model.trace(FRANCE):
-        line = line_after()
-        (model.model.layers[3].output ** 3).save()
-    return line
-
-
-def list_index(model):
-    with model.trace(FRANCE):
-        line = line_after()
-        model.model.layers[3].output[0, [1, 2]].save()
-    return line
-
-
-def batch_out_of_range(model):
-    with model.trace(FRANCE):
-        line = line_after()
-        model.model.layers[3].output[1].save()
-    return line
-
-
-def ragged_position(model):
-    with model.trace([FRANCE, ALICE]):
-        line = line_after()
-        model.model.layers[3].output[:, 2].save()
-    return line
-
-
-def ragged_pattern_position(model):
-    with model.generate([FRANCE, ALICE], max_new_tokens=2) as tracer:
-        for step in tracer.iter[0:2]:
-            attention = model.model.layers[3].self_attn.source.attention_interface_1
-            line = line_after()
-            attention.source.nn_functional_softmax_0.output[:, 7, -1, 0] = 0
-    return line
-
-
-def across_steps(model):
-    with model.generate(FRANCE, max_new_tokens=3) as tracer:
-        for step in tracer.iter[0:2]:
-            if step == 0:
-                h = model.model.layers[3].output[0, -1] * 2
-            else:
-                line = line_after()
-                model.model.layers[3].output[0, -1] = h
-    return line
-
-
-def call_decoder_layer(model):
-    with model.trace(FRANCE):
-        h = model.model.layers[2].output
-        line = line_after()
-        model.model.layers[3](h).save()
-    return line
-
-
-def result_in_trace(model):
-    with model.trace(FRANCE) as tracer:
-        line = line_after()
-        tracer.result.save()
-    return line
-
-
-def write_computed(model):
-    with model.trace(FRANCE):
-        h = model.model.layers[3].output * 2
-        line = line_after()
-        h[:, -1] = 0
-    return line
-
-
-def compute_on_result(model):
-    with model.generate(FRANCE, max_new_tokens=2) as tracer:
-        line = line_after()
-        tracer.result[0, -1].save()
-    return line
-
-
-REJECTED = {
-    compute_on_result: "tracer.result can only be saved",
-    python_if: "Python `if`", item: ".item()", tolist: ".tolist()",
-    unsupported_torch_function: "'cumsum' has no nns equivalent",
-    unknown_method: "'cumprod'", unknown_module: "did you mean 'mlp'",
-    layer_out_of_range: "index 30 is out of range", out_of_order: "out-of-order access",
-    cube: "x ** 3", list_index: "list or tensor of indices",
-    batch_out_of_range: "batch index 1 is out of range for 1 prompts",
-    ragged_position: "different lengths", ragged_pattern_position: "different lengths",
-    across_steps: "computed at generation step 0",
-    call_decoder_layer: "cannot be called", result_in_trace: "tracer.result in model.trace",
-    write_computed: "a write to a computed value",
-}
-
-
-@pytest.mark.parametrize("program", list(REJECTED), ids=lambda p: p.__name__)
-def test_rejected_with_location(program, model):
-    with pytest.raises(TraceError) as info:
-        program(model)
-    error = info.value
-    assert REJECTED[program] in str(error), str(error)
-    assert error.filename == __file__
-    # The expected line is the one after `line = line_after()` in the program's source.
-    import inspect
-    source, start = inspect.getsourcelines(program)
-    marks = [start + i + 1 for i, text in enumerate(source) if "line = line_after()" in text]
-    assert error.lineno in marks, "%s: line %d, expected %s" % (str(error), error.lineno, marks)
-    # Nothing ran and the model still works.
-    with model.trace(FRANCE):
-        h = model.model.layers[0].output[0, -1].save()
-    assert h.shape == (576,)
+def test_envoy_tree(nnsc_model):
+    layers = nnsc_model.model.layers
+    assert len(layers) == 30
+    assert repr(layers[-1]) == "Envoy(model.layers.29)"
+    assert repr(layers[3].self_attn.q_proj) == "Envoy(model.layers.3.self_attn.q_proj)"
+    assert [repr(layer) for layer in layers][:2] == ["Envoy(model.layers.0)",
+                                                     "Envoy(model.layers.1)"]

@@ -11,7 +11,8 @@ from collections import OrderedDict
 import torch
 
 from ..errors import CompileError
-from . import emit, ops
+from . import emit, operands, shapes
+from .cache import Cache, CacheView, check_one_request
 from .errors import TraceError, user_location
 from .proxy import _UNSET, Part, Proxy, _meta, _same_place
 from .recording import Recording
@@ -248,6 +249,8 @@ class Tracer:
         self.programs = []
         self.program_params = []  # per program, its requests' params ({name: tensor} each)
         self._result_saves = []
+        self._caches = []
+        self._cached_sites = {}  # prompt slot -> the sites its caches' statements list
         self._generating = generating
         self._steps = max_new_tokens if generating else 1
         self._sampling = sampling or {}
@@ -277,6 +280,19 @@ class Tracer:
         self.check_open("tracer.stop()")
         self.recording.flush()
         self.recording.emit("stop()", frozenset(), self.recording.step, everywhere=True)
+
+    def cache(self, modules=None, device=torch.device("cpu"), dtype=None, detach=True,
+              include_output=True, include_inputs=False, non_blocking=False):
+        """nnsight's record of every module's output (or of `modules`: envoys or nnsight paths
+        such as "model.model.layers.3"), and inputs with `include_inputs`, over the run, for the
+        current invoke's prompts. Returns the CacheView that holds them after the block (module
+        outputs are what the model continued with, after the block's writes). `detach` and
+        `non_blocking` change nothing: nnsc's values are on no autograd graph and arrive on
+        the CPU."""
+        self.check_open("tracer.cache()")
+        cache = Cache(self, modules, include_output, include_inputs, device, dtype)
+        self._caches.append(cache)
+        return CacheView(cache, None)
 
     def barrier(self, count):
         """nnsight's barrier: nnsc orders values across invokes itself, so it does nothing."""
@@ -381,22 +397,22 @@ class Tracer:
         target = self.site(path)
         if isinstance(value, Proxy) and _same_place(value, target):
             return  # `module.output += v` has already written in place
-        ops.write(target, value, "=")
+        shapes.write(target, value, "=")
 
     def skip(self, module_path, output_path, value):
         self.check_open(".skip()")
         target = self.site(output_path)
-        value = ops.operand(self, value)
+        value = operands.operand(self, value)
         rank = target._rank
         for i, part in enumerate(target._parts):
-            source = ops._aligned(value, i, rank, len(target._parts))
-            text = ops._text(self, source)
+            source = operands.aligned(value, i, rank, len(target._parts))
+            text = operands.bound_text(self, source)
             self.recording.emit("%s.skip(%s)" % (module_path, text), part.slots | source.slots,
                                 self.recording.step)
 
     def call_module(self, module_path, input_path, output_path, value):
         self.check_open("a module call")
-        value = ops.operand(self, value)
+        value = operands.operand(self, value)
         sites = self.model._site_info
         width_in, width_out = sites[input_path].shape[-1], sites[output_path].shape[-1]
 
@@ -405,7 +421,7 @@ class Tracer:
                 raise TraceError("%s takes values whose last dimension is %s, got shape %s"
                                  % (module_path, width_in, list(m.shape)))
             return _meta(list(m.shape[:-1]) + [width_out])
-        return ops._per_part(value, lambda t: "%s(%s)" % (module_path, t), meta_fn)
+        return operands.per_part(value, lambda t: "%s(%s)" % (module_path, t), meta_fn)
 
     # --- leaving the block ------------------------------------------------------------------
 
@@ -421,6 +437,9 @@ class Tracer:
                 raise TraceError("the trace has no prompts",
                                  "give prompts to model.trace(...) or to tracer.invoke(...)",
                                  location=user_location())
+            for cache in self._caches:
+                cache.read_final_sites()
+            check_one_request(self._caches, emit.shares_values(self.recording))
             self._run()
         finally:
             self.closed = True
@@ -463,6 +482,7 @@ class Tracer:
         self.programs = list(compiled)
         self.program_params = [plan.bind(self.recording.params) for plan in plans]
         values = {}
+        saves_by_slot = {}
         completions = {}
         max_tokens = self._steps if self._generating else 0
         for plan, program in zip(plans, compiled):
@@ -478,6 +498,7 @@ class Tracer:
                                        % (result.error, plan.source))
                 for slot, completion in zip(request, result.outputs):
                     completions[slot] = completion
+                saves_by_slot.update((slot, result.saves) for slot in request)
                 for key, name in names.items():
                     if key.startswith("$s"):
                         values[(key, tuple(request))] = (name, result.saves)
@@ -485,6 +506,8 @@ class Tracer:
             proxy._resolve([self._saved_value(values, save) for save in proxy._save_names])
         for result in self._result_saves:
             result._value = self._result_tensor(completions)
+        for cache in self._caches:
+            cache.resolve(saves_by_slot)
 
     def _saved_value(self, values, save):
         key, slots, step = save

@@ -130,10 +130,15 @@ def _finish(writer, params, requests, header=""):
                 [{name: key for key, name in used.items()} for _ in requests], line_map)
 
 
+def shares_values(recording):
+    """Whether a value of one prompt reaches another's: then the prompts are one request."""
+    return any(len(s.slots) > 1 for s in recording.statements)
+
+
 def plan(recording, prompt_count):
     """The programs that run a recording over `prompt_count` prompts."""
     statements = recording.statements
-    if any(len(s.slots) > 1 for s in statements):
+    if shares_values(recording):
         return [_invokes(recording, prompt_count)]
     # Each prompt's statements, in order, in one pass (a filter per prompt would be quadratic).
     own = [[] for _ in range(prompt_count)]

@@ -10,6 +10,9 @@ from .errors import TraceError
 _TUPLE_OUTPUTS = ("self_attn",)
 # Modules nns cannot call on a value (they need the cache and positions of a running sequence).
 _NOT_CALLABLE = ("self_attn",)
+# Modules to which transformers passes their first input by keyword, so nnsight's `.inputs`
+# holds it among the keyword arguments: that keyword.
+_KEYWORD_INPUTS = {"self_attn": "hidden_states"}
 # NNsight 0.8's `.source` path from an attention block to eager attention's softmax, whose
 # output is the site nns calls `self_attn.pattern`.
 _PATTERN_SOURCE = ("attention_interface_1", "source", "nn_functional_softmax_0")
@@ -39,16 +42,16 @@ class Envoy:
         sites = self.__dict__["_sites"]
         if name in sites:
             value = self._tracer(".%s" % name).site(sites[name])
-            leaf = self._path.rsplit(".", 1)[-1]
-            if name == "output" and leaf in _TUPLE_OUTPUTS:
-                return (value, None)
-            return value
+            return output_of(self._path, value) if name == "output" else value
+        if name == "inputs" and "input" in sites:
+            return inputs_of(self._path, self._tracer(".inputs").site(sites["input"]))
         if name == "source" and "pattern" in sites:
             return SourceEnvoy(self, sites["pattern"])
-        known = sorted(children) + sorted(sites) + ["skip"]
+        known = sorted(children) + sorted(sites) + ["inputs"] * ("input" in sites) + ["skip"]
         close = difflib.get_close_matches(name, known, n=3)
         if name == "inputs":
-            hint = "nnsc has the first positional input only: .input"
+            hint = "nns has no input of %s; its submodules' inputs are sites" % (
+                self._path or "the model")
         elif name == "source":
             hint = ("of the operations inside a module's forward, nnsc has eager attention's "
                     "softmax: self_attn.source.attention_interface_1.source."
@@ -61,6 +64,8 @@ class Envoy:
 
     def __setattr__(self, name, value):
         sites = self.__dict__["_sites"]
+        if name == "inputs" and "input" in sites:
+            name, value = "input", first_input(self._path, value)
         if name not in sites:
             raise TraceError("cannot set %r on %s" % (name, self._path or "the model"),
                              "write a module's .output or .input")
@@ -91,6 +96,52 @@ class Envoy:
                              "decoder layers and attention blocks need a running sequence")
         return self._tracer("calling %s" % self._path).call_module(
             self._path, self._sites["input"], self._sites["output"], value)
+
+
+class InputKwargs(dict):
+    """The keyword arguments of nnsight's `.inputs`. nns has a module's first input only, so
+    asking for another (the attention mask, positions, the KV cache) is a TraceError."""
+
+    def __init__(self, path, values=()):
+        super().__init__(values)
+        self.path = path
+
+    def __missing__(self, key):
+        raise TraceError("nnsc has no input %r of %s" % (key, self.path),
+                         "nns sites hold a module's first input only (.input); the attention "
+                         "mask, positions and KV cache stay inside the engine")
+
+
+def output_of(path, value):
+    """nnsight's `.output` of module `path` whose nns value is `value`: `(value, None)` where
+    transformers returns a tuple (attention output, weights)."""
+    return (value, None) if path.rsplit(".", 1)[-1] in _TUPLE_OUTPUTS else value
+
+
+def inputs_of(path, value):
+    """nnsight's `.inputs`, `(args, kwargs)`, of module `path` whose first input is `value`:
+    `((value,), {})`, or `((), {keyword: value})` where transformers passes it by keyword."""
+    keyword = _KEYWORD_INPUTS.get(path.rsplit(".", 1)[-1])
+    if keyword:
+        return (), InputKwargs(path, {keyword: value})
+    return (value,), InputKwargs(path)
+
+
+def first_input(path, inputs):
+    """The value of `module.inputs = (args, kwargs)`: nns writes the first input, so the pair
+    must hold that one value (positional, or under the module's keyword)."""
+    if not (isinstance(inputs, tuple) and len(inputs) == 2 and isinstance(inputs[1], dict)):
+        raise TraceError("%s.inputs takes a pair (args, kwargs)" % path,
+                         "write .inputs = ((value,), kwargs), or .input = value")
+    args, kwargs = inputs
+    keyword = _KEYWORD_INPUTS.get(path.rsplit(".", 1)[-1])
+    hint = "nns writes a module's first input only: write .input = value"
+    if len(args) + len(kwargs) != 1:
+        raise TraceError("%s.inputs written with %d inputs" % (path, len(args) + len(kwargs)),
+                         hint)
+    if kwargs and keyword not in kwargs:
+        raise TraceError("%s.inputs written with the keyword input %r" % (path, *kwargs), hint)
+    return args[0] if args else kwargs[keyword]
 
 
 class SourceEnvoy:

@@ -56,6 +56,14 @@ class LanguageModel(Envoy):
         return Tracer(self, prompts, generating=True, max_new_tokens=int(max_new_tokens),
                       sampling=sampling)
 
+    def edit(self, *args, **kwargs):
+        """NNsight's persistent edit: not in nnsc.LanguageModel (docs/Python.md, "NNsight
+        code")."""
+        raise TraceError("model.edit() is not in nnsc.LanguageModel",
+                         "write the edit's interventions in each trace, where the model reaches "
+                         "those modules; or bind the edit, written as .nns, to every request: "
+                         "nns-run --edit FILE.nns, nns-serve --edit FILE.nns")
+
     def _enter(self, tracer):
         if self._tracer_stack:
             raise TraceError("a trace inside another trace", "end the first block before "

@@ -154,20 +154,7 @@ class Proxy:
         return self
 
     def _resolve(self, values):
-        if not self._split:
-            self._value = values[0]
-            return
-        shapes = {tuple(v.shape) for v in values}
-        if len(shapes) > 1:
-            # Prompts of different lengths: pad on the left, where nnsight's padding goes.
-            size = [max(s) for s in zip(*shapes)]
-            padded = []
-            for v in values:
-                out = v.new_zeros(size)
-                out[tuple(slice(n - m, n) for n, m in zip(size, v.shape))] = v
-                padded.append(out)
-            values = padded
-        self._value = torch.stack(values)
+        self._value = stacked(values) if self._split else values[0]
 
     # --- Python conversions that need a value ------------------------------------------------
 
@@ -246,11 +233,26 @@ class Proxy:
         if self._value is not _UNSET:
             self._value[key] = value
             return
-        from . import ops
-        target = ops.getitem(self, key)
+        from . import shapes
+        target = shapes.getitem(self, key)
         if isinstance(value, Proxy) and value is not target and _same_place(value, target):
             return  # `x[k] += v` has already written through the view
-        ops.write(target, value, "=")
+        shapes.write(target, value, "=")
+
+
+def stacked(values):
+    """Prompts' values as one batch, `[B, ...]`; prompts of different lengths are padded on
+    the left, where nnsight's padding goes."""
+    shapes = {tuple(v.shape) for v in values}
+    if len(shapes) > 1:
+        size = [max(s) for s in zip(*shapes)]
+        padded = []
+        for v in values:
+            out = v.new_zeros(size)
+            out[tuple(slice(n - m, n) for n, m in zip(size, v.shape))] = v
+            padded.append(out)
+        values = padded
+    return torch.stack(values)
 
 
 def _same_place(a, b):
@@ -260,7 +262,7 @@ def _same_place(a, b):
 
 
 def _install_operators():
-    from . import ops
+    from . import ops, shapes
     binary = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "matmul": "@"}
     for name, symbol in binary.items():
         setattr(Proxy, "__%s__" % name,
@@ -275,9 +277,9 @@ def _install_operators():
     Proxy.__neg__ = lambda self: ops.unary("-", self)
     Proxy.__pos__ = lambda self: self
     Proxy.__pow__ = lambda self, exponent: ops.power(self, exponent)
-    Proxy.__getitem__ = lambda self, key: ops.getitem(self, key)
+    Proxy.__getitem__ = lambda self, key: shapes.getitem(self, key)
     Proxy.__invert__ = lambda self: ops.call("not", self)
-    for method in ops.METHODS:
-        setattr(Proxy, method, getattr(ops, "method_" + method))
-    Proxy.T = property(lambda self: ops.method_transpose(self, -2, -1, _from_T=True))
+    for name, method in ops.METHODS.items():
+        setattr(Proxy, name, method)
+    Proxy.T = property(lambda self: shapes.method_transpose(self, -2, -1, _from_T=True))
     Proxy.mT = Proxy.T

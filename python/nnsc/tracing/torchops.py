@@ -4,9 +4,10 @@
 import torch
 import torch.nn.functional as F
 
-from . import ops
+from . import ops, shapes
 from .errors import TraceError
-from .proxy import Proxy
+from .operands import resolved
+from .proxy import _UNSET, Proxy
 
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "true_divide": "/",
            "matmul": "@", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==",
@@ -28,8 +29,8 @@ def _supported_names():
 def dispatch(func, args, kwargs):
     """Lowers one torch function call whose arguments include a proxy."""
     name = getattr(func, "__name__", repr(func))
-    if any(isinstance(a, Proxy) and a._value is not ops._UNSET for a in args):
-        return func(*ops._resolved(args), **{k: ops._resolved(v) for k, v in kwargs.items()})
+    if any(isinstance(a, Proxy) and a._value is not _UNSET for a in args):
+        return func(*resolved(args), **{k: resolved(v) for k, v in kwargs.items()})
     if name in _BINARY and len(args) == 2 and not kwargs:
         return ops.binary(_BINARY[name], args[0], args[1])
     if name in _REFLECTED and len(args) == 2:
@@ -37,12 +38,12 @@ def dispatch(func, args, kwargs):
     if name in ("__neg__", "neg"):
         return ops.unary("-", args[0])
     if name in ("__getitem__",):
-        return ops.getitem(args[0], args[1])
+        return shapes.getitem(args[0], args[1])
     if name == "__setitem__":
         return args[0].__setitem__(args[1], args[2])
     if name in ("cat", "concat", "concatenate", "stack"):
-        return ops.join("stack" if name == "stack" else "cat", list(args[0]),
-                        kwargs.get("dim", args[1] if len(args) > 1 else 0))
+        return shapes.join("stack" if name == "stack" else "cat", list(args[0]),
+                           kwargs.get("dim", args[1] if len(args) > 1 else 0))
     if name == "where" and len(args) == 3:
         return ops.where(*args)
     if name in ("gelu", "silu") and isinstance(args[0], Proxy):
