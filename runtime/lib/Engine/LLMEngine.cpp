@@ -47,6 +47,7 @@ std::unique_ptr<Sequence> LLMEngine::makeSequence(int64_t id, std::vector<int32_
   auto seq =
       std::make_unique<Sequence>(id, std::move(prompt), params, hooks ? hooks->cacheSalt() : 0);
   seq->allowPrefixHits = !hooks || hooks->allowsPrefixHits();
+  seq->prefillWhole = hooks && (!hooks->allowsPrefixHits() || hooks->cacheSalt() != 0);
   seq->cacheCompletion = !hooks || hooks->cachesCompletion();
   seq->restartOnPreemption = hooks && hooks->restartsOnPreemption();
   return seq;

@@ -134,7 +134,7 @@ ScheduledBatch Scheduler::schedulePrefill() {
   int64_t budget = cfg.maxNumBatchedTokens;
   // Prompts chunked in earlier steps continue first. One remaining token is a decode step.
   for (Sequence *seq : running) {
-    if (budget == 0)
+    if (budget <= 0)
       break;
     if (seq->numUncomputedTokens() <= 1)
       continue;
@@ -151,8 +151,12 @@ ScheduledBatch Scheduler::schedulePrefill() {
     }
     if (!blocks.canAllocate(*seq))
       break;
+    // A prompt that must not be chunked waits for room, unless the step is empty.
+    if (seq->prefillWhole && seq->numUncomputedTokens() > budget && !batch.seqs.empty())
+      break;
     blocks.allocate(*seq);
-    seq->numScheduledTokens = std::min(seq->numUncomputedTokens(), budget);
+    seq->numScheduledTokens = seq->prefillWhole ? seq->numUncomputedTokens()
+                                                : std::min(seq->numUncomputedTokens(), budget);
     budget -= seq->numScheduledTokens;
     seq->status = SequenceStatus::Running;
     waiting.pop_front();

@@ -105,6 +105,11 @@ public:
   /// False makes the block manager ignore prefix-cache hits for this sequence, so its whole
   /// prompt is computed (a request whose intervention reads prompt positions needs that).
   bool allowPrefixHits = true;
+  /// True computes the prompt in one step, never in chunks: the request's hooks read or write
+  /// prompt positions, and a chunk holds only some of them (its `[-1]` is not the prompt's last
+  /// token, its mean not the prompt's). Such a prompt waits for a step with room for all of it,
+  /// or goes alone past the step's token budget.
+  bool prefillWhole = false;
   /// False keeps blocks holding generated tokens out of the prefix cache: the request shares
   /// the plain cache for its prompt, but an intervention may change its later K/V.
   bool cacheCompletion = true;
