@@ -2,12 +2,13 @@
 and, as nnsight 0.8.1 code on transformers, on the same weights and token ids (SmolLM2, or
 another GGUF such as Gemma 3's: the prompts are tokenized by the model's own tokenizer).
 
-Usage: parity.py NNS_RUN GGUF SRC_ROOT WORKDIR [--tensor-parallel-size=N]
+Usage: parity.py NNS_RUN GGUF SRC_ROOT WORKDIR [--tensor-parallel-size=N] [--nns-run-arg=ARG ...]
                  [canonical | extended | NAME_SUBSTRING ...]
 (canonical: the programs of examples/canonical; extended: the others; several words select
 the union. With
 --tensor-parallel-size=N nns-run splits the model over N ranks of one thread each, and the
-same checks hold against the same single-device references.)
+same checks hold against the same single-device references. --nns-run-arg=ARG adds ARG to
+every nns-run command, e.g. --nns-run-arg=--batch-invariant.)
 
 Every experiment is a module programs/NN-name.py: PROGRAM (the .nns, relative to SRC_ROOT),
 PROMPTS (keys of PROMPTS below; one request per prompt, in order), STEPS (tokens to generate),
@@ -150,6 +151,7 @@ def param_args(name, params, work, edit_params=()):
 
 
 TENSOR_PARALLEL = 1
+NNS_RUN_ARGS = []
 
 
 def run_nns(nns_run, gguf, src, work, exp, args):
@@ -159,6 +161,7 @@ def run_nns(nns_run, gguf, src, work, exp, args):
            "--max-tokens", str(exp.STEPS), "--save-dir", out, "--quiet"] + args
     if TENSOR_PARALLEL > 1:
         cmd += ["--tensor-parallel-size", str(TENSOR_PARALLEL)]
+    cmd += NNS_RUN_ARGS
     if hasattr(exp, "EDIT"):
         cmd += ["--edit", os.path.join(src, exp.EDIT)]
     for key in exp.PROMPTS:
@@ -247,6 +250,9 @@ def main():
         if arg.startswith("--tensor-parallel-size="):
             TENSOR_PARALLEL = int(arg.split("=", 1)[1])
             selection.remove(arg)
+        elif arg.startswith("--nns-run-arg="):
+            NNS_RUN_ARGS.append(arg.split("=", 1)[1])
+            selection.remove(arg)
     experiments = load_experiments(selection)
     os.makedirs(work, exist_ok=True)
     started = time.time()
@@ -302,6 +308,8 @@ def main():
               f"{tokens} greedy tokens identical{note}")
     if TENSOR_PARALLEL > 1:
         print(f"parity: nns-run with --tensor-parallel-size {TENSOR_PARALLEL}")
+    if NNS_RUN_ARGS:
+        print(f"parity: nns-run with {' '.join(NNS_RUN_ARGS)}")
     print(f"parity: {len(experiments)} experiments, {passed} passed, {expected} expected "
           f"failures, {failed} failed ({time.time() - started:.0f} s)")
     sys.exit(1 if failed else 0)

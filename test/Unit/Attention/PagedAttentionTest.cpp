@@ -96,6 +96,47 @@ TEST(PagedAttention, DecodeOfASequenceDoesNotDependOnItsBatch) {
   }
 }
 
+/// The metadata of one step of sequence 0 of `b`: queries at positions [from, to), in
+/// batch-invariant mode.
+AttentionMetadata invariantStep(const Batch &b, int64_t from, int64_t to, bool prefill) {
+  AttentionMetadata meta;
+  meta.isPrefill = prefill;
+  meta.batchInvariant = true;
+  meta.cuSeqlensQ = torch::tensor({0, int32_t(to - from)}, torch::kInt32);
+  meta.cuSeqlensK = torch::tensor({0, int32_t(to)}, torch::kInt32);
+  meta.contextLens = torch::tensor({int32_t(to)}, torch::kInt32);
+  meta.blockTables = blockTableTensor(b);
+  meta.maxSeqlenQ = to - from;
+  meta.maxSeqlenK = to;
+  return meta;
+}
+
+TEST(PagedAttention, BatchInvariantQueriesIgnoreTheirStepAndChunk) {
+  // In batch-invariant mode a query gets the same bits computed in a prefill of the whole
+  // prompt, in a chunk that starts elsewhere, or alone as a decode step.
+  std::mt19937 rng(7);
+  torch::manual_seed(7);
+  for (torch::ScalarType dtype : {torch::kFloat32, torch::kBFloat16}) {
+    const Shape s{9, 3, 64, 16};
+    const int64_t n = 70;
+    Batch b = makeBatch(rng, s, {n}, {0}, dtype); // every position's K/V in the cache
+    const torch::Tensor q = torch::randn({n, s.numHeads, s.headDim}).to(dtype);
+    const torch::Tensor whole =
+        nnsc::pagedAttention(q, b.kCache, b.vCache, invariantStep(b, 0, n, true), 0.125);
+    const torch::Tensor chunk = nnsc::pagedAttention(q.narrow(0, 37, n - 37), b.kCache, b.vCache,
+                                                     invariantStep(b, 37, n, true), 0.125);
+    EXPECT_TRUE(torch::equal(chunk, whole.narrow(0, 37, n - 37))) << c10::toString(dtype);
+    for (int64_t p : {0, 15, 16, 36, 37, 69}) {
+      const torch::Tensor decode = nnsc::pagedAttention(q.narrow(0, p, 1), b.kCache, b.vCache,
+                                                        invariantStep(b, p, p + 1, false), 0.125);
+      EXPECT_TRUE(torch::equal(decode, whole.narrow(0, p, 1)))
+          << c10::toString(dtype) << " position " << p;
+    }
+    expectClose(whole, reference(q, Batch{{0}, {n}, b.tables, b.kCache, b.vCache}, s, 0.125), dtype,
+                "batch-invariant prefill");
+  }
+}
+
 TEST(PagedAttention, StoreWritesSlotsAndSkipsNegative) {
   torch::Tensor kCache = torch::zeros({4, 3, 2, 8});
   torch::Tensor vCache = torch::zeros({4, 3, 2, 8});

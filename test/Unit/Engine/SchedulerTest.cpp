@@ -77,6 +77,39 @@ TEST(Scheduler, ChunkedPrefillOfALongPrompt) {
   EXPECT_EQ(seq.completionTokenIds()[0], 11);
 }
 
+TEST(Scheduler, PromptsWholeWaitForRoomOrGoAlone) {
+  // A prompt whose hooks see prompt positions is never chunked: it waits for a step with room
+  // for all of it, and a prompt longer than the budget goes alone.
+  SchedulerConfig cfg = smallConfig();
+  cfg.maxNumBatchedTokens = 32;
+  cfg.blockSize = 16;
+  Scheduler scheduler(cfg);
+  Sequence first(0, std::vector<int32_t>(20, 3), SamplingParams{.maxTokens = 1});
+  Sequence whole(1, std::vector<int32_t>(20, 4), SamplingParams{.maxTokens = 1});
+  Sequence longer(2, std::vector<int32_t>(50, 5), SamplingParams{.maxTokens = 1});
+  whole.prefillWhole = longer.prefillWhole = true;
+  for (Sequence *seq : {&first, &whole, &longer})
+    scheduler.add(seq);
+
+  ScheduledBatch one = scheduler.schedule();
+  ASSERT_EQ(one.seqs.size(), 1u);
+  EXPECT_EQ(one.seqs[0], &first);
+  EXPECT_EQ(first.numScheduledTokens, 20);
+  scheduler.postprocess(one, std::vector<int32_t>{9});
+
+  ScheduledBatch two = scheduler.schedule();
+  ASSERT_EQ(two.seqs.size(), 1u);
+  EXPECT_EQ(two.seqs[0], &whole);
+  EXPECT_EQ(whole.numScheduledTokens, 20);
+  scheduler.postprocess(two, std::vector<int32_t>{9});
+
+  ScheduledBatch three = scheduler.schedule();
+  ASSERT_EQ(three.seqs.size(), 1u);
+  EXPECT_EQ(three.seqs[0], &longer);
+  EXPECT_EQ(longer.numScheduledTokens, 50);
+  EXPECT_EQ(three.numTokens(), 50);
+}
+
 TEST(Scheduler, LastPromptTokenAloneIsADecodeStep) {
   SchedulerConfig cfg = smallConfig();
   cfg.maxNumBatchedTokens = 32;
