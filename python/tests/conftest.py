@@ -117,6 +117,14 @@ def nnsc_model(llm):
     return nnsc.LanguageModel(llm)
 
 
+def assert_saves_close(got, expected):
+    """A program's saves by name, as nnsc ran it, against nnsight's: the same names, each within
+    the parity tolerance (assert_close)."""
+    assert sorted(got) == sorted(expected)
+    for name in expected:
+        assert_close(got[name], expected[name], name)
+
+
 def assert_close(got, ref, name):
     """`got` equals nnsight's `ref` (tensors, or lists and tuples of them) within the parity
     tolerance; integer tensors exactly."""

@@ -7,7 +7,8 @@ import nnsc  # first: it chooses the OpenMP wait policy before torch loads
 import pytest
 import torch
 
-from conftest import ALICE, FRANCE, ITALY, SPAIN, assert_close, served, unit
+from conftest import (ALICE, FRANCE, ITALY, SPAIN, assert_close, assert_saves_close, served,
+                      unit)
 
 
 # --- the programs: NNsight 0.8.1 code, each returning what it saved ------------------------------
@@ -277,10 +278,7 @@ def test_same_code_same_saves(program, nnsight_model, nnsc_model):
             nnsight_model._module.set_attn_implementation(previous)
     else:
         expected = program(nnsight_model)
-    got = program(nnsc_model)
-    assert sorted(got) == sorted(expected)
-    for name in expected:
-        assert_close(got[name], expected[name], name)
+    assert_saves_close(program(nnsc_model), expected)
 
 
 def test_interventions_change_tokens(nnsc_model):

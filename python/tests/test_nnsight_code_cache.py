@@ -6,7 +6,7 @@ test_nnsight_code_errors.py."""
 import pytest
 import torch
 
-from conftest import ALICE, FRANCE, ITALY, assert_close, unit
+from conftest import ALICE, FRANCE, ITALY, assert_close, assert_saves_close, unit
 
 # Modules nnsight caches whose values nns has no site for: the rotary embedding, the decoder
 # stack's output object and the wrapper's.
@@ -46,10 +46,7 @@ def cache_generation(model):
                          ids=lambda p: p.__name__)
 def test_same_cache(program, nnsight_model, nnsc_model):
     expected = program(nnsight_model)
-    got = program(nnsc_model)
-    assert sorted(got) == sorted(expected)
-    for name in expected:
-        assert_close(got[name], expected[name], name)
+    assert_saves_close(program(nnsc_model), expected)
 
 
 def every_module(model):
