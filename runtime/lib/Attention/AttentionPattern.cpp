@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <vector>
 
 namespace nnsc {
 
@@ -118,7 +117,7 @@ void invariantApply(const torch::Tensor &pattern, const torch::Tensor &vCache,
   const auto *cuQ = meta.cuSeqlensQ.data_ptr<int32_t>();
   const auto *cuK = meta.cuSeqlensK.data_ptr<int32_t>();
   const torch::Tensor probabilities = pattern.contiguous();
-  std::vector<float> acc(static_cast<size_t>(headDim));
+  torch::Tensor sums = torch::zeros({pattern.size(0), heads, headDim}, torch::kFloat32);
   for (int64_t i = 0; i < numSeqs; ++i) {
     const int64_t length = cuK[i + 1] - cuK[i];
     if (cuQ[i + 1] == cuQ[i])
@@ -129,13 +128,13 @@ void invariantApply(const torch::Tensor &pattern, const torch::Tensor &vCache,
     for (int64_t row = cuQ[i]; row < cuQ[i + 1]; ++row)
       for (int64_t h = 0; h < heads; ++h) {
         const float *p = probabilities.data_ptr<float>() + (row * heads + h) * pattern.size(2);
-        std::fill(acc.begin(), acc.end(), 0.0f);
+        float *acc = sums.data_ptr<float>() + (row * heads + h) * headDim;
         for (int64_t s = 0; s < length; ++s)
           for (int64_t d = 0; d < headDim; ++d)
-            acc[size_t(d)] += p[s] * v[(s * kvHeads + h / group) * headDim + d];
-        out[row][h].copy_(torch::from_blob(acc.data(), {headDim}, torch::kFloat32));
+            acc[d] += p[s] * v[(s * kvHeads + h / group) * headDim + d];
       }
   }
+  out.copy_(sums);
 }
 
 } // namespace

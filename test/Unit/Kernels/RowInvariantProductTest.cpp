@@ -72,7 +72,7 @@ TEST(RowInvariantProduct, DenseRowsIgnoreTheBatch) {
 
 TEST(RowInvariantProduct, TheDefaultOrderDependsOnTheBatchAndTheScopeRestoresIt) {
   if (supportedIsas().empty())
-    GTEST_SKIP() << "this CPU runs no quantized kernel";
+    GTEST_SKIP() << NoQuantKernels;
   torch::manual_seed(2);
   const QuantizedMatrix w = randomMatrix(QuantFormat::Q4_1, 64, 576);
   const torch::Tensor x = torch::randn({40, 576});
