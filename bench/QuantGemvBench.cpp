@@ -9,16 +9,22 @@
 // passed. Also prints GB/s of blocks read at M = 1, and a pass over the whole model's blocks
 // at M = 1 packed as the loader packs them against separate allocations.
 //
+// With --row-invariant the quantized side runs in the batch-invariant mode's order (every row
+// in the exact form; widened tiles from 12 rows on AVX2, 16 on AVX-512, in both orders) and M goes
+// on to 512: the mode's products against what the default order runs above the row limit.
+//
 // It compares kernels, not the engine's paths: the one layer's weights, called again and again,
 // stay in the caches (a decode step streams every layer's from memory), and the lm_head has
 // most of the weights. bench/quant_crossover.py places the row limit end to end.
 //
 //   nnsc-bench-quant-gemv MODEL.gguf [--threads N] [--repeat R] [--dtype fp32|bf16]
+//                         [--row-invariant]
 //
 //===----------------------------------------------------------------------===//
 
 #include "nnsc/Runtime/Layers/Linear.h"
 #include "nnsc/Runtime/Layers/OneDnnLinear.h"
+#include "nnsc/Runtime/Layers/ProductOrder.h"
 #include "nnsc/Runtime/Models/ModelWeights.h"
 
 #include <algorithm>
@@ -90,12 +96,13 @@ void streamWholeModel(const nnsc::ModelWeights &w, torch::ScalarType dtype, int 
 int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: nnsc-bench-quant-gemv MODEL.gguf [--threads N] [--repeat R] "
-                         "[--dtype fp32|bf16]\n");
+                         "[--dtype fp32|bf16] [--row-invariant]\n");
     return 2;
   }
   const std::string model = argv[1];
   int threads = 2, repeat = 5;
   torch::ScalarType dtype = torch::kFloat32;
+  bool rowInvariant = false;
   for (int i = 2; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc)
       threads = std::atoi(argv[++i]);
@@ -103,6 +110,8 @@ int main(int argc, char **argv) {
       repeat = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--dtype") && i + 1 < argc)
       dtype = std::strcmp(argv[++i], "bf16") ? torch::kFloat32 : torch::kBFloat16;
+    else if (!std::strcmp(argv[i], "--row-invariant"))
+      rowInvariant = true;
     else {
       std::fprintf(stderr, "nnsc-bench-quant-gemv: unknown argument '%s'\n", argv[i]);
       return 2;
@@ -132,10 +141,14 @@ int main(int argc, char **argv) {
     }
     nnsc::oneDnnPack(p.dense);
   }
-  std::printf("threads %d, %s, best of %d; ms for the layer's 4 products + lm_head\n", threads,
-              dtype == torch::kFloat32 ? "fp32" : "bf16", repeat);
+  std::printf("threads %d, %s, best of %d; ms for the layer's 4 products + lm_head%s\n", threads,
+              dtype == torch::kFloat32 ? "fp32" : "bf16", repeat,
+              rowInvariant ? "; quantized in the row-invariant order" : "");
   std::printf("%4s %12s %12s %8s\n", "M", "quantized", "widened", "ratio");
-  for (int64_t m : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32}) {
+  std::vector<int64_t> batches = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
+  if (rowInvariant)
+    batches.insert(batches.end(), {48, 64, 128, 512});
+  for (int64_t m : batches) {
     std::vector<torch::Tensor> inputs;
     for (const Product &p : products)
       inputs.push_back(torch::randn({m, p.dense.size(1)}).to(dtype));
@@ -143,11 +156,15 @@ int main(int argc, char **argv) {
     for (int r = 0; r < repeat; ++r)
       for (int quant = 1; quant >= 0; --quant) {
         const double s = secondsPerCall([&] {
-          for (size_t i = 0; i < std::size(products); ++i)
-            if (quant)
+          for (size_t i = 0; i < std::size(products); ++i) {
+            if (quant) {
+              const nnsc::ScopedProductOrder order(rowInvariant ? nnsc::ProductOrder::RowInvariant
+                                                                : nnsc::productOrder());
               nnsc::quantizedLinear(inputs[i], products[i].quant);
-            else
+            } else {
               nnsc::linear(inputs[i], products[i].dense);
+            }
+          }
         });
         best[quant] = std::min(best[quant], s);
       }

@@ -9,6 +9,7 @@
 #include "QuantGemvIsa.h"
 #include "QuantGemvKQuantKernel.h"
 #include "QuantGemvKernel.h"
+#include "QuantGemvWidenedTile.h"
 #include "QuantWidenKernel.h"
 
 namespace nnsc::kernels {
@@ -21,6 +22,16 @@ struct Avx2 {
   static constexpr int SingleRowBlock = 4;
   static constexpr int RowBlock = 2;
   static constexpr int BatchBlock = 4;
+  /// Accumulators of the widened tiles (QuantGemvWidenedTile.h): 4 weight rows by 3 activation
+  /// rows, with the 3 activation vectors and a weight vector the 16 registers.
+  static constexpr int WidenedRowBlock = 4;
+  static constexpr int WidenedBatchBlock = 3;
+  /// Activation rows from which a product widens tiles of weight rows into memory: below, the
+  /// register widening of exactBlock costs less than the tile's stores and loads (SmolLM2's
+  /// layer products + lm_head on a 2-core Zen 3, nnsc-bench-quant-gemv --row-invariant: 8 rows
+  /// 7.0 ms in registers against 8.7 ms from a tile, 12 rows 11.4 against 10.4, 64 rows 56
+  /// against 37).
+  static constexpr int64_t WidenedTileMinRows = 12;
 
   static V zero() { return _mm256_setzero_ps(); }
   static V set1(float v) { return _mm256_set1_ps(v); }
@@ -149,17 +160,11 @@ void widenQuantRowsAvx2(QuantFormat format, const uint8_t *w, int64_t rowBytes, 
 }
 
 void quantGemvAvx2(const QuantGemvArgs<float> &a, int64_t rowBegin, int64_t rowEnd) {
-  if (isKQuant(a.format))
-    kQuantGemvOn<Avx2>(a, rowBegin, rowEnd);
-  else
-    quantGemvOn<Avx2>(a, rowBegin, rowEnd);
+  quantGemvProduct<Avx2>(a, rowBegin, rowEnd);
 }
 
 void quantGemvAvx2(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd) {
-  if (isKQuant(a.format))
-    kQuantGemvOn<Avx2>(a, rowBegin, rowEnd);
-  else
-    quantGemvOn<Avx2>(a, rowBegin, rowEnd);
+  quantGemvProduct<Avx2>(a, rowBegin, rowEnd);
 }
 
 } // namespace nnsc::kernels

@@ -11,6 +11,7 @@
 #include "QuantGemvAvx512Isa.h"
 #include "QuantGemvIsa.h"
 #include "QuantGemvKQuantKernel.h"
+#include "QuantGemvWidenedTile.h"
 #include "QuantWidenKernel.h"
 
 namespace nnsc::kernels {
@@ -26,17 +27,11 @@ void widenQuantRowsAvx512(QuantFormat format, const uint8_t *w, int64_t rowBytes
 }
 
 void quantGemvAvx512(const QuantGemvArgs<float> &a, int64_t rowBegin, int64_t rowEnd) {
-  if (isKQuant(a.format))
-    kQuantGemvOn<Avx512>(a, rowBegin, rowEnd);
-  else
-    quantGemvOn<Avx512>(a, rowBegin, rowEnd);
+  quantGemvProduct<Avx512>(a, rowBegin, rowEnd);
 }
 
 void quantGemvAvx512(const QuantGemvArgs<uint16_t> &a, int64_t rowBegin, int64_t rowEnd) {
-  if (isKQuant(a.format))
-    kQuantGemvOn<Avx512>(a, rowBegin, rowEnd);
-  else
-    quantGemvOn<Avx512>(a, rowBegin, rowEnd);
+  quantGemvProduct<Avx512>(a, rowBegin, rowEnd);
 }
 
 } // namespace nnsc::kernels

@@ -28,6 +28,14 @@ struct Avx512 {
   /// fp32 on a Zen 5: gate_up_proj 11% and the Q8_0 lm_head 15% faster than with 4
   /// (docs/Engine.md, "Quantized decode", "Activation tiles").
   static constexpr int BatchBlock = 8;
+  /// Accumulators of the widened tiles (QuantGemvWidenedTile.h): 4 weight rows by 6 activation
+  /// rows, with the 6 activation vectors and a weight vector 31 of the 32 registers.
+  static constexpr int WidenedRowBlock = 4;
+  static constexpr int WidenedBatchBlock = 6;
+  /// Activation rows from which a product widens tiles of weight rows into memory: two
+  /// of exactBlock's activation tiles (AVX2's crossover is 12 rows, 3 of its tiles; this one
+  /// is not measured on an AVX-512 machine yet).
+  static constexpr int64_t WidenedTileMinRows = 16;
 
   static V zero() { return _mm512_setzero_ps(); }
   static V set1(float v) { return _mm512_set1_ps(v); }

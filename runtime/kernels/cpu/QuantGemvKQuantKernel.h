@@ -136,6 +136,61 @@ inline void subBlockPairQuants(const uint8_t *block, int g, std::ptrdiff_t p, ty
   }
 }
 
+/// The exact weights [p W, p W + W) of sub-blocks 2g (`lo`) and 2g + 1 (`hi`) of a Q4_K, Q5_K
+/// or IQ4_XS super-block whose scales `sb` decoded: scale * q (- minimum), as dequantize*().
+template <class Isa, QuantFormat F>
+inline void subBlockPairWeights(const SuperBlockScales<F> &sb, const uint8_t *block, int g,
+                                std::ptrdiff_t p, typename Isa::V &lo, typename Isa::V &hi) {
+  subBlockPairQuants<Isa, F>(block, g, p, lo, hi);
+  lo = Isa::mul(Isa::set1(sb.scales[2 * g]), lo);
+  hi = Isa::mul(Isa::set1(sb.scales[2 * g + 1]), hi);
+  if constexpr (hasSubBlockMinimums(F)) {
+    lo = Isa::sub(lo, Isa::set1(sb.minimums[2 * g]));
+    hi = Isa::sub(hi, Isa::set1(sb.minimums[2 * g + 1]));
+  }
+}
+
+/// The exact weights [16 c + p W, 16 c + p W + W) of a Q2_K, Q3_K or Q6_K super-block unpacked
+/// into `q` and `sb`: scale * q (- minimum), as dequantize*().
+template <class Isa, QuantFormat F>
+inline typename Isa::V sixteenWeights(const SuperBlockScales<F> &sb, const int8_t *q, int c,
+                                      std::ptrdiff_t p) {
+  typename Isa::V weight =
+      Isa::mul(Isa::set1(sb.scales[c]), Isa::q8(q + 16 * std::ptrdiff_t(c) + p * Isa::W));
+  if constexpr (hasSubBlockMinimums(F))
+    weight = Isa::sub(weight, Isa::set1(sb.minimums[c]));
+  return weight;
+}
+
+/// A row of `cols` K-quant weights as stored, widened to its exact fp32 weights into `out` (the
+/// widened tiles of QuantGemvWidenedTile.h).
+template <class Isa, QuantFormat F>
+void widenKQuantRow(const uint8_t *row, int64_t cols, float *out) {
+  constexpr std::ptrdiff_t W = Isa::W;
+  constexpr int64_t Bytes = quantBlockBytes(F);
+  SuperBlockScales<F> sb;
+  alignas(64) int8_t q[kKQuantBlock];
+  for (int64_t k = 0; k < cols / kKQuantBlock; ++k) {
+    const uint8_t *block = row + k * Bytes;
+    float *o = out + k * kKQuantBlock;
+    if constexpr (hasNibbleSubBlocks(F)) {
+      sb.decode(block);
+      for (int g = 0; g < 4; ++g)
+        for (std::ptrdiff_t p = 0; p < 32 / W; ++p) {
+          typename Isa::V lo, hi;
+          subBlockPairWeights<Isa, F>(sb, block, g, p, lo, hi);
+          Isa::store(o + 64 * std::ptrdiff_t(g) + p * W, lo);
+          Isa::store(o + 64 * std::ptrdiff_t(g) + 32 + p * W, hi);
+        }
+    } else {
+      sb.template unpack<Isa>(block, q);
+      for (int c = 0; c < 16; ++c)
+        for (std::ptrdiff_t p = 0; p < 16 / W; ++p)
+          Isa::store(o + 16 * std::ptrdiff_t(c) + p * W, sixteenWeights<Isa, F>(sb, q, c, p));
+    }
+  }
+}
+
 /// Rows [r, r + RB) of W against activation rows [b, b + BB). `Factored` (BB = 1 only): the
 /// factored form, `subSums` holding sum(x) of every 32 activations of row b (the minimums'
 /// terms); otherwise every weight is widened exactly.
@@ -198,13 +253,7 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
             }
             for (int i = 0; i < RB; ++i) {
               V lo, hi;
-              subBlockPairQuants<Isa, F>(blocks[i], g, p, lo, hi);
-              lo = Isa::mul(Isa::set1(sb[i].scales[2 * g]), lo);
-              hi = Isa::mul(Isa::set1(sb[i].scales[2 * g + 1]), hi);
-              if constexpr (hasSubBlockMinimums(F)) {
-                lo = Isa::sub(lo, Isa::set1(sb[i].minimums[2 * g]));
-                hi = Isa::sub(hi, Isa::set1(sb[i].minimums[2 * g + 1]));
-              }
+              subBlockPairWeights<Isa, F>(sb[i], blocks[i], g, p, lo, hi);
               for (int j = 0; j < BB; ++j) {
                 acc[i][j] = Isa::fma(lo, xlo[j], acc[i][j]);
                 acc[i][j] = Isa::fma(hi, xhi[j], acc[i][j]);
@@ -229,9 +278,7 @@ void kQuantBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b, const float *s
           for (int j = 0; j < BB; ++j)
             xs[j] = Isa::load(xk + j * a.xStride + 16 * c + p * W);
           for (int i = 0; i < RB; ++i) {
-            V weight = Isa::mul(Isa::set1(sb[i].scales[c]), Isa::q8(q[i] + 16 * c + p * W));
-            if constexpr (hasSubBlockMinimums(F))
-              weight = Isa::sub(weight, Isa::set1(sb[i].minimums[c]));
+            const V weight = sixteenWeights<Isa, F>(sb[i], q[i], c, p);
             for (int j = 0; j < BB; ++j)
               acc[i][j] = Isa::fma(weight, xs[j], acc[i][j]);
           }
