@@ -3,6 +3,7 @@
 #include "nnsc/Runtime/Layers/QuantizedLinear.h"
 
 #include "nnsc/Runtime/Kernels/Dequantize.h"
+#include "nnsc/Runtime/Layers/OneDnnLinear.h"
 #include "nnsc/Runtime/Layers/RowSpans.h"
 #include "nnsc/Runtime/Support/Error.h"
 #include "nnsc/Runtime/Support/RuntimeOptions.h"
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -53,12 +55,44 @@ void product(const torch::Tensor &in, const QuantizedMatrix &w, const torch::Ten
                    accumulate);
 }
 
+/// Activation rows up to which a projection with quantized blocks uses them by default, per
+/// activation dtype: the last batch sizes where batched decode on the blocks beat the same
+/// steps on oneDNN's packed copies, end to end on a Zen 5 (bench/quant_crossover.py; fp32:
+/// 1.21x at 20 rows, 1.01-1.03x at 24, 0.92x at 28; bf16: 1.03-1.09x at 16, 0.88x at 20;
+/// docs/Engine.md, "Quantized decode").
+constexpr int64_t QuantDecodeDefaultMaxRowsF32 = 24;
+constexpr int64_t QuantDecodeDefaultMaxRowsBF16 = 16;
+
+/// The same for a matrix without a packed copy (QuantizedMatrix::tiled, `--weights blocks`),
+/// whose products over the limit widen tiles of its blocks every time: measured against the
+/// tiles end to end on a Zen 5 (nns-run, 64 tokens per sequence, --weights blocks, the limit
+/// set by NNSC_QUANT_DECODE): fp32 with 32 sequences 710-726 tok/s at 32 rows against 635-666
+/// at 24, level at 48 sequences, behind at 64 (687-726 with 64 rows against 792-814 with 24);
+/// bf16 with 24 sequences 777-850 at 24 against 608-691 at 16, with 32 sequences 796-844 at 24
+/// against 753-756 at 32 (docs/Engine.md, "Blocks only").
+constexpr int64_t QuantDecodeTiledMaxRowsF32 = 32;
+constexpr int64_t QuantDecodeTiledMaxRowsBF16 = 24;
+
+/// Where oneDNN does not serve the dtype (a CPU without AVX-512: OneDnnLinear.h), products over
+/// the limit run LibTorch's GEMM, against which the quantized kernels' widened tiles
+/// (QuantGemvWidenedTile.h) keep winning far longer. fp32: the 64-request workload of
+/// bench/batch_invariance_bench.py (nns-run, prompts and outputs U(32, 128)) on a 2-core Zen 3
+/// with the limit set by NNSC_QUANT_DECODE: 103 tok/s at 24 rows, 141 at 64, 144 at 128, 135
+/// at 256, 137 at 512. bf16: LibTorch's bf16 GEMM there computes each output as a separate
+/// dot product (at::native::cpublas), 27.6 tok/s on that workload against 114 with every
+/// product on the blocks, so no limit.
+constexpr int64_t QuantDecodeNoOneDnnMaxRowsF32 = 128;
+constexpr int64_t QuantDecodeNoOneDnnMaxRowsBF16 = std::numeric_limits<int64_t>::max();
+
 } // namespace
 
 int64_t quantDecodeMaxRows(torch::ScalarType dtype, bool tiled) {
   if (const std::optional<int64_t> &rows = RuntimeOptions::get().quantDecodeMaxRows)
     return *rows;
-  if (dtype == torch::kBFloat16)
+  const bool bf16 = dtype == torch::kBFloat16;
+  if (!oneDnnServes(dtype)) // a matrix is tiled only where oneDNN serves (ModelWeights.cpp)
+    return bf16 ? QuantDecodeNoOneDnnMaxRowsBF16 : QuantDecodeNoOneDnnMaxRowsF32;
+  if (bf16)
     return tiled ? QuantDecodeTiledMaxRowsBF16 : QuantDecodeDefaultMaxRowsBF16;
   return tiled ? QuantDecodeTiledMaxRowsF32 : QuantDecodeDefaultMaxRowsF32;
 }

@@ -5,9 +5,10 @@
 // blocks next to its widened copy, and up to quantDecodeMaxRows(dtype) activation rows the product
 // runs the quantized GEMV kernels (Kernels/QuantGemv.h) on them: 4.5-8.5 bits per weight read
 // instead of 32 (fp32) or 16 (bf16). Longer batches (prefill) run on oneDNN's packed copy of the
-// widened weights, which a load may keep in place of them (ProjectionForms::BlocksAndPacked).
-// The choice is per call, on the number of rows; NNSC_QUANT_DECODE switches it (docs/Engine.md,
-// "Quantized decode").
+// widened weights, which a load may keep in place of them (ProjectionForms::BlocksAndPacked);
+// where oneDNN does not serve the dtype (no AVX-512), the blocks serve fp32 far longer and bf16
+// at every row count, LibTorch's GEMM the rest. The choice is per call, on the number of rows;
+// NNSC_QUANT_DECODE switches it (docs/Engine.md, "Quantized decode").
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,28 +24,11 @@
 
 namespace nnsc {
 
-/// Activation rows up to which a projection with quantized blocks uses them by default, per
-/// activation dtype: the last batch sizes where batched decode on the blocks beat the same
-/// steps on oneDNN's packed copies, end to end on a Zen 5 (bench/quant_crossover.py; fp32:
-/// 1.21x at 20 rows, 1.01-1.03x at 24, 0.92x at 28; bf16: 1.03-1.09x at 16, 0.88x at 20;
-/// docs/Engine.md, "Quantized decode").
-constexpr int64_t QuantDecodeDefaultMaxRowsF32 = 24;
-constexpr int64_t QuantDecodeDefaultMaxRowsBF16 = 16;
-
-/// The same for a matrix without a packed copy (QuantizedMatrix::tiled, `--weights blocks`),
-/// whose products over the limit widen tiles of its blocks every time: measured against the
-/// tiles end to end on a Zen 5 (nns-run, 64 tokens per sequence, --weights blocks, the limit
-/// set by NNSC_QUANT_DECODE): fp32 with 32 sequences 710-726 tok/s at 32 rows against 635-666
-/// at 24, level at 48 sequences, behind at 64 (687-726 with 64 rows against 792-814 with 24);
-/// bf16 with 24 sequences 777-850 at 24 against 608-691 at 16, with 32 sequences 796-844 at 24
-/// against 753-756 at 32 (docs/Engine.md, "Blocks only").
-constexpr int64_t QuantDecodeTiledMaxRowsF32 = 32;
-constexpr int64_t QuantDecodeTiledMaxRowsBF16 = 24;
-
 /// The row limit in force for activations of `dtype` against a matrix that is `tiled` or
 /// not: NNSC_QUANT_DECODE=off (or 0) turns the quantized path off (the loader then keeps no
 /// blocks), NNSC_QUANT_DECODE=N uses it up to N rows; unset or "on" means the default for the
-/// dtype and form. Read once. Throws InvalidInput for another value.
+/// dtype, the form and whether oneDNN serves the dtype on this CPU (QuantizedLinear.cpp says
+/// what each default was measured against). Read once. Throws InvalidInput for another value.
 int64_t quantDecodeMaxRows(torch::ScalarType dtype, bool tiled = false);
 
 /// Whether the quantized path is on at all (what the loader asks: keep the blocks or not).
