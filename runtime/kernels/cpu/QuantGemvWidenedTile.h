@@ -110,8 +110,8 @@ void widenedTileRows(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd
   const int64_t rowFloats = a.cols;
   const int64_t tileRows =
       std::max<int64_t>(RB, WidenedTileBytes / int64_t(sizeof(float)) / rowFloats / RB * RB);
-  const int64_t activationBlock = std::max<int64_t>(
-      BB, WidenedTileBytes / int64_t(sizeof(T)) / rowFloats / BB * BB);
+  const int64_t activationBlock =
+      std::max<int64_t>(BB, WidenedTileBytes / int64_t(sizeof(T)) / rowFloats / BB * BB);
   thread_local std::vector<float> tile;
   if (tile.size() < size_t(tileRows * rowFloats))
     tile.resize(size_t(tileRows * rowFloats));
@@ -146,29 +146,10 @@ template <class Isa, typename T> bool widenedTileApplies(const QuantGemvArgs<T> 
 
 /// Calls f(std::integral_constant<QuantFormat, F>()) for any of the twelve formats.
 template <typename Fn> void onAnyFormat(QuantFormat format, const Fn &f) {
-  switch (format) {
-  case QuantFormat::Q2_K:
-    f(std::integral_constant<QuantFormat, QuantFormat::Q2_K>());
-    break;
-  case QuantFormat::Q3_K:
-    f(std::integral_constant<QuantFormat, QuantFormat::Q3_K>());
-    break;
-  case QuantFormat::Q4_K:
-    f(std::integral_constant<QuantFormat, QuantFormat::Q4_K>());
-    break;
-  case QuantFormat::Q5_K:
-    f(std::integral_constant<QuantFormat, QuantFormat::Q5_K>());
-    break;
-  case QuantFormat::Q6_K:
-    f(std::integral_constant<QuantFormat, QuantFormat::Q6_K>());
-    break;
-  case QuantFormat::IQ4_XS:
-    f(std::integral_constant<QuantFormat, QuantFormat::IQ4_XS>());
-    break;
-  default:
+  if (isKQuant(format))
+    onKQuantFormat(format, f);
+  else
     onBlockFormat(format, f);
-    break;
-  }
 }
 
 /// Output columns [rowBegin, rowEnd) of any product on `Isa`: the widened tiles where they
@@ -176,9 +157,8 @@ template <typename Fn> void onAnyFormat(QuantFormat format, const Fn &f) {
 template <class Isa, typename T>
 void quantGemvProduct(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
   if (widenedTileApplies<Isa>(a))
-    onAnyFormat(a.format, [&](auto f) {
-      widenedTileRows<Isa, decltype(f)::value>(a, rowBegin, rowEnd);
-    });
+    onAnyFormat(a.format,
+                [&](auto f) { widenedTileRows<Isa, decltype(f)::value>(a, rowBegin, rowEnd); });
   else if (isKQuant(a.format))
     kQuantGemvOn<Isa>(a, rowBegin, rowEnd);
   else
