@@ -27,10 +27,9 @@ struct Avx2 {
   static constexpr int WidenedRowBlock = 4;
   static constexpr int WidenedBatchBlock = 3;
   /// Activation rows from which a product widens tiles of weight rows into memory: below, the
-  /// register widening of exactBlock costs less than the tile's stores and loads (SmolLM2's
-  /// layer products + lm_head on a 2-core Zen 3, nnsc-bench-quant-gemv --row-invariant: 8 rows
-  /// 7.0 ms in registers against 8.7 ms from a tile, 12 rows 11.4 against 10.4, 64 rows 56
-  /// against 37).
+  /// register widening of exactBlock costs less than the tile's stores and loads (the crossover
+  /// measured by nnsc-bench-quant-gemv --row-invariant,
+  /// docs/journal/2026-11-29-batch-invariance.md).
   static constexpr int64_t WidenedTileMinRows = 12;
 
   static V zero() { return _mm256_setzero_ps(); }

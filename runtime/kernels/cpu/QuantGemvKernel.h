@@ -141,6 +141,22 @@ inline void weights(const uint8_t *qs, std::ptrdiff_t p, typename Isa::V d, type
   }
 }
 
+/// Writes the RB x BB sums of `acc` (weight rows [r, r + RB), activation rows [b, b + BB)):
+/// each reduced, plus its bias, stored or added to y. The exact form's one epilogue, which the
+/// widened tiles (QuantGemvWidenedTile.h) share so that their bits are the same.
+template <class Isa, int RB, int BB, typename T>
+inline void storeExactSums(const QuantGemvArgs<T> &a, const typename Isa::V (&acc)[RB][BB],
+                           int64_t r, int64_t b) {
+  for (int i = 0; i < RB; ++i) {
+    const float bias = a.bias ? widen(a.bias[r + i]) : 0.0f;
+    for (int j = 0; j < BB; ++j) {
+      T *out = a.y + (b + j) * a.yStride + r + i;
+      const float v = Isa::reduce(acc[i][j]) + bias;
+      store(out, a.accumulate ? widen(*out) + v : v);
+    }
+  }
+}
+
 /// Rows [r, r + RB) of W against activation rows [b, b + BB), BB > 1: each weight is widened
 /// to exactly its dequantized fp32 value once, for all BB activation rows.
 template <class Isa, QuantFormat F, int RB, int BB, typename T>
@@ -184,14 +200,7 @@ void exactBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
       }
     }
   }
-  for (int i = 0; i < RB; ++i) {
-    const float bias = a.bias ? widen(a.bias[r + i]) : 0.0f;
-    for (int j = 0; j < BB; ++j) {
-      T *out = a.y + (b + j) * a.yStride + r + i;
-      const float v = Isa::reduce(acc[i][j]) + bias;
-      store(out, a.accumulate ? widen(*out) + v : v);
-    }
-  }
+  storeExactSums<Isa, RB, BB>(a, acc, r, b);
 }
 
 /// Blocks whose scales the factored kernel widens together (a chunk): 32 covers a row of up

@@ -87,14 +87,7 @@ void widenedBlock(const QuantGemvArgs<T> &a, const float *tile, int64_t tileRow,
       }
     }
   }
-  for (int i = 0; i < RB; ++i) {
-    const float bias = a.bias ? widen(a.bias[r + i]) : 0.0f;
-    for (int j = 0; j < BB; ++j) {
-      T *out = a.y + (b + j) * a.yStride + r + i;
-      const float v = Isa::reduce(acc[i][j]) + bias;
-      store(out, a.accumulate ? widen(*out) + v : v);
-    }
-  }
+  storeExactSums<Isa, RB, BB>(a, acc, r, b);
 }
 
 /// Output columns [rowBegin, rowEnd) of a product over many activation rows: tiles of weight

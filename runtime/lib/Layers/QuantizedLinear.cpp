@@ -57,30 +57,22 @@ void product(const torch::Tensor &in, const QuantizedMatrix &w, const torch::Ten
 
 /// Activation rows up to which a projection with quantized blocks uses them by default, per
 /// activation dtype: the last batch sizes where batched decode on the blocks beat the same
-/// steps on oneDNN's packed copies, end to end on a Zen 5 (bench/quant_crossover.py; fp32:
-/// 1.21x at 20 rows, 1.01-1.03x at 24, 0.92x at 28; bf16: 1.03-1.09x at 16, 0.88x at 20;
-/// docs/Engine.md, "Quantized decode").
+/// steps on oneDNN's packed copies end to end (bench/quant_crossover.py; the runs in
+/// docs/Engine.md, "Quantized decode", and docs/journal/2026-11-27-quantized-decode.md).
 constexpr int64_t QuantDecodeDefaultMaxRowsF32 = 24;
 constexpr int64_t QuantDecodeDefaultMaxRowsBF16 = 16;
 
 /// The same for a matrix without a packed copy (QuantizedMatrix::tiled, `--weights blocks`),
-/// whose products over the limit widen tiles of its blocks every time: measured against the
-/// tiles end to end on a Zen 5 (nns-run, 64 tokens per sequence, --weights blocks, the limit
-/// set by NNSC_QUANT_DECODE): fp32 with 32 sequences 710-726 tok/s at 32 rows against 635-666
-/// at 24, level at 48 sequences, behind at 64 (687-726 with 64 rows against 792-814 with 24);
-/// bf16 with 24 sequences 777-850 at 24 against 608-691 at 16, with 32 sequences 796-844 at 24
-/// against 753-756 at 32 (docs/Engine.md, "Blocks only").
+/// whose products over the limit widen tiles of its blocks every time, measured against those
+/// tiles end to end (docs/Engine.md, "Blocks only"; docs/journal/2026-11-28-quantized-kernels.md).
 constexpr int64_t QuantDecodeTiledMaxRowsF32 = 32;
 constexpr int64_t QuantDecodeTiledMaxRowsBF16 = 24;
 
 /// Where oneDNN does not serve the dtype (a CPU without AVX-512: OneDnnLinear.h), products over
 /// the limit run LibTorch's GEMM, against which the quantized kernels' widened tiles
-/// (QuantGemvWidenedTile.h) keep winning far longer. fp32: the 64-request workload of
-/// bench/batch_invariance_bench.py (nns-run, prompts and outputs U(32, 128)) on a 2-core Zen 3
-/// with the limit set by NNSC_QUANT_DECODE: 103 tok/s at 24 rows, 141 at 64, 144 at 128, 135
-/// at 256, 137 at 512. bf16: LibTorch's bf16 GEMM there computes each output as a separate
-/// dot product (at::native::cpublas), 27.6 tok/s on that workload against 114 with every
-/// product on the blocks, so no limit.
+/// (QuantGemvWidenedTile.h) keep winning far longer in fp32, and which in bf16 computes each
+/// output as its own dot product, so bf16 has no limit there (the 64-request runs with
+/// NNSC_QUANT_DECODE=N: docs/journal/2026-11-29-batch-invariance.md).
 constexpr int64_t QuantDecodeNoOneDnnMaxRowsF32 = 128;
 constexpr int64_t QuantDecodeNoOneDnnMaxRowsBF16 = std::numeric_limits<int64_t>::max();
 
