@@ -136,30 +136,34 @@ inline void subBlockPairQuants(const uint8_t *block, int g, std::ptrdiff_t p, ty
   }
 }
 
+/// Sub-block (or group of 16) s's scale * q (- minimum) as dequantize*() computes it, in one FMA
+/// where there is a minimum: a scale (an fp16 d times a quant scale of at most 8 bits) times a
+/// quant of at most 8 bits has at most 24 significant bits, so the product is exact and the
+/// FMA's one rounding is the subtraction's.
+template <class Isa, QuantFormat F>
+inline typename Isa::V scaledWeights(const SuperBlockScales<F> &sb, int s, typename Isa::V q) {
+  if constexpr (hasSubBlockMinimums(F))
+    return Isa::fma(Isa::set1(sb.scales[s]), q, Isa::set1(-sb.minimums[s]));
+  else
+    return Isa::mul(Isa::set1(sb.scales[s]), q);
+}
+
 /// The exact weights [p W, p W + W) of sub-blocks 2g (`lo`) and 2g + 1 (`hi`) of a Q4_K, Q5_K
-/// or IQ4_XS super-block whose scales `sb` decoded: scale * q (- minimum), as dequantize*().
+/// or IQ4_XS super-block whose scales `sb` decoded.
 template <class Isa, QuantFormat F>
 inline void subBlockPairWeights(const SuperBlockScales<F> &sb, const uint8_t *block, int g,
                                 std::ptrdiff_t p, typename Isa::V &lo, typename Isa::V &hi) {
   subBlockPairQuants<Isa, F>(block, g, p, lo, hi);
-  lo = Isa::mul(Isa::set1(sb.scales[2 * g]), lo);
-  hi = Isa::mul(Isa::set1(sb.scales[2 * g + 1]), hi);
-  if constexpr (hasSubBlockMinimums(F)) {
-    lo = Isa::sub(lo, Isa::set1(sb.minimums[2 * g]));
-    hi = Isa::sub(hi, Isa::set1(sb.minimums[2 * g + 1]));
-  }
+  lo = scaledWeights<Isa, F>(sb, 2 * g, lo);
+  hi = scaledWeights<Isa, F>(sb, 2 * g + 1, hi);
 }
 
 /// The exact weights [16 c + p W, 16 c + p W + W) of a Q2_K, Q3_K or Q6_K super-block unpacked
-/// into `q` and `sb`: scale * q (- minimum), as dequantize*().
+/// into `q` and `sb`.
 template <class Isa, QuantFormat F>
 inline typename Isa::V sixteenWeights(const SuperBlockScales<F> &sb, const int8_t *q, int c,
                                       std::ptrdiff_t p) {
-  typename Isa::V weight =
-      Isa::mul(Isa::set1(sb.scales[c]), Isa::q8(q + 16 * std::ptrdiff_t(c) + p * Isa::W));
-  if constexpr (hasSubBlockMinimums(F))
-    weight = Isa::sub(weight, Isa::set1(sb.minimums[c]));
-  return weight;
+  return scaledWeights<Isa, F>(sb, c, Isa::q8(q + 16 * std::ptrdiff_t(c) + p * Isa::W));
 }
 
 /// A row of `cols` K-quant weights as stored, widened to its exact fp32 weights into `out` (the

@@ -119,25 +119,62 @@ template <QuantFormat F> constexpr float quantOffset() {
   return F == QuantFormat::Q4_0 ? 8.0f : F == QuantFormat::Q5_0 ? 16.0f : 0.0f;
 }
 
+/// What a block adds to d * q to give its weights: its minimum m (Q4_1, Q5_1), -8 d (Q4_0),
+/// -16 d (Q5_0), nothing (Q8_0, IQ4_NL); exact.
+template <QuantFormat F> inline float blockAddend(float d, float minimum) {
+  if constexpr (quantHasMinimum(F))
+    return minimum;
+  else
+    return -quantOffset<F>() * d;
+}
+
 /// Weights [p W, p W + W) and [16 + p W, 16 + p W + W) of the block whose quants are at `qs`
-/// (W lanes), as the exact fp32 weights, computed as dequantize*() computes them: d * q
-/// (Q8_0; IQ4_NL with q its codebook value), d * (q - offset) (Q4_0, Q5_0), d * q + m rounded
-/// twice (Q4_1, Q5_1).
+/// (W lanes), as the exact fp32 weights dequantize*() computes: d * q (Q8_0; IQ4_NL with q its
+/// codebook value), d * (q - offset) (Q4_0, Q5_0), d * q + m rounded twice (Q4_1, Q5_1). The
+/// last two as one FMA with `addend` (blockAddend): an fp16 d times a quant of at most 5 bits
+/// has at most 16 significant bits, so d * q is exact, the FMA's one rounding is the addition's,
+/// and d * (q - offset) = d * q - offset d is exact too.
 template <class Isa, QuantFormat F>
-inline void weights(const uint8_t *qs, std::ptrdiff_t p, typename Isa::V d, typename Isa::V m,
+inline void weights(const uint8_t *qs, std::ptrdiff_t p, typename Isa::V d, typename Isa::V addend,
                     typename Isa::V &lo, typename Isa::V &hi) {
   typename Isa::V qlo, qhi;
   quants<Isa, F>(qs, p, qlo, qhi);
   if constexpr (!hasMinimumTerm(F)) {
     lo = Isa::mul(d, qlo);
     hi = Isa::mul(d, qhi);
-  } else if constexpr (quantHasMinimum(F)) {
-    lo = Isa::add(Isa::mul(d, qlo), m);
-    hi = Isa::add(Isa::mul(d, qhi), m);
   } else {
-    const typename Isa::V offset = Isa::set1(quantOffset<F>());
-    lo = Isa::mul(d, Isa::sub(qlo, offset));
-    hi = Isa::mul(d, Isa::sub(qhi, offset));
+    lo = Isa::fma(d, qlo, addend);
+    hi = Isa::fma(d, qhi, addend);
+  }
+}
+
+/// The n <= 16 fp16 values at `p` of a split row of `blocks` blocks widened into out[0, n),
+/// zeros up to 16: by Isa::widenHalves where the row lets it read 32 bytes (scalesLoadWhole),
+/// one at a time otherwise.
+template <class Isa>
+inline void widenRowHalves(const uint8_t *p, int n, int64_t blocks, const uint8_t *rowEnd,
+                           float *out) {
+  if (scalesLoadWhole(blocks * BlockWeights)) {
+    Isa::widenHalves(p, n, rowEnd, out);
+    return;
+  }
+  for (std::ptrdiff_t t = 0; t < 16; ++t)
+    out[t] = t < n ? half(p + 2 * t) : 0.0f;
+}
+
+/// The scales of blocks [first, first + n) of a split row (n <= 16) widened into scales[0, n)
+/// and, where the format has one, their addends (blockAddend) into addends[0, n); zeros up to
+/// 16. `rowEnd` is the row's end.
+template <class Isa, QuantFormat F>
+inline void widenBlockScales(const uint8_t *row, int64_t blocks, int64_t first, int n,
+                             const uint8_t *rowEnd, float *scales, float *addends) {
+  using Row = SplitRow<F>;
+  widenRowHalves<Isa>(Row::scales(row) + 2 * first, n, blocks, rowEnd, scales);
+  if constexpr (quantHasMinimum(F)) {
+    widenRowHalves<Isa>(Row::minimums(row, blocks) + 2 * first, n, blocks, rowEnd, addends);
+  } else if constexpr (hasMinimumTerm(F)) {
+    for (int t = 0; t < 16; t += Isa::W)
+      Isa::store(addends + t, Isa::mul(Isa::set1(-quantOffset<F>()), Isa::load(scales + t)));
   }
 }
 
@@ -157,8 +194,15 @@ inline void storeExactSums(const QuantGemvArgs<T> &a, const typename Isa::V (&ac
   }
 }
 
-/// Rows [r, r + RB) of W against activation rows [b, b + BB), BB > 1: each weight is widened
-/// to exactly its dequantized fp32 value once, for all BB activation rows.
+/// Blocks whose scales the kernels widen together (a chunk): 32 covers a row of up to 1024
+/// columns (SmolLM2's 576: 18 blocks) in one chunk.
+constexpr int ChunkBlocks = 32;
+
+/// Rows [r, r + RB) of W against activation rows [b, b + BB): each weight is widened to exactly
+/// its dequantized fp32 value once, for all BB activation rows. The scales (and addends) of a
+/// chunk of ChunkBlocks blocks are widened together into small arrays first, as the factored
+/// kernel widens them (one conversion per block and row each cost a single activation row a
+/// third more instructions than its weights' own).
 template <class Isa, QuantFormat F, int RB, int BB, typename T>
 void exactBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
   using V = typename Isa::V;
@@ -173,39 +217,41 @@ void exactBlock(const QuantGemvArgs<T> &a, int64_t r, int64_t b) {
   const T *x = a.x + b * a.xStride;
   const int64_t blocks = a.cols / BlockWeights;
   const uint8_t *qs = Row::quants(w, blocks);
+  alignas(64) float scales[RB][ChunkBlocks], addends[RB][ChunkBlocks];
   const int64_t ahead = prefetchGroups<RB>(a.rowBytes, PrefetchBytesAhead);
-  for (int64_t k = 0; k < blocks; ++k) {
-    if (b == 0) // later activation tiles of these rows find their blocks prefetched
-      prefetchGroupAhead<RB, Bytes>(w, a.rowBytes, k, ahead);
-    V d[RB], m[RB];
+  for (int64_t chunk = 0; chunk < blocks; chunk += ChunkBlocks) {
+    const int n = int(std::min<int64_t>(ChunkBlocks, blocks - chunk));
     for (int i = 0; i < RB; ++i) {
       const uint8_t *row = w + i * a.rowBytes;
-      d[i] = Isa::set1(half(Row::scales(row) + 2 * k));
-      m[i] = quantHasMinimum(F) ? Isa::set1(half(Row::minimums(row, blocks) + 2 * k)) : Isa::zero();
+      for (int h = 0; h * 16 < n; ++h)
+        widenBlockScales<Isa, F>(row, blocks, chunk + int64_t(h) * 16, std::min(16, n - h * 16),
+                                 row + blocks * Bytes, scales[i] + h * 16, addends[i] + h * 16);
     }
-    for (int p = 0; p < Pairs; ++p) {
-      V xlo[BB], xhi[BB];
-      for (int j = 0; j < BB; ++j) {
-        const T *xk = x + j * a.xStride + k * BlockWeights + p * W;
-        xlo[j] = Isa::load(xk);
-        xhi[j] = Isa::load(xk + 16);
-      }
-      for (int i = 0; i < RB; ++i) {
-        V lo, hi;
-        weights<Isa, F>(qs + i * a.rowBytes + k * Row::QuantBytes, p, d[i], m[i], lo, hi);
+    for (int kk = 0; kk < n; ++kk) {
+      const int64_t k = chunk + kk;
+      if (b == 0) // later activation tiles of these rows find their blocks prefetched
+        prefetchGroupAhead<RB, Bytes>(w, a.rowBytes, k, ahead);
+      for (int p = 0; p < Pairs; ++p) {
+        V xlo[BB], xhi[BB];
         for (int j = 0; j < BB; ++j) {
-          acc[i][j] = Isa::fma(lo, xlo[j], acc[i][j]);
-          acc[i][j] = Isa::fma(hi, xhi[j], acc[i][j]);
+          const T *xk = x + j * a.xStride + k * BlockWeights + p * W;
+          xlo[j] = Isa::load(xk);
+          xhi[j] = Isa::load(xk + 16);
+        }
+        for (int i = 0; i < RB; ++i) {
+          V lo, hi;
+          weights<Isa, F>(qs + i * a.rowBytes + k * Row::QuantBytes, p, Isa::set1(scales[i][kk]),
+                          hasMinimumTerm(F) ? Isa::set1(addends[i][kk]) : Isa::zero(), lo, hi);
+          for (int j = 0; j < BB; ++j) {
+            acc[i][j] = Isa::fma(lo, xlo[j], acc[i][j]);
+            acc[i][j] = Isa::fma(hi, xhi[j], acc[i][j]);
+          }
         }
       }
     }
   }
   storeExactSums<Isa, RB, BB>(a, acc, r, b);
 }
-
-/// Blocks whose scales the factored kernel widens together (a chunk): 32 covers a row of up
-/// to 1024 columns (SmolLM2's 576: 18 blocks) in one chunk.
-constexpr int ChunkBlocks = 32;
 
 /// out[i] = the sum of acc[i]'s lanes, four rows at once where there are four.
 template <class Isa, int RB>

@@ -29,12 +29,13 @@ void widenRows(const uint8_t *w, int64_t rowBytes, int64_t rows, int64_t cols, T
     const uint8_t *qs = Row::quants(row, blocks);
     T *o = out + r * cols;
     for (int64_t k = 0; k < blocks; ++k) {
-      const V d = Isa::set1(half(Row::scales(row) + 2 * k));
-      const V m =
-          quantHasMinimum(F) ? Isa::set1(half(Row::minimums(row, blocks) + 2 * k)) : Isa::zero();
+      const float scale = half(Row::scales(row) + 2 * k);
+      const V d = Isa::set1(scale);
+      const V addend = Isa::set1(blockAddend<F>(
+          scale, quantHasMinimum(F) ? half(Row::minimums(row, blocks) + 2 * k) : 0.0f));
       for (int p = 0; p < Pairs; ++p) {
         V lo, hi;
-        weights<Isa, F>(qs + k * Row::QuantBytes, p, d, m, lo, hi);
+        weights<Isa, F>(qs + k * Row::QuantBytes, p, d, addend, lo, hi);
         Isa::store(o + k * BlockWeights + p * W, lo);
         Isa::store(o + k * BlockWeights + 16 + p * W, hi);
       }
