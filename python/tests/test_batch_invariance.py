@@ -1,12 +1,16 @@
 """Batch-invariant mode (docs/Engine.md, "Batch-invariant mode"): every request's saves, logits
 and tokens are bitwise those of the same request run alone, for random programs over random
-batches (prompts of 3 to ~150 tokens, some sharing a prefix), with chunked prefill, with
+batches (prompts of different lengths, some sharing a prefix), with chunked prefill, with
 preemption forced by a small KV cache, and with prefix-cache hits (the requests run alone after
-the batch find its blocks cached), in fp32 and bf16, on the bundled SmolLM2 (its GGUF blocks:
-the quantized kernels)."""
+the batch find its blocks cached), in fp32 and bf16. Two program sources: the differential
+generator's random programs (every construct of the compiled language, params, several
+invokes, stop() and finish()) on a random tiny Qwen3 (dense weights), and templates of the
+research statements on the bundled SmolLM2 (its GGUF blocks: the quantized kernels)."""
 
 import json
+import os
 import random
+import sys
 import urllib.error
 import urllib.request
 
@@ -14,7 +18,15 @@ import nnsc
 import pytest
 import torch
 
-from conftest import THREADS, served
+from conftest import ROOT, THREADS, served
+
+# The differential generator of the compiler's tests (test/Conversion/random-differential.test):
+# random valid programs over the whole compiled language for the tiny Qwen3 config.
+sys.path.insert(0, os.path.join(ROOT, "test", "Conversion", "Inputs"))
+import diff_case  # noqa: E402
+import random_cases  # noqa: E402
+import random_programs  # noqa: E402
+import random_values  # noqa: E402
 
 WORDS = ("the of and a to in is was that for on with as by at from his her which or be are this "
          "had not but have they were it one all their there been has when who will more no if "
@@ -111,6 +123,71 @@ def test_bf16_requests_equal_alone():
     llm = nnsc.LLM(dtype="bfloat16", threads=THREADS, max_num_batched_tokens=64, max_num_seqs=16,
                    num_blocks=48, max_model_len=256)
     check_batch(llm, random.Random("bf16"), programs=1, prompts_per_batch=5, max_tokens=3)
+
+
+@pytest.fixture(scope="module")
+def tiny_qwen3(tmp_path_factory):
+    """A random tiny Qwen3 in safetensors: the differential tests' config and weights."""
+    out = str(tmp_path_factory.mktemp("tiny-qwen3"))
+    diff_case.tiny_model(os.path.join(ROOT, "test", "Inputs", "tiny-qwen3"), out)
+    return out
+
+
+def random_token_prompts(rng, count):
+    """`count` prompts of 1 to 60 token ids of the tiny vocabulary; some continue an earlier one
+    (a shared prefix of whole 16-token KV blocks, so the later request can hit the cache)."""
+    prompts = []
+    for _ in range(count):
+        if prompts and rng.random() < 0.3:
+            longer = rng.choice(prompts) + [rng.randrange(1, random_values.V) for _ in range(8)]
+            prompts.append(longer[:100])
+        else:
+            prompts.append([rng.randrange(1, random_values.V)
+                            for _ in range(rng.choice([1, 3, 17, 40, 60]))])
+    return prompts
+
+
+def assert_same_outcome(alone, batched, where):
+    assert alone.finish_reason == batched.finish_reason, where
+    if alone.finish_reason == "error":
+        assert alone.error == batched.error, where
+    else:
+        assert_same(alone, batched, where)
+
+
+# The tiny model's engines: 16-token KV blocks (prefix hits on short prompts), the same three
+# shapes of batch as CONFIGS.
+DIFFERENTIAL_CONFIGS = {
+    "whole": dict(block_size=16),
+    "chunked": dict(block_size=16, max_num_batched_tokens=32, max_num_seqs=8),
+    "preempted": dict(block_size=16, num_blocks=14, max_model_len=128),
+}
+
+
+@pytest.mark.parametrize("dtype,config", [("float32", "whole"), ("float32", "chunked"),
+                                          ("float32", "preempted"), ("bfloat16", "chunked")])
+def test_differential_programs_requests_equal_alone(tiny_qwen3, dtype, config):
+    """The differential generator's random programs, each over a random batch of requests with
+    their own params (and prompts per invoke): each request equals itself run alone."""
+    llm = nnsc.LLM(model=tiny_qwen3, dtype=dtype, threads=THREADS, **DIFFERENTIAL_CONFIGS[config])
+    rng = random.Random("differential-%s-%s" % (dtype, config))
+    torch.manual_seed(rng.randrange(1 << 30))
+    header = "\n".join("param %s: %s" % p for p in random_values.PARAMS)
+    for prog in random_programs.programs(rng.randrange(1 << 30), 5):
+        program = llm.compile(header + "\n" + prog.text())
+        count = rng.randint(3, 6)
+        prompts = random_token_prompts(rng, count * prog.invokes)
+        # A request's invokes are prefilled in one step: together at most a chunk's budget.
+        requests = (prompts if prog.invokes == 1 else
+                    [[p[:32 // prog.invokes] for p in prompts[i::count]] for i in range(count)])
+        params = [random_cases.request_params(rng) for _ in requests]
+        batched = llm.generate(requests, program, params, max_tokens=4, batch_invariant=True,
+                               use_tqdm=False)
+        for i, request in enumerate(requests):
+            [alone] = llm.generate([request], program, [params[i]], max_tokens=4,
+                                   batch_invariant=True, use_tqdm=False)
+            assert_same_outcome(alone, batched[i],
+                                "request %d of %s\n%s" % (i, prog.name, prog.text()))
 
 
 def test_prompt_sites_see_the_whole_prompt_under_chunked_prefill(llm):
