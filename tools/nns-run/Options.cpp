@@ -3,6 +3,7 @@
 #include "Options.h"
 
 #include "nnsc/Runtime/Support/Error.h"
+#include "nnsc/Session/RankLaunch.h"
 
 #include <nlohmann/json.hpp>
 
@@ -11,7 +12,6 @@
 #include <functional>
 #include <iostream>
 #include <sstream>
-#include <unistd.h>
 
 namespace nnsrun {
 
@@ -22,19 +22,7 @@ int errorRank = -1;
 void setErrorRank(int rank) { errorRank = rank; }
 
 [[noreturn]] void fail(const std::string &message) {
-  // One write(2) for the whole line: under tensor parallelism every rank shares this stderr,
-  // and a line written piece by piece interleaves with another rank's (a pipe keeps writes of
-  // up to PIPE_BUF bytes whole).
-  const std::string line =
-      "nns-run: error: " + (errorRank >= 0 ? "rank " + std::to_string(errorRank) + ": " : "") +
-      message + "\n";
-  for (size_t done = 0; done < line.size();) {
-    const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
-    if (n <= 0)
-      break;
-    done += size_t(n);
-  }
-  std::exit(1);
+  nnsc::session::exitWithError("nns-run", errorRank, message);
 }
 
 namespace {
@@ -71,11 +59,7 @@ Runs prompts through the paged-attention engine with continuous batching.
   --chat                     wrap each text prompt in the model's chat template
 )" << samplingDefaults()
       << nnsc::session::engineFlagsUsage()
-      << R"(  --tensor-parallel-size N   split the model over N ranks (processes, CPU, Gloo): started here,
-                             or joined through RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT when
-                             RANK is set (docs/Distributed.md). N must divide the heads; each
-                             rank's --threads default is the cores split over the ranks.
-  --capture SITE             save a site's rows of every step (repeatable; 'all': every
+      << R"(  --capture SITE             save a site's rows of every step (repeatable; 'all': every
                              forward-pass site) to the --save file: '<site>.<i>' holds
                              request i's rows, prefill then one per decode step (float32;
                              integer sites keep their integer dtype), '<site>.order' the
@@ -209,11 +193,6 @@ Options parseOptions(int argc, char **argv) {
       o.sampling.ignoreEos = true;
     } else if (arg == "--batch-invariant") {
       o.sampling.batchInvariant = true;
-    } else if (arg == "--tensor-parallel-size") {
-      int64_t n = integer();
-      if (n < 1 || n > 256)
-        fail("--tensor-parallel-size must be between 1 and 256, got " + std::to_string(n));
-      o.tensorParallelSize = int(n);
     } else if (arg == "--json") {
       o.json = true;
     } else if (arg == "--dump-logits") {

@@ -19,15 +19,14 @@
 namespace nnsrun {
 
 /// The engine's options (nnsc/Session/EngineOptions.h: model, dtype, weights, device, threads,
-/// seed, scheduler; threads 0 until given: 2, or the cores split over the ranks), then nns-run's.
+/// seed, ranks, scheduler; threads 0 until given: 2, or the cores split over the ranks), then
+/// nns-run's.
 struct Options : nnsc::session::EngineOptions {
   Options() { model = NNSC_DEFAULT_MODEL; }
 
   std::vector<Prompt> prompts;
   bool chat = false;
   nnsc::SamplingParams sampling;
-  /// --tensor-parallel-size N: ranks the model is split over (docs/Distributed.md).
-  int tensorParallelSize = 1;
   bool json = false;
   std::string dumpLogits;
   /// Sites to save ("all": every forward-pass site) and sites to scale in place.

@@ -10,7 +10,6 @@
 #include "FlagHooks.h"
 #include "Options.h"
 #include "Report.h"
-#include "TensorParallelLaunch.h"
 
 #include "nnsc/Runtime/Backend/BackendError.h"
 #include "nnsc/Runtime/Backend/ModelLoader.h"
@@ -19,6 +18,7 @@
 #include "nnsc/Runtime/Tokenizer/ChatTemplate.h"
 #include "nnsc/Runtime/Tokenizer/StreamingDecoder.h"
 #include "nnsc/Runtime/Tokenizer/Tokenizer.h"
+#include "nnsc/Session/RankLaunch.h"
 #include "nnsc/Support/ThreadPolicy.h"
 
 #include <algorithm>
@@ -122,7 +122,14 @@ int main(int argc, char **argv) {
   Options o = parseOptions(argc, argv);
   // Under tensor parallelism every rank runs this same program on the same options; rank 0
   // prints and writes the results, the others only compute.
-  std::optional<DistributedOptions> ranks = startTensorParallel(o.tensorParallelSize, argv);
+  std::optional<DistributedOptions> ranks;
+  try {
+    ranks = session::startTensorParallel(o.tensorParallelSize, argv);
+  } catch (const InvalidInput &e) {
+    fail(e.what());
+  }
+  if (ranks)
+    setErrorRank(ranks->rank);
   const bool primary = !ranks || ranks->rank == 0;
   if (!primary)
     o.quiet = true;
@@ -180,7 +187,7 @@ int main(int argc, char **argv) {
   int failed = bound ? writeResults(o.saveDir, o.prompts, results, bound.get(), tok.get()) : 0;
   failed += reportEditErrors(edit.get());
   TensorParallelGroup *tp = backend->tensorParallel();
-  if (tp && !waitForSpawnedRanks()) {
+  if (tp && !session::waitForSpawnedRanks()) {
     std::cerr << "nns-run: error: a tensor parallel rank failed\n";
     ++failed;
   }

@@ -4,6 +4,7 @@
 
 #include "nnsc/Runtime/Engine/SamplingParams.h"
 #include "nnsc/Runtime/Support/Error.h"
+#include "nnsc/Session/RankLaunch.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -13,9 +14,14 @@
 
 namespace nnsserve {
 
+namespace {
+int errorRank = -1;
+} // namespace
+
+void setErrorRank(int rank) { errorRank = rank; }
+
 void fail(const std::string &message) {
-  std::cerr << "nns-serve: error: " << message << "\n";
-  std::exit(1);
+  nnsc::session::exitWithError("nns-serve", errorRank, message);
 }
 
 namespace {

@@ -18,10 +18,8 @@ namespace nnsserve {
 
 /// The engine's options (nnsc/Session/EngineOptions.h), then the server's.
 struct Options : nnsc::session::EngineOptions {
-  Options() {
-    model = NNSC_DEFAULT_MODEL;
-    threads = 2;
-  }
+  /// threads stays 0 until given: 2, or the cores split over the ranks (nns-serve.cpp).
+  Options() { model = NNSC_DEFAULT_MODEL; }
 
   nnsc::server::ServerOptions server;
   /// --bundle NAME=FILE.nnsb, registered at start.
@@ -34,8 +32,11 @@ struct Options : nnsc::session::EngineOptions {
   int64_t savesTtlSeconds = 600;
 };
 
-/// Prints "nns-serve: error: MESSAGE" and exits with status 1.
+/// Prints "nns-serve: error: MESSAGE" (naming the rank after setErrorRank) and exits with
+/// status 1.
 [[noreturn]] void fail(const std::string &message);
+/// Names `rank` in fail()'s messages from now on.
+void setErrorRank(int rank);
 
 /// Parses argv; exits on a wrong option.
 Options parseOptions(int argc, char **argv);

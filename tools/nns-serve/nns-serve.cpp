@@ -15,6 +15,8 @@
 #include "nnsc/Runtime/Backend/ModelLoader.h"
 #include "nnsc/Runtime/Support/Error.h"
 #include "nnsc/Server/OpenAIServer.h"
+#include "nnsc/Server/RankFollower.h"
+#include "nnsc/Session/RankLaunch.h"
 #include "nnsc/Support/ThreadPolicy.h"
 
 #include <chrono>
@@ -41,10 +43,24 @@ void onSignal(int) {
 int main(int argc, char **argv) {
   chooseThreadWaitPolicy(argv);
   Options o = parseOptions(argc, argv);
+  // Under tensor parallelism every rank runs this program on the same options; rank 0 serves
+  // HTTP, the others follow its engine (docs/Distributed.md, "Serving").
+  std::optional<DistributedOptions> ranks;
+  try {
+    ranks = session::startTensorParallel(o.tensorParallelSize, argv);
+  } catch (const InvalidInput &e) {
+    fail(e.what());
+  }
+  const bool follower = ranks && ranks->rank != 0;
+  if (ranks)
+    setErrorRank(ranks->rank);
+  if (o.threads == 0)
+    o.threads =
+        ranks ? std::max(1, int(std::thread::hardware_concurrency()) / ranks->worldSize) : 2;
   at::set_num_threads(o.threads);
 
   LoadedModel loaded;
-  const bool terminal = isatty(2);
+  const bool terminal = isatty(2) && !follower; // the other ranks report errors only
   auto loadStart = std::chrono::steady_clock::now();
   try {
     // Progress on one rewritten line at a terminal; a log gets the final line only.
@@ -54,16 +70,17 @@ int main(int argc, char **argv) {
                             std::cerr << "\rnns-serve: loading " << o.model << ": " << done << "/"
                                       << total << std::flush;
                         },
-                        std::nullopt, o.weights});
+                        ranks, o.weights});
   } catch (const std::exception &e) {
     if (terminal)
       std::cerr << "\n";
     fail(dynamic_cast<const BackendError *>(&e) ? "--device " + o.device + ": " + e.what()
                                                 : std::string(e.what()));
   }
-  std::cerr << (terminal ? "\n" : "") << "nns-serve: loaded " << o.model << " in "
-            << std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count()
-            << " s\n";
+  if (!follower)
+    std::cerr << (terminal ? "\n" : "") << "nns-serve: loaded " << o.model << " in "
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count()
+              << " s\n";
   if ((!o.bundles.empty() || !o.editFile.empty()) && !loaded.backend->capabilities().bundleKernels)
     fail("--device " + o.device +
          ": this backend runs no bundles (--bundle, --edit); use --device cpu");
@@ -127,8 +144,19 @@ int main(int argc, char **argv) {
   } catch (const nnsc::InvalidInput &e) {
     fail(e.what());
   }
+  std::shared_ptr<server::RankLink> link;
+  if (ranks)
+    link = std::make_shared<server::RankLink>(*loaded.backend->tensorParallel(), programs);
+  if (follower) {
+    try {
+      server::followRankZero(*engine, *link, edit, o.server.maxSaveBytes);
+    } catch (const std::exception &e) {
+      fail("rank 0 is gone or sent what this rank cannot run: " + std::string(e.what()));
+    }
+    return 0;
+  }
   const int64_t maxModelLen = engine->getScheduler().config().maxModelLen;
-  server::EngineLoop loop(std::move(engine), metrics);
+  server::EngineLoop loop(std::move(engine), metrics, link);
   server::ServedModel served{loaded.model, loaded.tokenizer.get(),         chat.get(),
                              maxModelLen,  loaded.backend->config().vocab, std::move(edit)};
   server::OpenAIServer http(o.server, served, loop, programs, saves, metrics);

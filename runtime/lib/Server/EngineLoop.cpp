@@ -2,14 +2,17 @@
 
 #include "nnsc/Server/EngineLoop.h"
 
+#include "nnsc/Session/RankLaunch.h"
+
 #include <chrono>
 #include <iostream>
 #include <set>
 
 namespace nnsc::server {
 
-EngineLoop::EngineLoop(std::unique_ptr<LLMEngine> engineIn, Metrics &metricsIn)
-    : engine(std::move(engineIn)), metrics(metricsIn) {
+EngineLoop::EngineLoop(std::unique_ptr<LLMEngine> engineIn, Metrics &metricsIn,
+                       std::shared_ptr<RankLink> ranksIn)
+    : engine(std::move(engineIn)), metrics(metricsIn), ranks(std::move(ranksIn)) {
   publishGauges();
   thread = std::thread([this] { run(); });
 }
@@ -23,10 +26,11 @@ EngineLoop::~EngineLoop() {
   thread.join();
 }
 
-void EngineLoop::submit(std::shared_ptr<RequestStream> stream, Admit admit) {
+void EngineLoop::submit(std::shared_ptr<RequestStream> stream, Admit admit,
+                        ForwardedRequest request) {
   {
     std::lock_guard<std::mutex> lock(mutex);
-    inbox.emplace_back(std::move(stream), std::move(admit));
+    inbox.push_back({std::move(stream), std::move(admit), std::move(request)});
   }
   wake.notify_all();
 }
@@ -44,22 +48,46 @@ int64_t EngineLoop::numQueued() const {
   return int64_t(inbox.size()) + waitingInEngine;
 }
 
+std::string EngineLoop::failure() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return failed;
+}
+
+std::optional<RankLinkStats> EngineLoop::rankStats() const {
+  if (!ranks)
+    return std::nullopt;
+  std::lock_guard<std::mutex> lock(mutex);
+  return sentToRanks;
+}
+
 void EngineLoop::run() {
   while (true) {
-    std::deque<std::pair<std::shared_ptr<RequestStream>, Admit>> arrived;
+    std::deque<Arrival> arrived;
     std::vector<std::shared_ptr<RequestStream>> aborted;
     {
       std::unique_lock<std::mutex> lock(mutex);
-      wake.wait(lock, [this] {
+      auto ready = [this] {
         return stopping || !inbox.empty() || !aborts.empty() || !engine->isFinished();
-      });
+      };
+      // The other ranks wait in a collective for the next message: an idle rank 0 still
+      // sends one within the collectives' timeout.
+      if (ranks && failed.empty()) {
+        if (!wake.wait_for(lock, ranks->heartbeat(), ready)) {
+          lock.unlock();
+          tellRanks(/*step=*/false);
+          continue;
+        }
+      } else {
+        wake.wait(lock, ready);
+      }
       if (stopping)
         break;
       arrived.swap(inbox);
       aborted.swap(aborts);
     }
     drainInbox(arrived, aborted);
-    if (!engine->isFinished())
+    const bool work = !engine->isFinished();
+    if (tellRanks(work) && work)
       step();
     publishGauges();
   }
@@ -68,18 +96,28 @@ void EngineLoop::run() {
     stream->failEngine("the server is shutting down");
   }
   streams.clear();
+  done.clear();
+  tellRanks(/*step=*/false, /*stop=*/true);
 }
 
-void EngineLoop::drainInbox(std::deque<std::pair<std::shared_ptr<RequestStream>, Admit>> &arrived,
+void EngineLoop::drainInbox(std::deque<Arrival> &arrived,
                             std::vector<std::shared_ptr<RequestStream>> &aborted) {
-  for (auto &[stream, admit] : arrived) {
+  const std::string why = failure();
+  for (Arrival &a : arrived) {
+    if (!why.empty()) {
+      a.stream->reject(why);
+      continue;
+    }
+    // The other ranks admit it too, and fail or succeed alike: same request, same engine.
+    if (ranks)
+      done.push_back({EngineOp::Kind::Admit, a.request, -1});
     try {
-      std::vector<int64_t> ids = admit(*engine);
+      std::vector<int64_t> ids = a.admit(*engine);
       for (int64_t id : ids)
-        streams[id] = stream;
-      stream->start(std::move(ids));
+        streams[id] = a.stream;
+      a.stream->start(std::move(ids));
     } catch (const std::exception &e) {
-      stream->reject(e.what());
+      a.stream->reject(e.what());
     }
   }
   for (const std::shared_ptr<RequestStream> &stream : aborted)
@@ -90,7 +128,49 @@ void EngineLoop::drainInbox(std::deque<std::pair<std::shared_ptr<RequestStream>,
 void EngineLoop::abortStream(const std::shared_ptr<RequestStream> &stream) {
   for (int64_t id : stream->ids())
     if (id >= 0)
-      engine->abortRequest(id);
+      abortSequence(id);
+}
+
+void EngineLoop::abortSequence(int64_t id) {
+  engine->abortRequest(id);
+  if (ranks)
+    done.push_back({EngineOp::Kind::Abort, {}, id});
+}
+
+bool EngineLoop::tellRanks(bool step, bool stop) {
+  if (!ranks)
+    return true;
+  if (!failure().empty())
+    return false;
+  RankMessage message{std::move(done), step, stop};
+  done.clear();
+  try {
+    ranks->send(message);
+  } catch (const DistributedError &e) {
+    failRanks(e.what());
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  sentToRanks = ranks->stats();
+  return true;
+}
+
+void EngineLoop::failRanks(const std::string &why) {
+  const std::string gone = session::exitedSpawnedRanks();
+  const std::string message = "a tensor-parallel rank is gone (" + (gone.empty() ? why : gone) +
+                              "); this server runs no more requests: restart it";
+  std::cerr << "nns-serve: " << message << "\n";
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    failed = message;
+  }
+  for (auto &[id, stream] : streams) {
+    engine->abortRequest(id);
+    stream->failEngine(message);
+  }
+  streams.clear();
+  done.clear();
+  engine->takeFinished();
 }
 
 void EngineLoop::step() {
@@ -98,12 +178,15 @@ void EngineLoop::step() {
   std::vector<StepOutput> outputs;
   try {
     outputs = engine->step();
+  } catch (const DistributedError &e) {
+    failRanks(e.what());
+    return;
   } catch (const std::exception &e) {
     // Kernel failures are per request (BundleRequest::fail); an exception here is the
     // engine's own. Every request in flight ends with it; the server goes on.
     std::cerr << "nns-serve: engine step failed: " << e.what() << "\n";
     for (auto &[id, stream] : streams) {
-      engine->abortRequest(id);
+      abortSequence(id);
       stream->failEngine(std::string("engine step failed: ") + e.what());
     }
     streams.clear();

@@ -390,6 +390,14 @@ void handleGeneration(OpenAIServer &server, const httplib::Request &req, httplib
   std::optional<PreparedRequest> prepared = prepareRequest(server, req.body, chat, error);
   if (!prepared)
     return sendError(server.metricsSink(), res, error);
+  if (std::string failure = server.engine().failure(); !failure.empty()) {
+    ApiError down;
+    down.status = 503;
+    down.type = "server_error";
+    down.code = "rank_failed";
+    down.message = failure;
+    return sendError(server.metricsSink(), res, down);
+  }
   if (server.engine().numQueued() >= server.options().maxQueued) {
     ApiError busy;
     busy.status = 503;
@@ -422,7 +430,9 @@ void handleGeneration(OpenAIServer &server, const httplib::Request &req, httplib
       config.edits.push_back(edit->newState());
   std::vector<std::shared_ptr<BundleRequest>> edits = config.edits;
   auto stream = std::make_shared<RequestStream>(std::move(config));
-  server.engine().submit(stream, admitRequest(p, server.served(), bundle, std::move(edits)));
+  EngineLoop::Admit admit =
+      admitRequest(forwarded(p), server.served().edit, bundle, std::move(edits));
+  server.engine().submit(stream, std::move(admit), forwarded(p));
   while (!stream->waitStarted(1s)) {
   }
   if (!p.request.stream)

@@ -36,7 +36,8 @@ EngineGauges Metrics::gauges() const {
   return engine;
 }
 
-std::string Metrics::render(const session::ProgramRegistry::CacheCounts &compiles) const {
+std::string Metrics::render(const session::ProgramRegistry::CacheCounts &compiles,
+                            const RankLinkStats *ranks) const {
   std::lock_guard<std::mutex> lock(mutex);
   std::ostringstream os;
   auto family = [&os](const char *name, const char *type, const char *help) {
@@ -73,6 +74,16 @@ std::string Metrics::render(const session::ProgramRegistry::CacheCounts &compile
   family("nnsc_compile_cache_total", "counter", "Program compile-cache lookups by result.");
   os << "nnsc_compile_cache_total{result=\"hit\"} " << compiles.hits << "\n"
      << "nnsc_compile_cache_total{result=\"miss\"} " << compiles.misses << "\n";
+  if (ranks) {
+    family("nnsc_tensor_parallel_messages_total", "counter",
+           "Messages rank 0 sent the other ranks (one per step, and while idle).");
+    os << "nnsc_tensor_parallel_messages_total " << ranks->messages << "\n";
+    family("nnsc_tensor_parallel_bytes_total", "counter",
+           "Bytes of those messages, by what they carried.");
+    os << "nnsc_tensor_parallel_bytes_total{part=\"programs\"} " << ranks->programBytes << "\n"
+       << "nnsc_tensor_parallel_bytes_total{part=\"requests\"} "
+       << ranks->bytes - ranks->programBytes << "\n";
+  }
   return os.str();
 }
 

@@ -105,11 +105,16 @@ void OpenAIServer::addRoutes() {
         sendError(metrics, res, e);
       });
 
-  http->Get("/health", [](const httplib::Request &, httplib::Response &res) {
-    res.set_content("", "text/plain");
+  // Unhealthy (503, the reason as text) once a tensor-parallel rank is gone.
+  http->Get("/health", [this](const httplib::Request &, httplib::Response &res) {
+    const std::string failure = loop.failure();
+    res.status = failure.empty() ? 200 : 503;
+    res.set_content(failure, "text/plain");
   });
   http->Get("/metrics", [this](const httplib::Request &, httplib::Response &res) {
-    res.set_content(metrics.render(registry.cacheCounts()), "text/plain; version=0.0.4");
+    const std::optional<RankLinkStats> ranks = loop.rankStats();
+    res.set_content(metrics.render(registry.cacheCounts(), ranks ? &*ranks : nullptr),
+                    "text/plain; version=0.0.4");
   });
   http->Get("/v1/models", [this](const httplib::Request &, httplib::Response &res) {
     json entry = {{"id", opts.servedModelName},

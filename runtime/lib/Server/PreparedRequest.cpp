@@ -197,16 +197,21 @@ std::optional<PreparedRequest> prepareRequest(OpenAIServer &server, const std::s
   return p;
 }
 
-EngineLoop::Admit admitRequest(const PreparedRequest &prepared, const ServedModel &served,
+ForwardedRequest forwarded(const PreparedRequest &prepared) {
+  return {prepared.prompts, prepared.sampling, prepared.bound};
+}
+
+EngineLoop::Admit admitRequest(ForwardedRequest request,
+                               const std::optional<session::BoundTrace> &edit,
                                std::shared_ptr<BundleRequest> bundle,
                                std::vector<std::shared_ptr<BundleRequest>> edits) {
   session::Submission s;
-  s.prompts = prepared.prompts;
-  s.sampling = {prepared.sampling};
-  if (prepared.hasProgram())
-    s.program = prepared.bound;
+  s.prompts = std::move(request.prompts);
+  s.sampling = {request.sampling};
+  if (request.bound.program)
+    s.program = std::move(request.bound);
   s.state = std::move(bundle);
-  s.edit = served.edit;
+  s.edit = edit;
   s.edits = std::move(edits);
   return [s = std::move(s)](LLMEngine &engine) mutable { return session::submit(engine, s); };
 }

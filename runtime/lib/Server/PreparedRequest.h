@@ -13,6 +13,7 @@
 #include "nnsc/Server/EngineLoop.h"
 #include "nnsc/Server/OpenAIServer.h"
 #include "nnsc/Server/Protocol.h"
+#include "nnsc/Server/RankLink.h"
 
 #include <optional>
 #include <string>
@@ -35,10 +36,16 @@ struct PreparedRequest {
 std::optional<PreparedRequest> prepareRequest(OpenAIServer &server, const std::string &body,
                                               bool chat, ApiError &error);
 
+/// What the engine needs of `prepared` (and what the other ranks of a tensor-parallel server
+/// are sent).
+ForwardedRequest forwarded(const PreparedRequest &prepared);
+
 /// The engine-thread step that submits the request's sequences (session::submit), bound to
 /// `bundle` (the request's program state; null for a plain request) and, first, to the
-/// server's edit with `edits` (its state, one per prompt; empty without an edit).
-EngineLoop::Admit admitRequest(const PreparedRequest &prepared, const ServedModel &served,
+/// server's `edit` with `edits` (its state, one per prompt; empty without an edit). Rank 0
+/// and the other ranks of a tensor-parallel server admit through it alike.
+EngineLoop::Admit admitRequest(ForwardedRequest request,
+                               const std::optional<session::BoundTrace> &edit,
                                std::shared_ptr<BundleRequest> bundle,
                                std::vector<std::shared_ptr<BundleRequest>> edits);
 

@@ -51,7 +51,13 @@ bool parseEngineFlag(const std::string &arg, const std::function<std::string()> 
     o.threads = int(integerOf(arg, value(), 1));
   else if (arg == "--seed")
     o.seed = uint64_t(integerOf(arg, value(), 0));
-  else if (arg == "--max-num-seqs")
+  else if (arg == "--tensor-parallel-size") {
+    const int64_t n = integerOf(arg, value(), 1);
+    if (n > 256)
+      throw InvalidInput("--tensor-parallel-size must be between 1 and 256, got " +
+                         std::to_string(n));
+    o.tensorParallelSize = int(n);
+  } else if (arg == "--max-num-seqs")
     s.maxNumSeqs = integerOf(arg, value(), 1);
   else if (arg == "--max-num-batched-tokens")
     s.maxNumBatchedTokens = integerOf(arg, value(), 1);
@@ -95,7 +101,15 @@ std::string engineFlagsUsage() {
       << ", at most the model's)\n"
       << "  --num-blocks N, --block-size N   the paged KV cache (default " << d.scheduler.numBlocks
       << " blocks of " << d.scheduler.blockSize << " tokens)\n"
-      << "  --no-prefix-caching        compute every prompt in full\n";
+      << "  --no-prefix-caching        compute every prompt in full\n"
+      << "  --tensor-parallel-size N   split the model over N ranks (processes, CPU, Gloo): "
+         "started here,\n"
+         "                             or joined through RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT "
+         "when\n"
+         "                             RANK is set (docs/Distributed.md). N must divide the "
+         "heads; each\n"
+         "                             rank's --threads default is the cores split over the "
+         "ranks.\n";
   return out.str();
 }
 

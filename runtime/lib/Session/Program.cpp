@@ -5,6 +5,9 @@
 #include "nnsc/Runtime/Backend/ModelBackend.h"
 #include "nnsc/Runtime/Bundle/BundleLoader.h"
 
+#include <fstream>
+#include <iterator>
+
 namespace nnsc::session {
 
 std::shared_ptr<const Program> Program::load(const std::string &path, const ModelBackend &backend,
@@ -21,6 +24,8 @@ std::shared_ptr<const Program> Program::load(const std::string &path, const Mode
   }
   std::shared_ptr<Program> program(new Program());
   program->loaded = std::move(bundle);
+  std::ifstream in(path, std::ios::binary);
+  program->bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   program->model = model;
   std::shared_ptr<DeviceKernelLauncher> launcher;
   try {

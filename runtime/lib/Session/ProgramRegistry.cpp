@@ -67,7 +67,6 @@ std::shared_ptr<const Program> ProgramRegistry::loadFile(const std::string &path
 std::shared_ptr<const Program> ProgramRegistry::compile(const std::string &source,
                                                         std::string &error,
                                                         const std::string &bufferName) {
-  int64_t serial = 0;
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (auto it = cache.find(source); it != cache.end()) {
@@ -77,15 +76,12 @@ std::shared_ptr<const Program> ProgramRegistry::compile(const std::string &sourc
       return it->second.program;
     }
     ++counts.misses;
-    serial = compiled++;
   }
   if (!compiler) {
     error = "this build has no compiler (a runtime-only build): it runs bundles only";
     return nullptr;
   }
-  // A fresh path for every bundle: dlopen would hand back an earlier library of the same name.
-  const fs::path path = fs::path(workDir) / ("nnsc-program-" + std::to_string(getpid()) + "-" +
-                                             std::to_string(serial) + ".nnsb");
+  const fs::path path = freshBundlePath();
   std::shared_ptr<const Program> program;
   std::string diagnostics;
   if (compiler(source, bufferName, path.string(), diagnostics)) {
@@ -107,6 +103,34 @@ std::shared_ptr<const Program> ProgramRegistry::compile(const std::string &sourc
     cache[source] = {program, diagnostics, std::prev(lru.end())};
   }
   error = diagnostics;
+  return program;
+}
+
+std::string ProgramRegistry::freshBundlePath() {
+  int64_t serial = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    serial = compiled++;
+  }
+  return (fs::path(workDir) /
+          ("nnsc-program-" + std::to_string(getpid()) + "-" + std::to_string(serial) + ".nnsb"))
+      .string();
+}
+
+std::shared_ptr<const Program> ProgramRegistry::loadBytes(const std::string &bytes,
+                                                          std::string &error) {
+  const std::string path = freshBundlePath();
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+    if (!out) {
+      error = "cannot write '" + path + "'";
+      return nullptr;
+    }
+  }
+  std::shared_ptr<const Program> program = Program::load(path, *backend, error);
+  std::error_code ec;
+  fs::remove(path, ec);
   return program;
 }
 

@@ -11,6 +11,7 @@
 #ifndef NNSC_SERVER_METRICS_H
 #define NNSC_SERVER_METRICS_H
 
+#include "nnsc/Server/RankLink.h"
 #include "nnsc/Session/ProgramRegistry.h"
 
 #include <array>
@@ -42,8 +43,10 @@ public:
   EngineGauges gauges() const;
 
   /// The Prometheus text exposition of every series, with the program registry's
-  /// compile-cache lookups.
-  std::string render(const session::ProgramRegistry::CacheCounts &compiles) const;
+  /// compile-cache lookups and, on rank 0 of a tensor-parallel server, what it sent the other
+  /// ranks (`ranks`, null otherwise).
+  std::string render(const session::ProgramRegistry::CacheCounts &compiles,
+                     const RankLinkStats *ranks = nullptr) const;
 
 private:
   /// Upper bounds (seconds) of the step-latency buckets.

@@ -30,6 +30,8 @@ struct EngineOptions {
   std::string device = "cpu";
   /// Intra-op threads; 0 until given (each door has its default).
   int threads = 0;
+  /// Ranks the model is split over (RankLaunch.h starts or joins them).
+  int tensorParallelSize = 1;
   /// The sampler's seed for requests without their own.
   uint64_t seed = 0;
   SchedulerConfig scheduler;

@@ -36,6 +36,9 @@ public:
                                              std::string &error);
 
   const Bundle &bundle() const { return *loaded; }
+  /// The bundle file's bytes, as loaded: what a tensor-parallel server sends the other ranks
+  /// (ProgramRegistry::loadBytes loads them there).
+  const std::string &fileBytes() const { return bytes; }
   const std::shared_ptr<const Bundle> &sharedBundle() const { return loaded; }
   /// The model's module tree, which the hook tables of the program's requests are built on.
   const schema::Architecture &architecture() const { return model->architecture(); }
@@ -51,6 +54,7 @@ private:
   Program() = default;
 
   std::shared_ptr<const Bundle> loaded;
+  std::string bytes;
   std::shared_ptr<const CausalLM> model;
   std::map<const BundleTrace *, std::shared_ptr<BundleHook>> hooks;
 };

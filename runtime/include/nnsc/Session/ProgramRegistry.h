@@ -61,6 +61,10 @@ public:
   std::shared_ptr<const Program> compile(const std::string &source, std::string &error,
                                          const std::string &bufferName = "program.nns");
 
+  /// The program whose bundle file holds `bytes` (Program::fileBytes of a program loaded
+  /// elsewhere); null with `error` when it cannot be loaded. Not cached.
+  std::shared_ptr<const Program> loadBytes(const std::string &bytes, std::string &error);
+
   CacheCounts cacheCounts() const;
 
 private:
@@ -81,6 +85,10 @@ private:
   std::list<std::string> lru;
   CacheCounts counts;
   int64_t compiled = 0;
+
+  /// A fresh path in workDir for a bundle file: dlopen would hand back an earlier library of
+  /// the same name.
+  std::string freshBundlePath();
 };
 
 /// Loads (or compiles) the program in `path` from `registry`, picks trace `traceName` (see

@@ -1,12 +1,11 @@
-//===- TensorParallelLaunch.cpp - nns-run's ranks ---------------*- C++ -*-===//
+//===- RankLaunch.cpp - The ranks of a tensor-parallel front door -*- C++ -*-===//
 
-#include "TensorParallelLaunch.h"
+#include "nnsc/Session/RankLaunch.h"
 
-#include "Options.h"
-
+#include "nnsc/Runtime/Support/Error.h"
 #include "nnsc/Runtime/Support/RuntimeOptions.h"
-#include <arpa/inet.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -23,23 +22,19 @@
 
 extern char **environ;
 
-namespace nnsrun {
-
-using nnsc::DistributedError;
-using nnsc::DistributedOptions;
+namespace nnsc::session {
 
 namespace {
 
-std::vector<pid_t> spawned;
+/// The ranks spawned here: rank r is spawned[r - 1]; `status` is set once it was reaped.
+struct Spawned {
+  pid_t pid;
+  int rank;
+  std::optional<int> status;
+};
+std::vector<Spawned> spawned;
 
-/// At exit (a failed run included) the spawned ranks go too: none is left waiting.
-void stopSpawnedRanks() {
-  for (pid_t pid : spawned)
-    kill(pid, SIGTERM);
-  for (pid_t pid : spawned)
-    waitpid(pid, nullptr, 0);
-  spawned.clear();
-}
+[[noreturn]] void fail(const std::string &message) { throw InvalidInput(message); }
 
 /// A TCP port nothing listens on now (the kernel's choice).
 int freePort(const std::string &addr) {
@@ -58,11 +53,6 @@ int freePort(const std::string &addr) {
   if (port < 0)
     fail("--tensor-parallel-size: cannot find a free TCP port on " + addr + " (set MASTER_PORT)");
   return port;
-}
-
-std::optional<DistributedOptions> join(const DistributedOptions &o) {
-  setErrorRank(o.rank);
-  return o;
 }
 
 /// This process's environment with `set` replacing the variables it names.
@@ -93,7 +83,9 @@ std::optional<DistributedOptions> startTensorParallel(int size, char **argv) {
     if (size != 1 && launched->worldSize != size)
       fail("--tensor-parallel-size " + std::to_string(size) +
            " but WORLD_SIZE=" + std::to_string(launched->worldSize));
-    return launched->worldSize == 1 ? std::nullopt : join(*launched);
+    if (launched->worldSize == 1)
+      return std::nullopt;
+    return launched;
   }
   if (size == 1)
     return std::nullopt;
@@ -112,7 +104,8 @@ std::optional<DistributedOptions> startTensorParallel(int size, char **argv) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  std::atexit(stopSpawnedRanks);
+  static const bool stopAtExit = std::atexit([] { stopSpawnedRanks(); }) == 0;
+  (void)stopAtExit;
   for (int r = 1; r < size; ++r) {
     std::vector<std::string> env =
         environmentWith({"RANK=" + std::to_string(r), "LOCAL_RANK=" + std::to_string(r),
@@ -127,21 +120,64 @@ std::optional<DistributedOptions> startTensorParallel(int size, char **argv) {
     if (int err = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv, envp.data()))
       fail("--tensor-parallel-size: cannot start rank " + std::to_string(r) + ": " +
            std::strerror(err));
-    spawned.push_back(pid);
+    spawned.push_back({pid, r, std::nullopt});
   }
   posix_spawn_file_actions_destroy(&actions);
-  return join(o);
+  return o;
 }
 
 bool waitForSpawnedRanks() {
   bool ok = true;
-  for (pid_t pid : spawned) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ok &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  for (Spawned &s : spawned) {
+    if (!s.status) {
+      int status = 0;
+      waitpid(s.pid, &status, 0);
+      s.status = status;
+    }
+    ok &= WIFEXITED(*s.status) && WEXITSTATUS(*s.status) == 0;
   }
   spawned.clear();
   return ok;
 }
 
-} // namespace nnsrun
+std::string exitedSpawnedRanks() {
+  std::string out;
+  for (Spawned &s : spawned) {
+    int status = 0;
+    if (!s.status && waitpid(s.pid, &status, WNOHANG) == s.pid)
+      s.status = status;
+    if (!s.status)
+      continue;
+    out += (out.empty() ? "" : "; ") + std::string("rank ") + std::to_string(s.rank);
+    if (WIFSIGNALED(*s.status))
+      out += " was killed by signal " + std::to_string(WTERMSIG(*s.status));
+    else
+      out += " exited with status " + std::to_string(WEXITSTATUS(*s.status));
+  }
+  return out;
+}
+
+void stopSpawnedRanks() {
+  for (const Spawned &s : spawned)
+    if (!s.status)
+      kill(s.pid, SIGTERM);
+  for (const Spawned &s : spawned)
+    if (!s.status)
+      waitpid(s.pid, nullptr, 0);
+  spawned.clear();
+}
+
+void exitWithError(const char *tool, int rank, const std::string &message) {
+  const std::string line = std::string(tool) +
+                           ": error: " + (rank >= 0 ? "rank " + std::to_string(rank) + ": " : "") +
+                           message + "\n";
+  for (size_t done = 0; done < line.size();) {
+    const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
+    if (n <= 0)
+      break;
+    done += size_t(n);
+  }
+  std::exit(1);
+}
+
+} // namespace nnsc::session

@@ -1,0 +1,52 @@
+//===- RankFollower.cpp - the engine loop of a rank other than 0 ----------===//
+
+#include "nnsc/Server/RankFollower.h"
+
+#include "PreparedRequest.h"
+
+#include <iostream>
+
+namespace nnsc::server {
+
+void followRankZero(LLMEngine &engine, RankLink &link,
+                    const std::optional<session::BoundTrace> &edit, size_t maxSaveBytes) {
+  while (true) {
+    RankMessage message = link.receive();
+    for (EngineOp &op : message.ops) {
+      if (op.kind == EngineOp::Kind::Abort) {
+        engine.abortRequest(op.sequence);
+        continue;
+      }
+      // The states rank 0 made for its stream (Generation.cpp), made here for the hooks.
+      std::shared_ptr<BundleRequest> bundle;
+      if (op.request.bound.program) {
+        bundle = op.request.bound.newState();
+        bundle->setSaveLimit(maxSaveBytes);
+      }
+      std::vector<std::shared_ptr<BundleRequest>> edits;
+      if (edit)
+        for (size_t k = 0; k < op.request.prompts.size(); ++k)
+          edits.push_back(edit->newState());
+      try {
+        admitRequest(std::move(op.request), edit, bundle, std::move(edits))(engine);
+      } catch (const std::exception &) {
+        // Rank 0 refused it the same way and told its client.
+      }
+    }
+    if (message.stop)
+      return;
+    if (message.step) {
+      try {
+        engine.step();
+      } catch (const DistributedError &) {
+        throw;
+      } catch (const std::exception &e) {
+        // Rank 0's step failed alike: its aborts of the requests in flight come next.
+        std::cerr << "rank " << link.rank() << ": engine step failed: " << e.what() << "\n";
+      }
+    }
+    engine.takeFinished();
+  }
+}
+
+} // namespace nnsc::server
