@@ -124,8 +124,7 @@ torch::Tensor readTensor(Reader &r) {
 
 RankLink::RankLink(TensorParallelGroup &group, session::ProgramRegistry &programs)
     : group(group), registry(programs),
-      heartbeatEvery(std::chrono::seconds(
-                         RuntimeOptions::get().distTimeoutSeconds.value_or(60)) /
+      heartbeatEvery(std::chrono::seconds(RuntimeOptions::get().distTimeoutSeconds.value_or(60)) /
                      3) {}
 
 std::string RankLink::encode(const RankMessage &message,
@@ -168,9 +167,8 @@ std::string RankLink::encode(const RankMessage &message,
   return std::move(w.out);
 }
 
-RankMessage
-RankLink::decode(const std::string &bytes, session::ProgramRegistry &registry,
-                 std::map<int64_t, std::shared_ptr<const session::Program>> &programs) {
+RankMessage RankLink::decode(const std::string &bytes, session::ProgramRegistry &registry,
+                             std::map<int64_t, std::shared_ptr<const session::Program>> &programs) {
   Reader r(bytes);
   RankMessage message;
   message.step = r.get<uint8_t>();

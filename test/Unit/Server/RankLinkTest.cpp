@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "nnsc/Runtime/Support/Error.h"
 #include "nnsc/Server/RankLink.h"
+#include "nnsc/Runtime/Support/Error.h"
 
 #include <gtest/gtest.h>
 
@@ -26,7 +26,9 @@ struct Codec {
   std::map<int64_t, std::shared_ptr<const session::Program>> programs;
 
   std::string encode(const RankMessage &m) { return RankLink::encode(m, ids, sent, programBytes); }
-  RankMessage decode(const std::string &bytes) { return RankLink::decode(bytes, registry, programs); }
+  RankMessage decode(const std::string &bytes) {
+    return RankLink::decode(bytes, registry, programs);
+  }
 };
 
 RankMessage sampleMessage() {
