@@ -5,9 +5,9 @@
 // of a block's quants). Everything here has internal linkage on purpose: each including file
 // is compiled for a different instruction set, and an inline function with external linkage
 // could be merged by the linker into the AVX-512 copy and then run on a CPU without AVX-512.
-// Those files are compiled with -ffp-contract=off so that d * q + m rounds twice in
-// exactBlock, as dequantizeQ4_1 and dequantizeQ5_1 do; the products with the activations are
-// explicit FMAs.
+// Those files are compiled with -ffp-contract=off so that no sum is fused where the
+// dequantizers round it; the FMAs are explicit (a weight's fma(d, q, addend) rounds as the
+// dequantizer's d * q + m does, since d * q is exact: weights()).
 //
 //===----------------------------------------------------------------------===//
 

@@ -83,6 +83,11 @@ std::string Metrics::render(const session::ProgramRegistry::CacheCounts &compile
     os << "nnsc_tensor_parallel_bytes_total{part=\"programs\"} " << ranks->programBytes << "\n"
        << "nnsc_tensor_parallel_bytes_total{part=\"requests\"} "
        << ranks->bytes - ranks->programBytes << "\n";
+    family("nnsc_tensor_parallel_collective_seconds_total", "counter",
+           "Seconds rank 0 spent in collectives (the forward pass's and the messages').");
+    os << "nnsc_tensor_parallel_collective_seconds_total " << ranks->collectives.seconds << "\n";
+    family("nnsc_tensor_parallel_collectives_total", "counter", "Collectives rank 0 took part in.");
+    os << "nnsc_tensor_parallel_collectives_total " << ranks->collectives.collectives << "\n";
   }
   return os.str();
 }

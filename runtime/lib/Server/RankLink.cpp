@@ -228,6 +228,7 @@ void RankLink::send(const RankMessage &message) {
   group.broadcast(data);
   ++counts.messages;
   counts.bytes += int64_t(bytes.size());
+  counts.collectives = group.stats();
 }
 
 RankMessage RankLink::receive() {

@@ -53,12 +53,14 @@ struct RankMessage {
   bool stop = false;
 };
 
-/// Bytes sent so far (rank 0) or received (the others), and the messages.
+/// Bytes sent so far (rank 0) or received (the others), and the messages; with the group's
+/// collectives of every kind (the forward pass's included) as of the last message.
 struct RankLinkStats {
   int64_t messages = 0;
   int64_t bytes = 0;
   /// Of `bytes`, the bundle files sent once per program.
   int64_t programBytes = 0;
+  CommStats collectives;
 };
 
 /// Rank 0's side and the other ranks' side of the record, over `group`'s broadcasts.
