@@ -24,7 +24,6 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
-#include <thread>
 #include <unistd.h>
 
 using namespace nnsc;
@@ -134,8 +133,7 @@ int main(int argc, char **argv) {
   if (!primary)
     o.quiet = true;
   if (o.threads == 0)
-    o.threads =
-        ranks ? std::max(1, int(std::thread::hardware_concurrency()) / ranks->worldSize) : 2;
+    o.threads = session::defaultThreads(ranks);
   at::set_num_threads(o.threads);
 
   LoadedModel loaded = load(o, ranks);

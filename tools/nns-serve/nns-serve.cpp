@@ -23,7 +23,6 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
-#include <thread>
 #include <unistd.h>
 
 using namespace nnsc;
@@ -55,8 +54,7 @@ int main(int argc, char **argv) {
   if (ranks)
     setErrorRank(ranks->rank);
   if (o.threads == 0)
-    o.threads =
-        ranks ? std::max(1, int(std::thread::hardware_concurrency()) / ranks->worldSize) : 2;
+    o.threads = session::defaultThreads(ranks);
   at::set_num_threads(o.threads);
 
   LoadedModel loaded;

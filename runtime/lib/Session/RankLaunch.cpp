@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 extern char **environ;
@@ -124,6 +125,10 @@ std::optional<DistributedOptions> startTensorParallel(int size, char **argv) {
   }
   posix_spawn_file_actions_destroy(&actions);
   return o;
+}
+
+int defaultThreads(const std::optional<DistributedOptions> &ranks) {
+  return ranks ? std::max(1, int(std::thread::hardware_concurrency()) / ranks->worldSize) : 2;
 }
 
 bool waitForSpawnedRanks() {

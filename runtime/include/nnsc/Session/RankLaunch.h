@@ -23,6 +23,10 @@ namespace nnsc::session {
 /// that disagrees with WORLD_SIZE, or a rank that cannot be started.
 std::optional<DistributedOptions> startTensorParallel(int size, char **argv);
 
+/// The intra-op threads of a door whose --threads was not given: 2, or under tensor
+/// parallelism the host's cores split over the ranks.
+int defaultThreads(const std::optional<DistributedOptions> &ranks);
+
 /// Waits for the ranks this process spawned; false if one of them failed.
 bool waitForSpawnedRanks();
 
