@@ -328,36 +328,13 @@ void kQuantRows(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
     kQuantRowBlock<Isa, F, 1>(a, r, subSums);
 }
 
-/// Calls f(std::integral_constant<QuantFormat, F>()) for `format` if it is a K-quant F
-/// (IQ4_XS included); nothing for the 32-weight formats (onBlockFormat).
+/// onAnyFormat for the K-quants (IQ4_XS included); nothing for the 32-weight formats
+/// (onBlockFormat).
 template <typename Fn> void onKQuantFormat(QuantFormat format, const Fn &f) {
-  switch (format) {
-  case QuantFormat::Q2_K:
-    f(std::integral_constant<QuantFormat, QuantFormat::Q2_K>());
-    break;
-  case QuantFormat::Q3_K:
-    f(std::integral_constant<QuantFormat, QuantFormat::Q3_K>());
-    break;
-  case QuantFormat::Q4_K:
-    f(std::integral_constant<QuantFormat, QuantFormat::Q4_K>());
-    break;
-  case QuantFormat::Q5_K:
-    f(std::integral_constant<QuantFormat, QuantFormat::Q5_K>());
-    break;
-  case QuantFormat::Q6_K:
-    f(std::integral_constant<QuantFormat, QuantFormat::Q6_K>());
-    break;
-  case QuantFormat::IQ4_XS:
-    f(std::integral_constant<QuantFormat, QuantFormat::IQ4_XS>());
-    break;
-  case QuantFormat::Q4_0:
-  case QuantFormat::Q4_1:
-  case QuantFormat::Q5_0:
-  case QuantFormat::Q5_1:
-  case QuantFormat::Q8_0:
-  case QuantFormat::IQ4_NL:
-    break;
-  }
+  onAnyFormat(format, [&](auto c) {
+    if constexpr (isKQuant(decltype(c)::value))
+      f(c);
+  });
 }
 
 /// Output columns [rowBegin, rowEnd) of a K-quant product. A single activation row leaves

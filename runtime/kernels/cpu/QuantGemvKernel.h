@@ -173,8 +173,8 @@ inline void widenBlockScales(const uint8_t *row, int64_t blocks, int64_t first, 
   if constexpr (quantHasMinimum(F)) {
     widenRowHalves<Isa>(Row::minimums(row, blocks) + 2 * first, n, blocks, rowEnd, addends);
   } else if constexpr (hasMinimumTerm(F)) {
-    for (int t = 0; t < 16; t += Isa::W)
-      Isa::store(addends + t, Isa::mul(Isa::set1(-quantOffset<F>()), Isa::load(scales + t)));
+    for (int t = 0; t < 16; ++t)
+      addends[t] = blockAddend<F>(scales[t], 0.0f);
   }
 }
 
@@ -442,10 +442,8 @@ void gemvRows(const QuantGemvArgs<T> &a, int64_t rowBegin, int64_t rowEnd) {
     gemvRows<Isa, F, Isa::RowBlock>(a, rowBegin, rowEnd);
 }
 
-/// Calls f(std::integral_constant<QuantFormat, F>()) for `format` if it is a 32-weight format
-/// F; nothing for the K-quants (kQuantGemvOn, QuantGemvKQuantKernel.h; not widened,
-/// QuantWidenKernel.h).
-template <typename Fn> void onBlockFormat(QuantFormat format, const Fn &f) {
+/// Calls f(std::integral_constant<QuantFormat, F>()) for `format`, any of the twelve formats.
+template <typename Fn> void onAnyFormat(QuantFormat format, const Fn &f) {
   switch (format) {
   case QuantFormat::Q4_0:
     f(std::integral_constant<QuantFormat, QuantFormat::Q4_0>());
@@ -466,13 +464,33 @@ template <typename Fn> void onBlockFormat(QuantFormat format, const Fn &f) {
     f(std::integral_constant<QuantFormat, QuantFormat::IQ4_NL>());
     break;
   case QuantFormat::Q2_K:
+    f(std::integral_constant<QuantFormat, QuantFormat::Q2_K>());
+    break;
   case QuantFormat::Q3_K:
+    f(std::integral_constant<QuantFormat, QuantFormat::Q3_K>());
+    break;
   case QuantFormat::Q4_K:
+    f(std::integral_constant<QuantFormat, QuantFormat::Q4_K>());
+    break;
   case QuantFormat::Q5_K:
+    f(std::integral_constant<QuantFormat, QuantFormat::Q5_K>());
+    break;
   case QuantFormat::Q6_K:
+    f(std::integral_constant<QuantFormat, QuantFormat::Q6_K>());
+    break;
   case QuantFormat::IQ4_XS:
+    f(std::integral_constant<QuantFormat, QuantFormat::IQ4_XS>());
     break;
   }
+}
+
+/// onAnyFormat for the 32-weight formats; nothing for the K-quants (kQuantGemvOn,
+/// QuantGemvKQuantKernel.h; not widened, QuantWidenKernel.h).
+template <typename Fn> void onBlockFormat(QuantFormat format, const Fn &f) {
+  onAnyFormat(format, [&](auto c) {
+    if constexpr (!isKQuant(decltype(c)::value))
+      f(c);
+  });
 }
 
 template <class Isa, typename T>

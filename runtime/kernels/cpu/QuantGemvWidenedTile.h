@@ -137,14 +137,6 @@ template <class Isa, typename T> bool widenedTileApplies(const QuantGemvArgs<T> 
   return a.batch >= Isa::WidenedTileMinRows;
 }
 
-/// Calls f(std::integral_constant<QuantFormat, F>()) for any of the twelve formats.
-template <typename Fn> void onAnyFormat(QuantFormat format, const Fn &f) {
-  if (isKQuant(format))
-    onKQuantFormat(format, f);
-  else
-    onBlockFormat(format, f);
-}
-
 /// Output columns [rowBegin, rowEnd) of any product on `Isa`: the widened tiles where they
 /// apply, the K-quant or 32-weight kernels otherwise.
 template <class Isa, typename T>
