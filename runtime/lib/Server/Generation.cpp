@@ -413,26 +413,19 @@ void handleGeneration(OpenAIServer &server, const httplib::Request &req, httplib
   }
   const PreparedRequest &p = *prepared;
   using Transport = InterventionSpec::SavesTransport;
-  std::shared_ptr<BundleRequest> bundle;
-  if (p.hasProgram()) {
-    bundle = p.bound.newState();
-    bundle->setSaveLimit(server.options().maxSaveBytes);
-  }
+  const RequestStates states =
+      newRequestStates(p, server.served().edit, server.options().maxSaveBytes);
   RequestStream::Config config;
   config.tokenizer = server.served().tokenizer;
   config.numChoices = p.prompts.size();
   config.stopStrings = p.request.stop;
-  config.bundle = bundle;
+  config.bundle = states.bundle;
   config.streamStepSaves =
       p.request.stream && p.request.nns && p.request.nns->savesTransport != Transport::Handle;
-  if (const std::optional<session::BoundTrace> &edit = server.served().edit)
-    for (size_t k = 0; k < p.prompts.size(); ++k)
-      config.edits.push_back(edit->newState());
-  std::vector<std::shared_ptr<BundleRequest>> edits = config.edits;
+  config.edits = states.edits;
   auto stream = std::make_shared<RequestStream>(std::move(config));
-  EngineLoop::Admit admit =
-      admitRequest(forwarded(p), server.served().edit, bundle, std::move(edits));
-  server.engine().submit(stream, std::move(admit), forwarded(p));
+  const ForwardedRequest &request = p;
+  server.engine().submit(stream, admitRequest(request, server.served().edit, states), request);
   while (!stream->waitStarted(1s)) {
   }
   if (!p.request.stream)

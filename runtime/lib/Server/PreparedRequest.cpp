@@ -197,22 +197,31 @@ std::optional<PreparedRequest> prepareRequest(OpenAIServer &server, const std::s
   return p;
 }
 
-ForwardedRequest forwarded(const PreparedRequest &prepared) {
-  return {prepared.prompts, prepared.sampling, prepared.bound};
+RequestStates newRequestStates(const ForwardedRequest &request,
+                               const std::optional<session::BoundTrace> &edit,
+                               size_t maxSaveBytes) {
+  RequestStates states;
+  if (request.bound.program) {
+    states.bundle = request.bound.newState();
+    states.bundle->setSaveLimit(maxSaveBytes);
+  }
+  if (edit)
+    for (size_t k = 0; k < request.prompts.size(); ++k)
+      states.edits.push_back(edit->newState());
+  return states;
 }
 
 EngineLoop::Admit admitRequest(ForwardedRequest request,
                                const std::optional<session::BoundTrace> &edit,
-                               std::shared_ptr<BundleRequest> bundle,
-                               std::vector<std::shared_ptr<BundleRequest>> edits) {
+                               const RequestStates &states) {
   session::Submission s;
   s.prompts = std::move(request.prompts);
   s.sampling = {request.sampling};
   if (request.bound.program)
     s.program = std::move(request.bound);
-  s.state = std::move(bundle);
+  s.state = states.bundle;
   s.edit = edit;
-  s.edits = std::move(edits);
+  s.edits = states.edits;
   return [s = std::move(s)](LLMEngine &engine) mutable { return session::submit(engine, s); };
 }
 

@@ -21,13 +21,12 @@
 
 namespace nnsc::server {
 
-struct PreparedRequest {
+/// The request's body as parsed, and what the engine needs of it (ForwardedRequest: its
+/// prompts, one per choice or per invoke of a multi-invoke trace; sampling; the trace it binds
+/// with its params, none for a plain request), which is also what the other ranks of a
+/// tensor-parallel server are sent.
+struct PreparedRequest : ForwardedRequest {
   GenerationRequest request;
-  /// One per choice: the prompts of a batch, or the invokes of a multi-invoke trace.
-  std::vector<std::vector<int32_t>> prompts;
-  SamplingParams sampling;
-  /// The trace the request binds with its params; no program for a plain request.
-  session::BoundTrace bound;
   bool hasProgram() const { return bool(bound.program); }
 };
 
@@ -36,18 +35,23 @@ struct PreparedRequest {
 std::optional<PreparedRequest> prepareRequest(OpenAIServer &server, const std::string &body,
                                               bool chat, ApiError &error);
 
-/// What the engine needs of `prepared` (and what the other ranks of a tensor-parallel server
-/// are sent).
-ForwardedRequest forwarded(const PreparedRequest &prepared);
+/// A request's states: its program's (null for a plain request) and the server edit's, one
+/// per prompt (none without an edit).
+struct RequestStates {
+  std::shared_ptr<BundleRequest> bundle;
+  std::vector<std::shared_ptr<BundleRequest>> edits;
+};
 
-/// The engine-thread step that submits the request's sequences (session::submit), bound to
-/// `bundle` (the request's program state; null for a plain request) and, first, to the
-/// server's `edit` with `edits` (its state, one per prompt; empty without an edit). Rank 0
-/// and the other ranks of a tensor-parallel server admit through it alike.
+/// New states for `request`, its program's saves limited to `maxSaveBytes`.
+RequestStates newRequestStates(const ForwardedRequest &request,
+                               const std::optional<session::BoundTrace> &edit, size_t maxSaveBytes);
+
+/// The engine-thread step that submits the request's sequences (session::submit) with
+/// `states`, bound first to the server's `edit`. Rank 0 and the other ranks of a
+/// tensor-parallel server admit through it alike.
 EngineLoop::Admit admitRequest(ForwardedRequest request,
                                const std::optional<session::BoundTrace> &edit,
-                               std::shared_ptr<BundleRequest> bundle,
-                               std::vector<std::shared_ptr<BundleRequest>> edits);
+                               const RequestStates &states);
 
 } // namespace nnsc::server
 

@@ -17,18 +17,9 @@ void followRankZero(LLMEngine &engine, RankLink &link,
         engine.abortRequest(op.sequence);
         continue;
       }
-      // The states rank 0 made for its stream (Generation.cpp), made here for the hooks.
-      std::shared_ptr<BundleRequest> bundle;
-      if (op.request.bound.program) {
-        bundle = op.request.bound.newState();
-        bundle->setSaveLimit(maxSaveBytes);
-      }
-      std::vector<std::shared_ptr<BundleRequest>> edits;
-      if (edit)
-        for (size_t k = 0; k < op.request.prompts.size(); ++k)
-          edits.push_back(edit->newState());
+      const RequestStates states = newRequestStates(op.request, edit, maxSaveBytes);
       try {
-        admitRequest(std::move(op.request), edit, bundle, std::move(edits))(engine);
+        admitRequest(std::move(op.request), edit, states)(engine);
       } catch (const std::exception &) {
         // Rank 0 refused it the same way and told its client.
       }
